@@ -1,0 +1,1 @@
+"""Reference adapters: separate executables that speak protocol v1 (`python -m adapters.NAME`)."""

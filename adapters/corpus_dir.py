@@ -1,0 +1,76 @@
+"""Read the corpora the harness materialises in $HARNESS_CORPUS_DIR (`<kind>.jsonl` files).
+
+Each line is `{"id": str, "text": str}` (other fields ignored). Shared by every reference
+adapter so they agree on what a corpus is and how its content hash (cache key) is computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
+
+
+class CorpusFileError(ValueError):
+    """A corpus file is missing or malformed; the message names file, line and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusFile:
+    kind: str
+    ids: list[str]
+    texts: list[str]
+    content_hash: str  # sha256 of the file's bytes: the cache key for indexes and embeddings
+
+
+def corpus_paths(overrides: list[str] | None = None) -> dict[str, Path]:
+    """Map kind -> jsonl path: every `<kind>.jsonl` in $HARNESS_CORPUS_DIR, then `KIND=PATH` overrides."""
+    paths: dict[str, Path] = {}
+    folder = os.environ.get(CORPUS_DIR_ENV)
+    if folder:
+        root = Path(folder)
+        if not root.is_dir():
+            raise CorpusFileError(f"{CORPUS_DIR_ENV}={folder}: not a folder")
+        for path in sorted(root.glob("*.jsonl")):
+            paths[path.stem] = path
+    for item in overrides or []:
+        kind, sep, path = item.partition("=")
+        if not sep or not kind or not path:
+            raise CorpusFileError(f"--corpus {item!r}: expected KIND=PATH")
+        paths[kind] = Path(path)
+    return paths
+
+
+def read_corpus(kind: str, path: Path) -> CorpusFile:
+    """Load one corpus file; reject bad JSON, missing/empty ids or text, and duplicate ids."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CorpusFileError(f"{path}: cannot read corpus for kind {kind!r}: {exc.strerror}") from None
+    ids: list[str] = []
+    texts: list[str] = []
+    seen: set[str] = set()
+    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise CorpusFileError(f"{path}:{number}: not a JSON object") from None
+        if not isinstance(obj, dict):
+            raise CorpusFileError(f"{path}:{number}: not a JSON object")
+        doc_id, text = obj.get("id"), obj.get("text")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise CorpusFileError(f"{path}:{number}: id: must be a non-empty string")
+        if not isinstance(text, str):
+            raise CorpusFileError(f"{path}:{number}: text: must be a string")
+        if doc_id in seen:
+            raise CorpusFileError(f"{path}:{number}: id: {doc_id!r} appears twice")
+        seen.add(doc_id)
+        ids.append(doc_id)
+        texts.append(text)
+    return CorpusFile(kind=kind, ids=ids, texts=texts, content_hash=hashlib.sha256(raw).hexdigest())

@@ -1,0 +1,65 @@
+"""The adapter side of protocol v1: `serve(search)` turns a search function into an adapter.
+
+One implementation of the loop for our reference adapters and for backend teams:
+read a request line, answer one flushed line, survive exceptions, exit cleanly on EOF.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import BinaryIO, Union
+
+from harness.errors import ProtocolError
+from harness.protocol import decode_request, encode_banner, encode_response
+
+Hit = Union[str, tuple[str, float]]
+SearchFunction = Callable[[str, str, int], Sequence[Hit]]
+
+
+class UnknownKind(LookupError):
+    """Raise from a search function for a kind it does not serve; answered as an error reply."""
+
+
+def serve(search: SearchFunction, banner: dict[str, object] | None = None, *,
+          stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    """Answer requests from stdin with `search(kind, query, k)` until EOF; return exit status 0.
+
+    `search` returns ids, or (id, score) pairs, best first; more than k are cut to k.
+    Any exception becomes `{"ids": [], "error": "..."}` for that query and the loop goes on;
+    the traceback goes to stderr, which the harness keeps as the adapter's log.
+    """
+    reader = stdin if stdin is not None else sys.stdin.buffer
+    writer = stdout if stdout is not None else sys.stdout.buffer
+    if banner is not None:
+        _write(writer, encode_banner(**banner))
+    for line in reader:
+        if not line.strip():
+            continue
+        _write(writer, _answer(search, line))
+    return 0
+
+
+def _answer(search: SearchFunction, line: bytes) -> bytes:
+    try:
+        request = decode_request(line)
+    except ProtocolError as exc:
+        return encode_response([], error=str(exc))
+    try:
+        hits = list(search(request.kind, request.query, request.k))[: request.k]
+    except UnknownKind as exc:
+        return encode_response([], error=f"unknown kind {request.kind!r}: {exc}")
+    except Exception as exc:  # the loop must survive a failing backend call
+        traceback.print_exc(file=sys.stderr)
+        return encode_response([], error=f"{type(exc).__name__}: {exc}")
+    if hits and not isinstance(hits[0], str):
+        ids = [str(doc_id) for doc_id, _ in hits]
+        scores = [float(score) for _, score in hits]
+        return encode_response(ids, scores)
+    return encode_response([str(doc_id) for doc_id in hits])
+
+
+def _write(writer: BinaryIO, data: bytes) -> None:
+    writer.write(data)
+    writer.flush()

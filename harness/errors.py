@@ -1,0 +1,49 @@
+"""The harness's exception tree; each error knows the exit code the CLI turns it into."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_BACKEND = 3
+
+
+class HarnessError(Exception):
+    """Base of every error the harness reports to the user as one line."""
+
+    exit_code = EXIT_CONFIG
+
+
+class UsageError(HarnessError):
+    """Bad command-line usage or configuration (budgets file, option values)."""
+
+
+class SetError(HarnessError):
+    """A query set or its corpus is malformed, inconsistent or has drifted."""
+
+
+class BaselineError(HarnessError):
+    """A baseline file is missing, corrupt, of the wrong format or not comparable."""
+
+
+class ProtocolError(HarnessError):
+    """A line from the adapter breaks wire protocol v1."""
+
+    exit_code = EXIT_BACKEND
+
+
+class AdapterError(HarnessError):
+    """The backend process failed: crash, timeout, protocol error or an `error` reply.
+
+    Carries what a user needs to debug it: the argv, the query being asked, and the tail
+    of the adapter's stderr log.
+    """
+
+    exit_code = EXIT_BACKEND
+
+    def __init__(self, message: str, *, argv: list[str] | None = None, qid: str | None = None,
+                 stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.argv = list(argv or [])
+        self.qid = qid
+        self.stderr_tail = stderr_tail

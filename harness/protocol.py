@@ -1,0 +1,146 @@
+"""Wire protocol v1: encode and decode the JSON lines exchanged with an adapter. No processes here.
+
+Request  `{"kind": "code", "query": "parse a config file", "k": 10, "qid": "code-017"}`
+Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?}`
+Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ...}` (optional,
+         first line, before any request is read)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from harness.errors import ProtocolError
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    kind: str
+    query: str
+    k: int
+    qid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One decoded answer. `error` set means the adapter declined the query."""
+
+    ids: tuple[str, ...]
+    scores: tuple[float, ...] | None = None
+    error: str | None = None
+
+
+def encode_request(request: Request) -> bytes:
+    """One request line, newline-terminated, UTF-8 (non-ASCII kept as is)."""
+    payload: dict[str, object] = {"kind": request.kind, "query": request.query, "k": request.k}
+    if request.qid is not None:
+        payload["qid"] = request.qid
+    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def decode_request(line: bytes | str) -> Request:
+    """Adapter side: parse one request line; raise ProtocolError naming the bad field."""
+    obj = _load_object(line, "request")
+    kind, query, k, qid = obj.get("kind"), obj.get("query"), obj.get("k"), obj.get("qid")
+    if not isinstance(kind, str) or not kind:
+        raise ProtocolError("request: 'kind' must be a non-empty string")
+    if not isinstance(query, str):
+        raise ProtocolError("request: 'query' must be a string")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ProtocolError("request: 'k' must be an integer >= 1")
+    if qid is not None and not isinstance(qid, str):
+        raise ProtocolError("request: 'qid' must be a string when present")
+    return Request(kind=kind, query=query, k=k, qid=qid)
+
+
+def encode_response(ids: list[str] | tuple[str, ...], scores: list[float] | None = None,
+                    error: str | None = None) -> bytes:
+    """Adapter side: one response line. An error reply carries an empty id list."""
+    payload: dict[str, object] = {"ids": list(ids)}
+    if scores is not None:
+        payload["scores"] = [float(s) for s in scores]
+    if error is not None:
+        payload["error"] = error
+    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
+    """Parse and validate one response line for query `qid` asked with `k`.
+
+    Rules (DESIGN.md, protocol v1): `ids` a list of unique strings, at most k; `scores`,
+    when present, finite numbers of the same length, non-increasing; `error`, when present,
+    a string (then `ids` may be absent). Anything else raises ProtocolError naming the query.
+    """
+    obj = _load_object(line, f"query {qid}")
+    error = obj.get("error")
+    if error is not None:
+        if not isinstance(error, str):
+            raise ProtocolError(f"query {qid}: 'error' must be a string")
+        return Response(ids=(), scores=None, error=error)
+    ids = obj.get("ids")
+    if not isinstance(ids, list) or not all(isinstance(doc_id, str) for doc_id in ids):
+        raise ProtocolError(f"query {qid}: 'ids' must be a list of strings")
+    if len(ids) > k:
+        raise ProtocolError(f"query {qid}: 'ids' has {len(ids)} entries, more than k={k}")
+    seen: set[str] = set()
+    for doc_id in ids:
+        if doc_id in seen:
+            raise ProtocolError(f"query {qid}: 'ids' repeats {doc_id!r}")
+        seen.add(doc_id)
+    scores = obj.get("scores")
+    if scores is not None:
+        scores = _check_scores(scores, len(ids), qid)
+    return Response(ids=tuple(ids), scores=scores)
+
+
+def decode_banner(line: bytes | str) -> dict[str, object] | None:
+    """Return the banner object if `line` is a ready banner (`{"ready": true, ...}`), else None."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(obj, dict) and obj.get("ready") is True:
+        return obj
+    return None
+
+
+def encode_banner(**fields: object) -> bytes:
+    """Adapter side: the optional ready banner line."""
+    payload = {"ready": True, "protocol": PROTOCOL_VERSION, **fields}
+    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _load_object(line: bytes | str, where: str) -> dict[str, object]:
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError:
+        raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ProtocolError(f"{where}: line is not JSON: {_preview(text)}") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"{where}: line is not a JSON object: {_preview(text)}")
+    return obj
+
+
+def _check_scores(scores: object, n_ids: int, qid: str) -> tuple[float, ...]:
+    if not isinstance(scores, list) or len(scores) != n_ids:
+        raise ProtocolError(f"query {qid}: 'scores' must be a list as long as 'ids'")
+    values: list[float] = []
+    for score in scores:
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            raise ProtocolError(f"query {qid}: 'scores' must be finite numbers, got {score!r}")
+        if values and score > values[-1]:
+            raise ProtocolError(f"query {qid}: 'scores' must be non-increasing")
+        values.append(float(score))
+    return tuple(values)
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    text = text.rstrip("\n")
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -1,0 +1,28 @@
+"""Plain word handling shared by set statistics and the BM25 adapter: content words and stop words."""
+
+from __future__ import annotations
+
+import re
+
+# A small English stop list (function words only). Content words are what is left.
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+""".split())
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """Lowercased Unicode words; underscores and punctuation separate words."""
+    return [match.group(0) for match in _WORD.finditer(text.lower())]
+
+
+def content_words(text: str) -> set[str]:
+    """The set of words of `text` that are not English stop words."""
+    return {word for word in words(text) if word not in STOP_WORDS}
