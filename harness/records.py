@@ -66,3 +66,82 @@ class QuerySet:
     corpus_hash: str
     corpus_source: str
     extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ContractResult:
+    """One contract checked on one query (`forbid`, `rank_before`, `no_relevant`, `max_score`)."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """What one query got: ids, latency, metrics, contracts, and its outcome."""
+
+    qid: str
+    category: str
+    split: str
+    ids: tuple[str, ...]
+    scores: tuple[float, ...] | None
+    latency_seconds: float
+    metrics: dict[str, float]
+    found: tuple[str, ...]  # relevant ids in the top 10, best first: what "flipped" compares
+    contracts: tuple[ContractResult, ...]
+    outcome: str  # pass | fail | xfail | xpass
+    scored: bool
+    group: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "qid": self.qid, "category": self.category, "split": self.split, "group": self.group,
+            "ids": list(self.ids), "scores": list(self.scores) if self.scores is not None else None,
+            "latency_ms": round(self.latency_seconds * 1000, 4), "metrics": self.metrics,
+            "found": list(self.found), "contracts": [c.to_dict() for c in self.contracts],
+            "outcome": self.outcome, "scored": self.scored,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SetResult:
+    """A set's evaluated run: aggregates (overall / category / split), latency, per-query rows."""
+
+    name: str
+    kind: str
+    revision: int
+    corpus_hash: str
+    k: int
+    query_count: int
+    complete: bool
+    aggregates: dict[str, object]
+    latency_ms: dict[str, float]
+    queries: tuple[QueryResult, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name, "kind": self.kind, "revision": self.revision,
+            "corpus_hash": self.corpus_hash, "k": self.k, "query_count": self.query_count,
+            "complete": self.complete, "aggregates": self.aggregates, "latency_ms": self.latency_ms,
+            "queries": [q.to_dict() for q in self.queries],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One gate outcome; a failed gate is a result, not an exception."""
+
+    set_name: str
+    gate: str  # recall | latency | query-count | contract
+    passed: bool
+    message: str
+    category: str | None = None
+    flipped: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"set": self.set_name, "gate": self.gate, "passed": self.passed,
+                "category": self.category, "message": self.message, "flipped": list(self.flipped)}

@@ -1,0 +1,105 @@
+"""Baseline files: build one from a run, read it back strictly, write it atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.errors import BaselineError
+from harness.fsutil import atomic_write_text
+from harness.records import SetResult
+
+BASELINE_FORMAT = "retrieval-gate-baseline"
+BASELINE_VERSION = 1
+
+
+def build_baseline(set_results: list[SetResult], provenance: dict[str, object]) -> dict[str, object]:
+    """The baseline document for a complete run: identity, per-set aggregates and per-query values."""
+    incomplete = [r.name for r in set_results if not r.complete]
+    if incomplete:
+        raise BaselineError(f"refusing to write a baseline from an incomplete run (sets: {', '.join(incomplete)})")
+    return {
+        "format": BASELINE_FORMAT,
+        "version": BASELINE_VERSION,
+        "created": provenance.get("started"),
+        "harness_version": provenance.get("harness_version"),
+        "backend": provenance.get("backend"),
+        "condition": provenance.get("condition"),
+        "sets": {r.name: _set_entry(r) for r in set_results},
+    }
+
+
+def _set_entry(result: SetResult) -> dict[str, object]:
+    return {
+        "revision": result.revision, "corpus_hash": result.corpus_hash, "k": result.k,
+        "query_count": result.query_count, "aggregates": result.aggregates,
+        "latency_ms": result.latency_ms,
+        "queries": {q.qid: {"category": q.category, "split": q.split, "scored": q.scored,
+                            "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found)}
+                    for q in result.queries},
+    }
+
+
+def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = True) -> None:
+    """Write atomically. With `merge`, sets not in this run keep their previous entries."""
+    document = dict(baseline)
+    if merge and path.exists():
+        previous = read_baseline(path)
+        sets = dict(previous["sets"])
+        sets.update(baseline["sets"])  # type: ignore[arg-type]
+        document["sets"] = dict(sorted(sets.items()))
+    atomic_write_text(path, json.dumps(document, indent=1, sort_keys=False, ensure_ascii=False) + "\n")
+
+
+def read_baseline(path: Path) -> dict[str, object]:
+    """Read and validate a baseline; any defect is a BaselineError naming file and field."""
+    label = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{label}: no baseline file; record one with --update-baseline "
+                            f"(or run with --no-gate)") from None
+    except OSError as exc:
+        raise BaselineError(f"{label}: cannot read: {exc.strerror}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise BaselineError(f"{label}: corrupt baseline, not valid JSON ({exc})") from None
+    if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
+        raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
+    if document.get("version") != BASELINE_VERSION:
+        raise BaselineError(f"{label}: version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
+    sets = document.get("sets")
+    if not isinstance(sets, dict):
+        raise BaselineError(f"{label}: sets: missing or not an object")
+    for name, entry in sets.items():
+        _check_entry(entry, f"{label}: sets.{name}")
+    return document
+
+
+def _check_entry(entry: object, where: str) -> None:
+    if not isinstance(entry, dict):
+        raise BaselineError(f"{where}: must be an object")
+    for field, kind in (("revision", int), ("corpus_hash", str), ("k", int), ("query_count", int),
+                        ("aggregates", dict), ("queries", dict), ("latency_ms", dict)):
+        if not isinstance(entry.get(field), kind):
+            raise BaselineError(f"{where}.{field}: missing or not a {kind.__name__}")
+    overall = entry["aggregates"].get("overall")
+    if not isinstance(overall, dict) or not isinstance(entry["aggregates"].get("category"), dict):
+        raise BaselineError(f"{where}.aggregates: needs 'overall' and 'category'")
+    for qid, row in entry["queries"].items():
+        if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
+            raise BaselineError(f"{where}.queries.{qid}: needs 'found' and 'metrics'")
+
+
+def set_entry_for(baseline: dict[str, object], result: SetResult, label: str) -> dict[str, object]:
+    """The baseline entry comparable with `result`, or a BaselineError saying why not."""
+    entry = baseline["sets"].get(result.name)  # type: ignore[union-attr]
+    if entry is None:
+        raise BaselineError(f"{label}: sets: no baseline for set {result.name!r}; record it with --update-baseline")
+    for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", result.k)):
+        if entry[field] != now:
+            raise BaselineError(
+                f"{label}: sets.{result.name}.{field}: baseline has {entry[field]!r}, this run has {now!r}; "
+                f"the numbers are not comparable: re-baseline deliberately with --update-baseline")
+    return entry

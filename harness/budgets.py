@@ -1,0 +1,42 @@
+"""Read budgets.json: the p95 latency budget, in milliseconds, per set."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from harness.errors import UsageError
+from harness.gates import DEFAULT_P95_BUDGET_MS
+
+
+def load_budgets(path: Path, *, required: bool) -> tuple[dict[str, float], float]:
+    """Return ({set name: p95 ms}, default p95 ms). A missing default file means 300 ms for all.
+
+    Format: `{"format": 1, "default_p95_ms": 300, "p95_ms": {"code": 300}}`.
+    """
+    if not path.exists():
+        if required:
+            raise UsageError(f"{path}: budgets file not found")
+        return {}, DEFAULT_P95_BUDGET_MS
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read budgets ({exc})") from None
+    if not isinstance(document, dict) or document.get("format") != 1:
+        raise UsageError(f"{path}: format: expected 1")
+    default = document.get("default_p95_ms", DEFAULT_P95_BUDGET_MS)
+    per_set = document.get("p95_ms", {})
+    if not _positive(default):
+        raise UsageError(f"{path}: default_p95_ms: must be a positive number of milliseconds")
+    if not isinstance(per_set, dict):
+        raise UsageError(f"{path}: p95_ms: must be an object {{set: milliseconds}}")
+    for name, value in per_set.items():
+        if not _positive(value):
+            raise UsageError(f"{path}: p95_ms.{name}: must be a positive number of milliseconds")
+    return {name: float(value) for name, value in per_set.items()}, float(default)
+
+
+def _positive(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)

@@ -1,0 +1,246 @@
+"""Command line: parse arguments, run, print, and pick the exit code. The only module that prints errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import __version__
+from harness.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
+from harness.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from harness.budgets import load_budgets
+from harness.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, AdapterError, HarnessError, UsageError
+from harness.fsutil import atomic_write_text
+from harness.gates import check
+from harness.report import REPORT_FORMAT, render_markdown, render_text, to_json
+from harness.run import RunOptions, materialise_corpora, run_sets
+from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.sets import find_sets, load_set
+
+PROG = "python -m harness"
+DEFAULT_OUT = Path(".retrieval-gate/report.json")
+SUBCOMMANDS = {
+    "sets": "harness.sets_command",
+    "metrics": "harness.metrics_command",
+}
+EXAMPLES = f"""\
+examples:
+  {PROG} --set all                          BM25 over every shipped set, gated against baselines/current.json
+  {PROG} --set code --backend onnx --baseline baselines/onnx.json
+  {PROG} --set memory --adapter --expect-banner -- ./my-adapter --index prod
+  {PROG} --set all --update-baseline        accept the current numbers (commit the file)
+  {PROG} --set dedupe --no-gate --out run.json --summary summary.md
+  {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
+  {PROG} metrics                            list metric names
+
+exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        description="Measure a search backend's retrieval quality and latency on versioned query "
+                    "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
+                    "count changes or a hard contract breaks. Subcommands: "
+                    + ", ".join(sorted(SUBCOMMANDS)) + ".")
+    parser.add_argument("--version", action="version", version=f"retrieval-gate {__version__}")
+    what = parser.add_argument_group("what to run")
+    what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
+                      help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
+    what.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    what.add_argument("--backend", choices=sorted(BACKENDS), default=None,
+                      help=f"a built-in reference adapter (default: {DEFAULT_BACKEND})")
+    what.add_argument("--adapter", action="store_true",
+                      help="run your own adapter: its command follows after '--' (argv, never a shell)")
+    what.add_argument("--expect-banner", action="store_true",
+                      help="fail unless the adapter prints its ready banner first (built-in backends always do)")
+    what.add_argument("--k", type=int, default=None, help="ids to ask for per query (default: each set's k)")
+    what.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
+    gate = parser.add_argument_group("gating")
+    gate.add_argument("--baseline", type=Path, default=Path("baselines/current.json"),
+                      help="baseline to gate against (default: baselines/current.json)")
+    gate.add_argument("--budgets", type=Path, default=None,
+                      help="latency budgets file (default: budgets.json, 300 ms p95 when absent)")
+    gate.add_argument("--update-baseline", action="store_true",
+                      help="write this run's numbers to --baseline (atomically; complete runs only)")
+    gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")
+    timing = parser.add_argument_group("timing")
+    timing.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
+                        help=f"seconds to wait for each answer (default: {QUERY_TIMEOUT_SECONDS:g})")
+    timing.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
+                        help=f"seconds to wait for the ready banner (default: {STARTUP_TIMEOUT_SECONDS:g})")
+    timing.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed queries before measuring (default: 0)")
+    timing.add_argument("--repeats", type=int, default=1, metavar="N",
+                        help="ask each query N times; its latency is the median (default: 1)")
+    timing.add_argument("--condition", choices=("cold", "warm"), default=None,
+                        help="record the cache condition of this run, as given (never inferred)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"JSON report path; the adapter's stderr log goes beside it (default: {DEFAULT_OUT})")
+    output.add_argument("--summary", type=Path, default=None,
+                        help="Markdown summary path (also appended to $GITHUB_STEP_SUMMARY when set)")
+    output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args_list and args_list[0] in SUBCOMMANDS:
+            import importlib
+            module = importlib.import_module(SUBCOMMANDS[args_list[0]])
+            return module.main(args_list[1:])
+        return _run(args_list)
+    except HarnessError as error:
+        _print_error(error)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    adapter_argv: list[str] = []
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, adapter_argv = args_list[:cut], args_list[cut + 1:]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exit_:
+        raise _ArgparseExit(int(exit_.code or 0)) from None
+    if args.adapter and not adapter_argv:
+        raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
+    if adapter_argv and not args.adapter:
+        raise UsageError("a command after '--' needs --adapter")
+    if args.adapter and args.backend:
+        raise UsageError("--adapter and --backend are exclusive: give one backend")
+    for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0)):
+        if value is not None and value < low:
+            raise UsageError(f"{name}: must be >= {low}, got {value}")
+    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):
+        if not value > 0:
+            raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
+    if args.update_baseline and args.no_gate:
+        raise UsageError("--update-baseline and --no-gate are exclusive")
+    return args, adapter_argv
+
+
+class _ArgparseExit(HarnessError):
+    """argparse already printed its message (or --help); carry its exit status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__("")
+        self.exit_code = code
+
+
+def _run(args_list: list[str]) -> int:
+    args, adapter_argv = _parse(args_list)
+    if not args.sets:
+        args.sets = ["all"]
+    query_sets = [load_set(folder, offline=args.offline) for folder in find_sets(args.sets, args.sets_dir)]
+    budgets_path = args.budgets or Path("budgets.json")
+    budgets, default_budget = load_budgets(budgets_path, required=args.budgets is not None)
+    baseline_entries: dict[str, dict] = {}
+    baseline = None
+    if not args.no_gate and not args.update_baseline:
+        baseline = read_baseline(args.baseline)
+        # Comparability is checked per set after the run, when k is known; fail early on names.
+    if args.adapter:
+        argv, label, expect_banner = adapter_argv, " ".join(adapter_argv), args.expect_banner
+    else:
+        name = args.backend or DEFAULT_BACKEND
+        argv, label, expect_banner = backend_argv(name), name, True
+    log_path = args.out.with_name(args.out.stem + ".adapter.log")
+    options = RunOptions(argv=argv, label=label, log_path=log_path, expect_banner=expect_banner, k=args.k,
+                         query_timeout=args.timeout, startup_timeout=args.startup_timeout,
+                         warmup=args.warmup, repeats=args.repeats, condition=args.condition)
+    if baseline is not None:
+        for query_set in query_sets:
+            k = args.k or query_set.k
+            probe = _identity(query_set, k)
+            baseline_entries[query_set.name] = set_entry_for(baseline, probe, str(args.baseline))
+    progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
+        materialise_corpora(query_sets, Path(corpus_dir))
+        outcome = run_sets(query_sets, options, Path(corpus_dir), progress)
+    if progress:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    gates = []
+    if outcome.error is None and baseline is not None:
+        gates = check(outcome.results, baseline_entries, budgets, default_budget_ms=default_budget)
+    report = {
+        "report_format": REPORT_FORMAT,
+        "complete": outcome.complete,
+        "error": str(outcome.error) if outcome.error else None,
+        "provenance": outcome.provenance,
+        "sets": [r.to_dict() for r in outcome.results],
+        "gates": [g.to_dict() for g in gates],
+    }
+    status = _status(outcome.error, gates)
+    report["exit_code"] = status
+    atomic_write_text(args.out, to_json(report))
+    markdown = render_markdown(report)
+    if args.summary:
+        atomic_write_text(args.summary, markdown)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown)
+    if not args.quiet:
+        print(render_text(report), end="")
+        print(f"report: {args.out}  adapter log: {log_path}")
+    else:
+        for gate in gates:
+            if not gate.passed:
+                print(f"FAIL {gate.gate} {gate.message}")
+    if outcome.error is not None:
+        _print_error(outcome.error)
+        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
+        return EXIT_BACKEND
+    if args.update_baseline:
+        write_baseline(args.baseline, build_baseline(outcome.results, outcome.provenance))
+        print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in outcome.results)}); "
+              f"review and commit it to accept these numbers")
+        return EXIT_OK
+    return status
+
+
+def _status(error: AdapterError | None, gates: list) -> int:
+    if error is not None:
+        return EXIT_BACKEND
+    return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
+
+
+def _identity(query_set, k: int):
+    """A stand-in SetResult carrying just what comparability checks read (name, revision, hash, k)."""
+    from harness.records import SetResult
+    return SetResult(name=query_set.name, kind=query_set.kind, revision=query_set.revision,
+                     corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),
+                     complete=False, aggregates={}, latency_ms={}, queries=())
+
+
+def _progress_printer():
+    def show(set_name: str, done: int, total: int) -> None:
+        if done == total or done % 5 == 0:
+            print(f"\r\033[K[{set_name}] {done}/{total}", end="", file=sys.stderr, flush=True)
+    return show
+
+
+def _print_error(error: HarnessError) -> None:
+    message = str(error)
+    if not message:
+        return
+    print(f"harness: error: {message}", file=sys.stderr)
+    if isinstance(error, AdapterError):
+        if error.argv:
+            print(f"harness: adapter: {' '.join(error.argv)}", file=sys.stderr)
+        if error.stderr_tail:
+            print("harness: adapter stderr (last lines):", file=sys.stderr)
+            for line in error.stderr_tail.rstrip("\n").splitlines():
+                print(f"  | {line}", file=sys.stderr)

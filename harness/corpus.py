@@ -1,0 +1,110 @@
+"""Load a set's corpus from its declared source (jsonl, pypi-sdist, git) and hash it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.errors import SetError
+from harness.records import Document
+
+MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a mistake, not data
+
+
+def load_corpus(spec: object, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
+    """Documents of the set's `corpus` spec, in a stable order; SetError on any problem."""
+    if not isinstance(spec, dict):
+        raise SetError(f"{where}: corpus: must be an object with a 'source'")
+    source = spec.get("source")
+    loader = _LOADERS.get(source) if isinstance(source, str) else None
+    if loader is None:
+        raise SetError(f"{where}: corpus.source: {source!r} is not one of {sorted(_LOADERS)}")
+    return loader(spec, set_dir, where, offline)
+
+
+def corpus_hash(documents: Sequence[Document]) -> str:
+    """sha256 over the sorted (id, content sha256) pairs: changes when any document changes."""
+    digest = hashlib.sha256()
+    for doc in sorted(documents, key=lambda d: d.id):
+        digest.update(f"{doc.id}\t{doc.sha256}\n".encode("utf-8"))
+    return digest.hexdigest()
+
+
+def content_sha256(text: str) -> str:
+    """The content hash of a committed (jsonl) document: sha256 of its UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def iter_jsonl(path: Path, label: str):
+    """Yield (line number, object) for each non-blank line; SetError names file and line."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise SetError(f"{label}: cannot read: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise SetError(f"{label}:{number}: line is longer than {MAX_LINE_BYTES} bytes")
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise SetError(f"{label}:{number}: line is not valid UTF-8") from None
+            except (ValueError, RecursionError) as exc:
+                raise SetError(f"{label}:{number}: not valid JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise SetError(f"{label}:{number}: must be a JSON object")
+            yield number, obj
+
+
+def _load_jsonl(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
+    rel = spec.get("path")
+    if not isinstance(rel, str) or not rel:
+        raise SetError(f"{where}: corpus.path: must name the corpus file, e.g. 'corpus.jsonl'")
+    path = set_dir / rel
+    label = _label(path)
+    documents: list[Document] = []
+    seen: set[str] = set()
+    for number, obj in iter_jsonl(path, label):
+        doc_id, text, title = obj.get("id"), obj.get("text"), obj.get("title", "")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise SetError(f"{label}:{number}: id: must be a non-empty string")
+        if doc_id in seen:
+            raise SetError(f"{label}:{number}: id: {doc_id!r} appears twice")
+        if not isinstance(text, str) or not text.strip():
+            raise SetError(f"{label}:{number}: text: must be a non-empty string")
+        if not isinstance(title, str):
+            raise SetError(f"{label}:{number}: title: must be a string")
+        seen.add(doc_id)
+        documents.append(Document(id=doc_id, text=text, sha256=content_sha256(text), title=title))
+    if not documents:
+        raise SetError(f"{label}: corpus is empty")
+    return documents
+
+
+def _load_from(module_name: str) -> Callable[[dict, Path, str, bool], list[Document]]:
+    def load(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
+        module = importlib.import_module(module_name)
+        if module_name.endswith("sdist_source"):
+            return module.load_documents(spec, set_dir, where, offline=offline)
+        return module.load_documents(spec, set_dir, where)
+    return load
+
+
+def _label(path: Path) -> str:
+    """A path as users will recognise it: relative to the current folder when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+_LOADERS: dict[str, Callable[[dict, Path, str, bool], list[Document]]] = {
+    "jsonl": _load_jsonl,
+    "pypi-sdist": _load_from("harness.sdist_source"),
+    "git": _load_from("harness.git_source"),
+}

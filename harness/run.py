@@ -1,0 +1,171 @@
+"""Run sets against one adapter process: materialise corpora, warm up, ask, time, evaluate."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness import __version__
+from harness.errors import AdapterError, SetError
+from harness.evaluate import Answer, evaluate_set
+from harness.fsutil import atomic_write_text
+from harness.protocol import Request
+from harness.records import QuerySet, SetResult
+from harness.runner import AdapterProcess
+
+CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    argv: list[str]
+    label: str
+    log_path: Path
+    expect_banner: bool = False
+    k: int | None = None
+    query_timeout: float = 30.0
+    startup_timeout: float = 120.0
+    warmup: int = 0
+    repeats: int = 1
+    condition: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    results: list[SetResult]
+    provenance: dict[str, object]
+    error: AdapterError | None = None
+    nondeterministic: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and all(r.complete for r in self.results)
+
+
+def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[str, Path]:
+    """Write `<kind>.jsonl` for each kind; two sets sharing a kind must share the same corpus."""
+    written: dict[str, tuple[str, str]] = {}
+    paths: dict[str, Path] = {}
+    for query_set in query_sets:
+        previous = written.get(query_set.kind)
+        if previous is not None:
+            if previous[1] != query_set.corpus_hash:
+                raise SetError(f"sets {previous[0]} and {query_set.name} both use kind {query_set.kind!r} "
+                               f"with different corpora; give one of them another kind")
+            continue
+        lines = []
+        for doc in query_set.documents:
+            row: dict[str, str] = {"id": doc.id, "text": doc.text}
+            if doc.title:
+                row["title"] = doc.title
+            lines.append(json.dumps(row, ensure_ascii=False))
+        path = folder / f"{query_set.kind}.jsonl"
+        atomic_write_text(path, "\n".join(lines) + "\n")
+        written[query_set.kind] = (query_set.name, query_set.corpus_hash)
+        paths[query_set.kind] = path
+    return paths
+
+
+def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
+             progress: Progress | None = None) -> RunOutcome:
+    """Ask every query of every set; on backend failure return what was answered plus the error."""
+    provenance = base_provenance(options, query_sets)
+    results: list[SetResult] = []
+    nondeterministic: list[str] = []
+    env = {CORPUS_DIR_ENV: str(corpus_dir)}
+    started = time.monotonic()
+    pending = list(query_sets)
+    try:
+        with AdapterProcess(options.argv, log_path=options.log_path, env=env,
+                            expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
+                            query_timeout=options.query_timeout) as adapter:
+            provenance["adapter"]["banner"] = adapter.banner  # type: ignore[index]
+            warmup_seconds = _warm_up(adapter, query_sets, options)
+            provenance["adapter"]["warmup_seconds"] = warmup_seconds  # type: ignore[index]
+            while pending:
+                query_set = pending[0]
+                k = options.k or query_set.k
+                answers: dict[str, Answer] = {}
+                try:
+                    for index, query in enumerate(query_set.queries, start=1):
+                        answers[query.qid], changed = _ask(adapter, query_set.kind, query.qid, query.query, k, options.repeats)
+                        if changed:
+                            nondeterministic.append(f"{query_set.name}/{query.qid}")
+                        if progress:
+                            progress(query_set.name, index, len(query_set.queries))
+                finally:
+                    results.append(evaluate_set(query_set, answers, k))
+                    pending.pop(0)
+            provenance["adapter"]["banner"] = adapter.banner  # type: ignore[index]
+            provenance["adapter"]["startup_seconds"] = adapter.startup_seconds  # type: ignore[index]
+    except AdapterError as error:
+        for query_set in pending:
+            results.append(evaluate_set(query_set, {}, options.k or query_set.k))
+        provenance["duration_seconds"] = round(time.monotonic() - started, 3)
+        return RunOutcome(results, provenance, error, nondeterministic)
+    provenance["duration_seconds"] = round(time.monotonic() - started, 3)
+    provenance["nondeterministic_queries"] = nondeterministic
+    return RunOutcome(results, provenance, None, nondeterministic)
+
+
+def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
+    """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
+    if options.warmup <= 0:
+        return 0.0
+    pool = [(s, q) for s in query_sets for q in s.queries]
+    start = time.perf_counter()
+    for index in range(options.warmup):
+        query_set, query = pool[index % len(pool)]
+        adapter.ask(Request(query_set.kind, query.query, options.k or query_set.k, query.qid))
+    return round(time.perf_counter() - start, 6)
+
+
+def _ask(adapter: AdapterProcess, kind: str, qid: str, text: str, k: int, repeats: int) -> tuple[Answer, bool]:
+    """One query asked `repeats` times: latency is the median; ids from the first answer."""
+    request = Request(kind=kind, query=text, k=k, qid=qid)
+    first, latency = adapter.ask(request)
+    latencies = [latency]
+    changed = False
+    for _ in range(repeats - 1):
+        again, latency = adapter.ask(request)
+        latencies.append(latency)
+        changed = changed or again.ids != first.ids
+    return Answer(ids=first.ids, scores=first.scores, latency_seconds=statistics.median(latencies)), changed
+
+
+def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict[str, object]:
+    """Who ran what, where: enough to reproduce the run and to know what a baseline measured."""
+    return {
+        "harness_version": __version__,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "backend": {"label": options.label, "argv": list(options.argv)},
+        "adapter": {"expect_banner": options.expect_banner, "banner": None, "startup_seconds": None,
+                    "log": str(options.log_path)},
+        "condition": options.condition,
+        "settings": {"k": options.k, "query_timeout_s": options.query_timeout,
+                     "startup_timeout_s": options.startup_timeout, "warmup": options.warmup,
+                     "repeats": options.repeats},
+        "sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path,
+                          "source": s.corpus_source, "documents": len(s.documents)} for s in query_sets},
+        "machine": {"platform": platform.platform(), "machine": platform.machine(),
+                    "cpus": os.cpu_count(), "python": sys.version.split()[0]},
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        completed = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return completed.stdout.strip() or None if completed.returncode == 0 else None

@@ -1,0 +1,206 @@
+"""Load and validate a format-1 query set (set.json + queries.jsonl + corpus), pins included."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from harness.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.errors import SetError
+from harness.records import Document, Query, QuerySet, RankBefore
+
+SET_FORMAT = 1
+SPLITS = ("development", "held-out")
+REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "source")
+OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
+                         "measure_only", "max_score", "notes")
+OUTCOMES = ("xfail",)
+
+
+def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
+    """Resolve `--set` values: a set name under `sets_dir`, a set folder path, or `all`."""
+    if not names:
+        raise SetError("no set named: give --set NAME (or --set all)")
+    found: list[Path] = []
+    for name in names:
+        if name == "all":
+            candidates = sorted(p.parent for p in sets_dir.glob("*/set.json"))
+            if not candidates:
+                raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
+            found.extend(candidates)
+            continue
+        path = Path(name)
+        folder = path if (path / "set.json").is_file() else sets_dir / name
+        if not (folder / "set.json").is_file():
+            available = sorted(p.parent.name for p in sets_dir.glob("*/set.json"))
+            raise SetError(f"set {name!r}: no {folder / 'set.json'} (available: {', '.join(available) or 'none'})")
+        found.append(folder)
+    unique: list[Path] = []
+    for folder in found:
+        if folder.resolve() not in {f.resolve() for f in unique}:
+            unique.append(folder)
+    return unique
+
+
+def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) -> QuerySet:
+    """Read, validate and cross-check a set; every problem is one SetError line."""
+    meta_path = folder / "set.json"
+    where = _label(meta_path)
+    meta = _read_meta(meta_path, where)
+    documents = load_corpus(meta["corpus"], folder, where, offline=offline)
+    by_id = {doc.id: doc for doc in documents}
+    queries = _read_queries(folder / "queries.jsonl", by_id)
+    if check_pins:
+        check_pinned(meta.get("pins"), queries, by_id, where)
+    return QuerySet(
+        name=meta["name"], kind=meta["kind"], revision=meta["revision"],
+        description=meta.get("description", ""), k=meta["k"], path=str(folder),
+        queries=tuple(queries), documents=tuple(documents), corpus_hash=corpus_hash(documents),
+        corpus_source=meta["corpus"]["source"], extra={"pins": meta.get("pins", {})},
+    )
+
+
+def referenced_ids(query: Query) -> set[str]:
+    """Every document id a query names: relevant, forbidden and ordered ones."""
+    ids = set(query.relevant) | set(query.forbid)
+    for rule in query.rank_before:
+        ids.update((rule.before, rule.after))
+    return ids
+
+
+def compute_pins(queries: list[Query] | tuple[Query, ...], by_id: dict[str, Document]) -> dict[str, str]:
+    """The pins a set should carry now: content sha256 of every referenced document."""
+    ids = sorted(set().union(*(referenced_ids(q) for q in queries)) if queries else set())
+    return {doc_id: by_id[doc_id].sha256 for doc_id in ids}
+
+
+def check_pinned(pins: object, queries: list[Query], by_id: dict[str, Document], where: str) -> None:
+    """Reject drift: every referenced id pinned, and its content unchanged since pinning."""
+    if not isinstance(pins, dict):
+        raise SetError(f"{where}: pins: missing; run `python -m harness sets pin NAME` to record them")
+    for query in queries:
+        for doc_id in sorted(referenced_ids(query)):
+            pinned = pins.get(doc_id)
+            if not isinstance(pinned, str):
+                raise SetError(f"{where}: pins: {doc_id!r} (named by query {query.qid}) is not pinned")
+            actual = by_id[doc_id].sha256
+            if pinned != actual:
+                raise SetError(
+                    f"{where}: pins: {doc_id!r} changed since the gold was written "
+                    f"(pinned {pinned[:12]}, corpus {actual[:12]}); review its queries, then "
+                    f"`python -m harness sets pin NAME`")
+
+
+def _read_meta(path: Path, where: str) -> dict:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SetError(f"{where}: cannot read: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SetError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SetError(f"{where}: must be a JSON object")
+    if meta.get("format") != SET_FORMAT:
+        raise SetError(f"{where}: format: expected {SET_FORMAT}, got {meta.get('format')!r}")
+    for field, kind in (("name", str), ("kind", str), ("revision", int), ("k", int), ("corpus", dict)):
+        value = meta.get(field)
+        if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
+            raise SetError(f"{where}: {field}: missing or not a {kind.__name__}")
+    if meta["k"] < 1:
+        raise SetError(f"{where}: k: must be >= 1")
+    if "description" in meta and not isinstance(meta["description"], str):
+        raise SetError(f"{where}: description: must be a string")
+    return meta
+
+
+def _read_queries(path: Path, by_id: dict[str, Document]) -> list[Query]:
+    label = _label(path)
+    queries: list[Query] = []
+    seen: dict[str, int] = {}
+    for number, obj in iter_jsonl(path, label):
+        query = _parse_query(obj, f"{label}:{number}", number)
+        if query.qid in seen:
+            raise SetError(f"{label}:{number}: qid: {query.qid!r} already used on line {seen[query.qid]}")
+        seen[query.qid] = number
+        for doc_id in sorted(referenced_ids(query)):
+            if doc_id not in by_id:
+                field = "relevant" if doc_id in query.relevant else ("forbid" if doc_id in query.forbid else "rank_before")
+                raise SetError(f"{label}:{number}: {field}: id {doc_id!r} is not in the corpus")
+        queries.append(query)
+    if not queries:
+        raise SetError(f"{label}: no queries")
+    return queries
+
+
+def _parse_query(obj: dict, where: str, line: int) -> Query:
+    for field in REQUIRED_QUERY_FIELDS:
+        if field not in obj:
+            raise SetError(f"{where}: {field}: missing")
+    unknown = sorted(set(obj) - set(REQUIRED_QUERY_FIELDS) - set(OPTIONAL_QUERY_FIELDS))
+    if unknown:
+        raise SetError(f"{where}: {unknown[0]}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
+    for field in ("qid", "query", "category", "source"):
+        if not isinstance(obj[field], str) or not obj[field].strip():
+            raise SetError(f"{where}: {field}: must be a non-empty string")
+    if obj["split"] not in SPLITS:
+        raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
+    relevant = _grades(obj["relevant"], where)
+    no_relevant = _flag(obj, "no_relevant", where)
+    if not relevant and not no_relevant:
+        raise SetError(f"{where}: relevant: empty; a negative probe needs \"no_relevant\": true")
+    if relevant and no_relevant:
+        raise SetError(f"{where}: no_relevant: true but relevant is not empty")
+    outcome = obj.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise SetError(f"{where}: outcome: {outcome!r} is not one of {', '.join(OUTCOMES)}")
+    group = obj.get("group")
+    if group is not None and (not isinstance(group, str) or not group):
+        raise SetError(f"{where}: group: must be a non-empty string")
+    max_score = obj.get("max_score")
+    if max_score is not None and (isinstance(max_score, bool) or not isinstance(max_score, (int, float))
+                                  or not math.isfinite(max_score)):
+        raise SetError(f"{where}: max_score: must be a finite number")
+    return Query(
+        qid=obj["qid"], query=obj["query"], relevant=relevant, category=obj["category"],
+        split=obj["split"], source=obj["source"], group=group,
+        forbid=_id_list(obj.get("forbid", []), where, "forbid"),
+        rank_before=_rank_rules(obj.get("rank_before"), where), no_relevant=no_relevant,
+        xfail=outcome == "xfail", measure_only=_flag(obj, "measure_only", where),
+        max_score=float(max_score) if max_score is not None else None, line=line,
+    )
+
+
+def _grades(value: object, where: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise SetError(f"{where}: relevant: must be an object {{doc_id: grade}}")
+    for doc_id, grade in value.items():
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
+            raise SetError(f"{where}: relevant: grade of {doc_id!r} must be an integer >= 1")
+    return dict(value)
+
+
+def _flag(obj: dict, field: str, where: str) -> bool:
+    value = obj.get(field, False)
+    if not isinstance(value, bool):
+        raise SetError(f"{where}: {field}: must be true or false")
+    return value
+
+
+def _id_list(value: object, where: str, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SetError(f"{where}: {field}: must be a list of document ids")
+    return tuple(value)
+
+
+def _rank_rules(value: object, where: str) -> tuple[RankBefore, ...]:
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    rules = []
+    for item in items:
+        if (not isinstance(item, dict) or not isinstance(item.get("before"), str)
+                or not isinstance(item.get("after"), str) or item["before"] == item["after"]):
+            raise SetError(f"{where}: rank_before: must be {{\"before\": id, \"after\": id}} with two different ids")
+        rules.append(RankBefore(before=item["before"], after=item["after"]))
+    return tuple(rules)
