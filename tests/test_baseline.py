@@ -1,0 +1,73 @@
+"""Baselines: strict reading (corrupt or wrong-format is an error), atomic merge writes, comparability."""
+
+import json
+
+import pytest
+
+from harness.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from harness.errors import BaselineError
+from harness.evaluate import Answer, evaluate_set
+from harness.sets import load_set
+from tests.conftest import TINY_SET
+
+TINY = load_set(TINY_SET)
+ANSWERS = {q.qid: Answer(tuple(q.relevant), None, 0.002) for q in TINY.queries}
+
+
+def test_round_trip_keeps_identity_and_per_query_values(tmp_path):
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    path = tmp_path / "b.json"
+    write_baseline(path, build_baseline([result], {"started": "2026-01-01", "backend": {"label": "x"}}))
+    loaded = read_baseline(path)
+    entry = loaded["sets"]["tiny"]
+    assert loaded["backend"] == {"label": "x"}
+    assert (entry["revision"], entry["corpus_hash"], entry["k"], entry["query_count"]) == (1, TINY.corpus_hash, 10, 7)
+    assert entry["queries"]["tiny-04"]["found"] == ["doc-04", "doc-05"]
+    assert entry["aggregates"]["overall"]["recall@10"] == 1.0
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]  # no temp file left behind
+
+
+def test_merge_keeps_sets_not_in_this_run(tmp_path):
+    path = tmp_path / "b.json"
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    document = build_baseline([result], {})
+    other = dict(document["sets"]["tiny"])
+    document["sets"] = {"other": other}
+    write_baseline(path, document, merge=False)
+    write_baseline(path, build_baseline([result], {}))
+    assert sorted(read_baseline(path)["sets"]) == ["other", "tiny"]
+
+
+def test_incomplete_run_can_never_become_a_baseline():
+    partial = evaluate_set(TINY, {"tiny-01": ANSWERS["tiny-01"]}, k=10)
+    with pytest.raises(BaselineError, match="incomplete run"):
+        build_baseline([partial], {})
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "corrupt baseline, not valid JSON"),
+    ('{"format": "other"}', "not a retrieval-gate baseline"),
+    ('{"format": "retrieval-gate-baseline", "version": 9, "sets": {}}', "version: expected 1"),
+    ('{"format": "retrieval-gate-baseline", "version": 1, "sets": {"x": {"revision": 1}}}', r"sets.x.corpus_hash: missing"),
+])
+def test_bad_baselines_are_errors(tmp_path, content, message):
+    path = tmp_path / "b.json"
+    path.write_text(content)
+    with pytest.raises(BaselineError, match=message):
+        read_baseline(path)
+
+
+def test_missing_baseline_says_how_to_make_one(tmp_path):
+    with pytest.raises(BaselineError, match="--update-baseline"):
+        read_baseline(tmp_path / "none.json")
+
+
+def test_not_comparable_when_revision_or_corpus_changed(tmp_path):
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    document = json.loads(json.dumps(build_baseline([result], {})))
+    assert set_entry_for(document, result, "b.json") is document["sets"]["tiny"]
+    document["sets"]["tiny"]["revision"] = 0
+    with pytest.raises(BaselineError, match="sets.tiny.revision: baseline has 0, this run has 1"):
+        set_entry_for(document, result, "b.json")
+    with pytest.raises(BaselineError, match="no baseline for set 'tiny'"):
+        set_entry_for({"sets": {}}, result, "b.json")

@@ -1,0 +1,183 @@
+"""The CLI end to end with real adapter processes: exit codes, reports, baselines, messages."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.cli import main
+from harness.sets import load_set
+from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
+
+TINY = load_set(TINY_SET)
+# Every relevant doc, in grade order: all metrics 1.0, every contract holds.
+GOOD = {q.query: list(q.relevant) for q in TINY.queries}
+
+
+@pytest.fixture
+def scripted(tmp_path, monkeypatch):
+    """Write answers for the scripted adapter; return the argv tail that runs it."""
+    def use(answers, **env):
+        path = tmp_path / f"answers-{len(list(tmp_path.glob('answers-*')))}.json"
+        path.write_text(json.dumps(answers))
+        monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        return ["--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]
+    return use
+
+
+def run(tmp_path, *args, set_path=TINY_SET):
+    out = tmp_path / "out" / "report.json"
+    code = main(["--set", str(set_path), "--out", str(out), "--budgets", str(write_budgets(tmp_path)),
+                 "--baseline", str(tmp_path / "baseline.json"), *args])
+    report = json.loads(out.read_text()) if out.exists() else None
+    return code, report
+
+
+def write_budgets(tmp_path):
+    path = tmp_path / "budgets.json"
+    path.write_text(json.dumps({"format": 1, "default_p95_ms": 5000}))
+    return path
+
+
+def test_no_gate_run_writes_report_and_log(tmp_path, scripted, capsys):
+    answers = dict(GOOD)
+    answers["retry backoff for failed requests"] = ["doc-03", "doc-02"]  # relevant at rank 2
+    code, report = run(tmp_path, "--no-gate", *scripted(answers))
+    assert code == 0
+    overall = report["sets"][0]["aggregates"]["overall"]
+    # 5 scored queries; MRR: four at rank 1 and one at rank 2 -> (4 + 0.5) / 5
+    assert overall["n"] == 5 and overall["mrr"] == pytest.approx(0.9)
+    assert report["complete"] is True and report["exit_code"] == 0 and report["gates"] == []
+    assert report["provenance"]["sets"]["tiny"]["corpus_hash"] == TINY.corpus_hash
+    log = tmp_path / "out" / "report.adapter.log"
+    assert "scripted adapter up" in log.read_text()
+    printed = capsys.readouterr()
+    assert "set tiny (revision 1, 7 queries, k=10)" in printed.out
+    assert printed.err == ""
+
+
+def test_baseline_then_gate_pass_then_regression_fails(tmp_path, scripted, capsys):
+    argv = scripted(GOOD)
+    assert run(tmp_path, "--update-baseline", *argv)[0] == 0
+    baseline = json.loads((tmp_path / "baseline.json").read_text())
+    assert baseline["sets"]["tiny"]["query_count"] == 7
+    assert run(tmp_path, *argv)[0] == 0
+    capsys.readouterr()
+    worse = dict(GOOD)
+    worse["how is the config file parsed"] = ["doc-02"]
+    code, report = run(tmp_path, *scripted(worse))
+    assert code == 1 and report["exit_code"] == 1
+    out = capsys.readouterr().out
+    assert "FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, now 0.8000" in out
+    assert "flipped: tiny-01" in out
+
+
+def test_deleting_a_query_fails_the_count_gate(tmp_path, scripted, tiny_copy, capsys):
+    argv = scripted(GOOD)
+    assert run(tmp_path, "--update-baseline", *argv, set_path=tiny_copy)[0] == 0
+    lines = (tiny_copy / "queries.jsonl").read_text().splitlines()
+    (tiny_copy / "queries.jsonl").write_text("\n".join(lines[:2] + lines[3:]) + "\n")  # drop tiny-03
+    code, _ = run(tmp_path, *argv, set_path=tiny_copy)
+    assert code == 1
+    assert "query count 6 differs from the baseline's 7" in capsys.readouterr().out
+
+
+def test_backend_crash_is_exit_3_with_partial_report_that_cannot_be_a_baseline(tmp_path, scripted, capsys):
+    argv = scripted(GOOD, SCRIPTED_CRASH_AFTER="3")
+    code, report = run(tmp_path, "--no-gate", *argv)
+    assert code == 3
+    assert report["complete"] is False and report["exit_code"] == 3
+    assert len(report["sets"][0]["queries"]) == 3
+    err = capsys.readouterr().err
+    assert "harness: error:" in err and "tiny-04" in err
+    assert "simulated crash" in err  # the adapter's stderr tail
+    code, _ = run(tmp_path, "--update-baseline", *argv)
+    assert code == 3 and not (tmp_path / "baseline.json").exists()
+
+
+def test_set_error_is_exit_2_one_line(tmp_path, scripted, tiny_copy, capsys):
+    path = tiny_copy / "queries.jsonl"
+    path.write_text(path.read_text().replace('"split": "held-out"', '"split": "holdout"', 1))
+    code, report = run(tmp_path, "--no-gate", *scripted(GOOD), set_path=tiny_copy)
+    err = capsys.readouterr().err
+    assert code == 2 and report is None
+    assert err.count("\n") == 1 and "queries.jsonl:3: split: 'holdout' is not one of" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no baseline file"),
+    ("{oops", "corrupt baseline"),
+])
+def test_missing_or_corrupt_baseline_is_exit_2(tmp_path, scripted, capsys, content, message):
+    if content is not None:
+        (tmp_path / "baseline.json").write_text(content)
+    code, _ = run(tmp_path, *scripted(GOOD))
+    assert code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--adapter"], "write the adapter command after '--'"),
+    (["--k", "0", "--backend", "bm25"], "--k: must be >= 1"),
+    (["--timeout", "0"], "--timeout: must be a positive number"),
+    (["--update-baseline", "--no-gate"], "exclusive"),
+])
+def test_usage_errors_are_exit_2(tmp_path, capsys, args, message):
+    assert main(["--set", str(TINY_SET), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_option_is_exit_2(capsys):
+    assert main(["--set", str(TINY_SET), "--frobnicate"]) == 2
+    assert "unrecognized arguments: --frobnicate" in capsys.readouterr().err
+
+
+def test_help_has_every_option_and_examples(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for option in ("--set", "--backend", "--adapter", "--k", "--baseline", "--budgets", "--out", "--summary",
+                   "--update-baseline", "--no-gate", "--timeout", "--startup-timeout", "--warmup", "--repeats",
+                   "--condition", "--quiet", "examples:", "exit codes:"):
+        assert option in text
+
+
+def test_summary_and_github_step_summary(tmp_path, scripted, monkeypatch):
+    step = tmp_path / "step.md"
+    step.write_text("previous step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    summary = tmp_path / "summary.md"
+    assert run(tmp_path, "--no-gate", "--summary", str(summary), *scripted(GOOD))[0] == 0
+    assert "| tiny | overall | 5 | 1.000 | 1.000 | 1.000 | 1.000 |" in summary.read_text()
+    assert step.read_text().startswith("previous step\n**retrieval-gate: measured (no gate)**")
+
+
+def test_repeats_warmup_condition_and_banner_are_recorded(tmp_path, scripted):
+    argv = scripted(GOOD, SCRIPTED_BANNER="1")
+    code, report = run(tmp_path, "--no-gate", "--repeats", "3", "--warmup", "4", "--condition", "cold",
+                       "--expect-banner", *argv)
+    assert code == 0
+    provenance = report["provenance"]
+    assert provenance["condition"] == "cold" and provenance["settings"]["repeats"] == 3
+    assert provenance["adapter"]["banner"]["name"] == "scripted"
+    assert provenance["adapter"]["startup_seconds"] > 0
+
+
+def test_real_subprocess_exact_output(tmp_path):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(GOOD))
+    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers))
+    completed = subprocess.run(
+        [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--out", str(tmp_path / "r.json"),
+         "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)],
+        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert completed.returncode == 0
+    assert completed.stderr == ""
+    lines = completed.stdout.splitlines()
+    assert lines[2] == "set tiny (revision 1, 7 queries, k=10)"
+    assert lines[3].split() == ["n", "recall@5", "recall@10", "mrr", "ndcg@10"]
+    assert lines[4].split() == ["overall", "5", "1.000", "1.000", "1.000", "1.000"]
+    assert lines[5].split() == ["a", "3", "1.000", "1.000", "1.000", "1.000"]
+    assert lines[-1].startswith("report: ")

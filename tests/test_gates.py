@@ -1,0 +1,104 @@
+"""The four gates: recall drop (rounding rule), latency budget, query count, hard contracts."""
+
+from harness.evaluate import Answer, evaluate_set
+from harness.gates import check, flipped_queries
+from harness.records import QueryResult, SetResult
+from harness.baseline import build_baseline
+from harness.sets import load_set
+from tests.conftest import TINY_SET
+
+TINY = load_set(TINY_SET)
+GOOD = {q.qid: Answer(ids=tuple(q.relevant) if q.relevant else (), scores=None, latency_seconds=0.001)
+        for q in TINY.queries}
+
+
+def entry_for(result):
+    return build_baseline([result], {"started": "t"})["sets"][result.name]
+
+
+def synthetic(values_by_category, query_count=None, p95=1.0, found=None):
+    """A SetResult whose category recall@10 means are given directly."""
+    queries = []
+    for category, values in values_by_category.items():
+        for index, value in enumerate(values):
+            qid = f"{category}-{index}"
+            queries.append(QueryResult(qid=qid, category=category, split="development", ids=(), scores=None,
+                                       latency_seconds=0.001, metrics={"recall@10": value},
+                                       found=tuple((found or {}).get(qid, ("d",) if value else ())),
+                                       contracts=(), outcome="pass", scored=True))
+    categories = {c: {"n": len(v), "recall@10": sum(v) / len(v)} for c, v in values_by_category.items()}
+    everything = [v for values in values_by_category.values() for v in values]
+    aggregates = {"overall": {"n": len(everything), "recall@10": sum(everything) / len(everything)},
+                  "category": categories, "split": {}}
+    return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10,
+                     query_count=query_count or len(queries), complete=True, aggregates=aggregates,
+                     latency_ms={"n": 1, "p50": p95, "p95": p95, "max": p95}, queries=tuple(queries))
+
+
+def failed(gates):
+    return [g for g in gates if not g.passed]
+
+
+def test_identical_run_passes_every_gate():
+    result = evaluate_set(TINY, GOOD, k=10)
+    gates = check([result], {"tiny": entry_for(result)}, {})
+    assert failed(gates) == []
+    assert {g.gate for g in gates} == {"query-count", "recall", "latency", "contract"}
+
+
+def test_exactly_two_points_passes_more_fails():
+    # 50 queries: baseline 0.70 mean. One query's recall 1 -> 0 drops the mean by exactly 0.02.
+    base = synthetic({"c": [1.0] * 35 + [0.0] * 15})
+    minus_two = synthetic({"c": [1.0] * 34 + [0.0] * 16})
+    assert base.aggregates["overall"]["recall@10"] - minus_two.aggregates["overall"]["recall@10"] > 0.02 - 1e-12
+    assert failed(check([minus_two], {"s": entry_for(base)}, {})) == []
+    # 0.700 -> 0.679 (a drop of 2.1 points) fails, overall and in the category, naming values and flips
+    # (33 + 0.95) / 50 = 0.679; c-34 lost its relevant document, c-33 kept one
+    worse = synthetic({"c": [1.0] * 33 + [0.95] + [0.0] * 16})
+    bad = failed(check([worse], {"s": entry_for(base)}, {}))
+    assert [g.category for g in bad] == [None, "c"]
+    assert "recall@10 dropped 2.10 points: baseline 0.7000, now 0.6790" in bad[0].message
+    assert bad[0].flipped == ("c-34",)
+    assert "s/c recall@10" in bad[1].message and "flipped: c-34" in bad[1].message
+
+
+def test_a_drop_in_one_category_fails_even_if_overall_holds():
+    base = synthetic({"a": [1.0] * 10, "b": [0.0] * 40})
+    now = synthetic({"a": [1.0] * 9 + [0.0], "b": [0.0] * 39 + [1.0]})
+    bad = failed(check([now], {"s": entry_for(base)}, {}))
+    assert len(bad) == 1 and bad[0].category == "a" and "baseline 1.0000, now 0.9000" in bad[0].message
+
+
+def test_query_count_and_missing_category():
+    base = synthetic({"a": [1.0], "b": [1.0]})
+    now = synthetic({"a": [1.0, 1.0]}, query_count=3)
+    messages = [g.message for g in failed(check([now], {"s": entry_for(base)}, {}))]
+    assert any("query count 3 differs from the baseline's 2" in m for m in messages)
+    assert any("s/b: category in the baseline has no scored queries now" in m for m in messages)
+
+
+def test_latency_budget_per_set_and_default():
+    base = synthetic({"a": [1.0]})
+    slow = synthetic({"a": [1.0]}, p95=300.5)
+    assert [g.gate for g in failed(check([slow], {"s": entry_for(base)}, {}))] == ["latency"]
+    assert failed(check([slow], {"s": entry_for(base)}, {"s": 400.0})) == []
+    edge = synthetic({"a": [1.0]}, p95=300.0)  # equal to the budget passes
+    assert failed(check([edge], {"s": entry_for(base)}, {})) == []
+    assert failed(check([slow], {"s": entry_for(base)}, {}, latency_gate=False)) == []
+
+
+def test_contract_gate_ignores_xfail_and_names_the_query():
+    answers = dict(GOOD)
+    answers["tiny-06"] = Answer(("doc-03",), None, 0.001)  # xfail query breaks its forbid: not a gate failure
+    result = evaluate_set(TINY, answers, k=10)
+    assert failed(check([result], {"tiny": entry_for(result)}, {})) == []
+    answers["tiny-05"] = Answer(("doc-07", "doc-08"), None, 0.001)
+    broken = evaluate_set(TINY, answers, k=10)
+    bad = failed(check([broken], {"tiny": entry_for(result)}, {}))
+    assert len(bad) == 1 and bad[0].gate == "contract" and "tiny-05 forbid: forbidden doc-08 at rank 2" in bad[0].message
+
+
+def test_flipped_queries_compare_found_sets():
+    base = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x", "y"), "a-1": ("z",)})
+    now = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x",), "a-1": ("z", "w")})
+    assert flipped_queries(now, entry_for(base)) == ["a-0"]

@@ -1,0 +1,79 @@
+"""Protocol v1 encoding and validation (DESIGN.md): every malformed response is a ProtocolError."""
+
+import json
+
+import pytest
+
+from harness.errors import ProtocolError
+from harness.protocol import (Request, decode_banner, decode_request, decode_response, encode_banner,
+                              encode_request, encode_response)
+
+
+def test_request_round_trip_keeps_unicode_and_qid():
+    line = encode_request(Request(kind="code", query="città 東京 🚀", k=10, qid="code-017"))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {"kind": "code", "query": "città 東京 🚀", "k": 10, "qid": "code-017"}
+    assert decode_request(line) == Request("code", "città 東京 🚀", 10, "code-017")
+
+
+def test_request_without_qid_omits_it():
+    assert "qid" not in json.loads(encode_request(Request("memory", "q", 1)))
+
+
+@pytest.mark.parametrize("line, field", [
+    (b'{"kind": "", "query": "q", "k": 1}', "kind"),
+    (b'{"kind": "x", "query": 3, "k": 1}', "query"),
+    (b'{"kind": "x", "query": "q", "k": 0}', "'k'"),
+    (b'{"kind": "x", "query": "q", "k": true}', "'k'"),
+    (b'{"kind": "x", "query": "q", "k": 1, "qid": 5}', "qid"),
+    (b'[1, 2]', "not a JSON object"),
+])
+def test_bad_requests_name_the_field(line, field):
+    with pytest.raises(ProtocolError, match=field):
+        decode_request(line)
+
+
+def test_valid_response_with_scores():
+    response = decode_response(b'{"ids": ["a", "b"], "scores": [2.0, 2.0]}', qid="q1", k=2)
+    assert response.ids == ("a", "b") and response.scores == (2.0, 2.0) and response.error is None
+
+
+def test_error_reply_needs_no_ids():
+    assert decode_response(b'{"error": "index not loaded"}', qid="q1", k=5).error == "index not loaded"
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"loading index...", "not JSON"),
+    (b'"just a string"', "not a JSON object"),
+    (b'{"ids": "a"}', "'ids' must be a list of strings"),
+    (b'{"ids": ["a", 1]}', "'ids' must be a list of strings"),
+    (b'{"nothing": 1}', "'ids' must be a list of strings"),
+    (b'{"ids": ["a", "b", "c"]}', "more than k=2"),
+    (b'{"ids": ["a", "a"]}', "repeats 'a'"),
+    (b'{"ids": ["a", "b"], "scores": [1.0]}', "as long as"),
+    (b'{"ids": ["a", "b"], "scores": [1.0, NaN]}', "finite"),
+    (b'{"ids": ["a"], "scores": [Infinity]}', "finite"),
+    (b'{"ids": ["a", "b"], "scores": [1.0, 2.0]}', "non-increasing"),
+    (b'{"ids": ["a"], "scores": ["high"]}', "finite numbers"),
+    (b'{"error": 42}', "'error' must be a string"),
+    (b'\xff\xfe{"ids": []}', "not valid UTF-8"),
+])
+def test_bad_responses_name_the_query_and_rule(line, message):
+    with pytest.raises(ProtocolError) as caught:
+        decode_response(line, qid="code-017", k=2)
+    assert "query code-017" in str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_banner_detection():
+    banner = encode_banner(name="bm25", version="1")
+    assert decode_banner(banner) == {"ready": True, "protocol": 1, "name": "bm25", "version": "1"}
+    assert decode_banner(b'{"ids": []}') is None
+    assert decode_banner(b'{"ready": "yes"}') is None
+    assert decode_banner(b"not json") is None
+
+
+def test_encode_response_round_trip():
+    line = encode_response(["x", "y"], [3, 1.5])
+    assert decode_response(line, qid="q", k=2).scores == (3.0, 1.5)
+    assert decode_response(encode_response([], error="boom"), qid="q", k=2).error == "boom"
