@@ -114,7 +114,13 @@ def _read_meta(path: Path, where: str) -> dict:
     return meta
 
 
-def _read_queries(path: Path, by_id: dict[str, Document]) -> list[Query]:
+def read_set_metadata(folder: Path) -> tuple[dict, list[Query]]:
+    """set.json and the queries, validated on their own, without loading (or fetching) the corpus."""
+    meta_path = folder / "set.json"
+    return _read_meta(meta_path, _label(meta_path)), _read_queries(folder / "queries.jsonl", None)
+
+
+def _read_queries(path: Path, by_id: dict[str, Document] | None) -> list[Query]:
     label = _label(path)
     queries: list[Query] = []
     seen: dict[str, int] = {}
@@ -124,7 +130,7 @@ def _read_queries(path: Path, by_id: dict[str, Document]) -> list[Query]:
             raise SetError(f"{label}:{number}: qid: {query.qid!r} already used on line {seen[query.qid]}")
         seen[query.qid] = number
         for doc_id in sorted(referenced_ids(query)):
-            if doc_id not in by_id:
+            if by_id is not None and doc_id not in by_id:
                 field = "relevant" if doc_id in query.relevant else ("forbid" if doc_id in query.forbid else "rank_before")
                 raise SetError(f"{label}:{number}: {field}: id {doc_id!r} is not in the corpus")
         queries.append(query)

@@ -1,0 +1,20 @@
+"""`python -m harness metrics`: the metric names the harness accepts, ours and ir_measures spellings."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.errors import EXIT_OK
+from harness.metrics import metric_names
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness metrics",
+                                     description="List the metric names accepted (ours and ir_measures spellings).")
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    for name in metric_names():
+        print(name)
+    return EXIT_OK

@@ -1,0 +1,51 @@
+"""`python -m harness sets ...`: list, show (with overlap statistics), verify and pin."""
+
+import json
+
+from harness.cli import main
+from harness.sets import load_set
+from harness.sets_command import overlap_statistics
+from tests.conftest import TINY_SET
+
+
+def test_overlap_statistics_hand_checked():
+    # Of the 6 judged tiny queries only tiny-06 ("which log format wins" vs "Logging writes JSON
+    # lines ...") shares no content word with its relevant document: "log" != "logging".
+    stats = overlap_statistics(load_set(TINY_SET))
+    assert stats["judged"] == 6 and stats["zero_overlap"] == 1
+    assert abs(stats["zero_overlap_share"] - 1 / 6) < 1e-12
+
+
+def test_list_show_verify(capsys, tiny_copy):
+    sets_dir = str(tiny_copy.parent)
+    assert main(["sets", "--sets-dir", sets_dir, "list"]) == 0
+    assert "tiny              1        7  jsonl" in capsys.readouterr().out
+    assert main(["sets", "--sets-dir", sets_dir, "show", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "by split: development 5, held-out 2" in out and "1 of 6 judged queries (17%)" in out
+    assert main(["sets", "--sets-dir", sets_dir, "verify"]) == 0
+    assert capsys.readouterr().out.startswith("ok  tiny: revision 1, 8 documents verified")
+
+
+def test_verify_fails_on_drift_and_pin_repairs_it(capsys, tiny_copy):
+    sets_dir = str(tiny_copy.parent)
+    corpus = tiny_copy / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("capped at sixty seconds", "capped at two minutes"))
+    assert main(["sets", "--sets-dir", sets_dir, "verify", "tiny"]) == 2
+    assert "pins: 'doc-02' changed since the gold was written" in capsys.readouterr().err
+    assert main(["sets", "--sets-dir", sets_dir, "pin", "tiny"]) == 0
+    assert "1 pin(s) written: doc-02" in capsys.readouterr().out
+    assert main(["sets", "--sets-dir", sets_dir, "verify", "tiny"]) == 0
+    meta = json.loads((tiny_copy / "set.json").read_text())
+    assert meta["name"] == "tiny" and len(meta["pins"]) == 8
+
+
+def test_unknown_set_is_exit_2(capsys, tiny_copy):
+    assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "nope"]) == 2
+    assert "set 'nope'" in capsys.readouterr().err
+
+
+def test_metrics_lists_both_spellings(capsys):
+    assert main(["metrics"]) == 0
+    names = capsys.readouterr().out.split()
+    assert {"recall@10", "R@10", "nDCG@10", "mrr", "RR@10", "P@10"} <= set(names)
