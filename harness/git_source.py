@@ -25,7 +25,7 @@ STDERR_TAIL_LINES = 3
 
 _SPEC_KEYS = ("source", "repo", "commit", *SELECTION_KEYS)
 # A full object name: SHA-1 (40) or SHA-256 (64) repositories. A branch or short sha is not a pin.
-_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MODE_KINDS = {b"100644": FILE, b"100755": FILE, b"120000": SYMLINK, b"160000": SUBMODULE}
 
 
@@ -57,7 +57,7 @@ def _parse_spec(spec: object, set_dir: Path, where: str) -> tuple[Path, str, Sel
         raise SetError(f"{where}: corpus.repo: must be a path to a git repository (absolute or relative to "
                        f"the set folder), got {repo_value!r}")
     commit = spec.get("commit")
-    if not isinstance(commit, str) or not _COMMIT.match(commit):
+    if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
         raise SetError(f"{where}: corpus.commit: must be a full commit sha (40 or 64 lowercase hex digits), "
                        f"got {commit!r}")
     selection = parse_selection(spec, where)

@@ -32,10 +32,10 @@ CACHE_FOLDER = "archives"
 _SPEC_KEYS = ("source", "packages", *SELECTION_KEYS)
 _PACKAGE_KEYS = ("name", "version", "sha256")
 # PEP 508 project names; also keeps option-like strings ("--index-url=...") out of pip's argv.
-_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 # Exact pinned versions as they appear in sdist file names (PEP 440 plus legacy local parts).
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 
@@ -93,7 +93,7 @@ def _check_package(package: object, where: str, field: str) -> None:
         if key not in package:
             raise SetError(f"{where}: {field}.{key}: missing ({wanted})")
         value = package[key]
-        if not isinstance(value, str) or not pattern.match(value):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
             raise SetError(f"{where}: {field}.{key}: must be {wanted}, got {value!r}")
 
 
@@ -210,6 +210,11 @@ def _run_pip(argv: list[str], label: str, where: str, field: str) -> None:
         _, stderr = process.communicate()
         raise SetError(f"{where}: {field}: pip download of {label} timed out after "
                        f"{FETCH_TIMEOUT_SECONDS:g} s{_tail(stderr)}") from None
+    except BaseException:
+        # Ctrl-C does not reach pip in its own session: stop it rather than leave it running.
+        _kill_group(process)
+        process.wait()
+        raise
     if process.returncode != 0:
         raise SetError(f"{where}: {field}: pip download of {label} failed (exit {process.returncode})"
                        f"{_tail(stderr)}")

@@ -166,7 +166,7 @@ def test_missing_repo_folder(tmp_path):
         load(spec("nowhere", "a" * 40, ["*"]), set_dir=tmp_path)
 
 
-@pytest.mark.parametrize("commit", ["main", "HEAD", "abc1234", "A" * 40, "a" * 41, 40])
+@pytest.mark.parametrize("commit", ["main", "HEAD", "abc1234", "A" * 40, "a" * 41, "a" * 40 + "\n", 40])
 def test_commit_must_be_a_full_sha(tmp_path, commit):
     with pytest.raises(SetError, match=rf"^{WHERE}: corpus.commit: must be a full commit sha"):
         load(spec(tmp_path, commit, ["*"]))
