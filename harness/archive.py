@@ -108,7 +108,8 @@ def unsafe_path_reason(name: str) -> str | None:
     """Why a member path may not become a document id, or None when it is safe.
 
     Absolute paths, `..` components, backslashes and drive letters could point outside
-    the collection if anyone ever extracted by id; names that are not UTF-8 cannot be ids.
+    the collection if anyone ever extracted by id; names that are not UTF-8 or hold
+    control characters cannot be ids.
     """
     if not name:
         return "empty path"
@@ -124,8 +125,9 @@ def unsafe_path_reason(name: str) -> str | None:
         return "path starts with a drive letter"
     if ".." in name.split("/"):
         return "path escapes the root ('..' component)"
-    if "\x00" in name:
-        return "NUL in path"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+        # A newline or tab in an id breaks line- and whitespace-delimited exports (TREC runs).
+        return "control character in path"
     return None
 
 
@@ -168,7 +170,7 @@ class Selector:
         reason = unsafe_path_reason(member.name)
         if reason is not None:
             # Reject the collection: a pinned archive carrying such a member is broken or hostile.
-            raise SetError(f"{prefix}: {reason}; refusing this archive")
+            raise SetError(f"{prefix}: {reason}; refusing the whole source")
         if member.kind == DIRECTORY:
             return
         patterns = [pattern for pattern in selection.include if fnmatch.fnmatchcase(member.name, pattern)]

@@ -144,6 +144,7 @@ def test_include_glob_emptied_by_exclude_says_so(tmp_path, cache, offline):
     ("demo-1.0/../../evil.py", "'..' component"),
     ("/etc/evil.py", "absolute path"),
     ("demo-1.0\\..\\evil.py", "backslash"),
+    ("demo-1.0/new\nline.py", "control character"),
 ])
 @pytest.mark.parametrize("fmt", ["tar.gz", "zip"])
 def test_unsafe_member_path_rejects_the_archive(tmp_path, cache, offline, bad_name, reason, fmt):
