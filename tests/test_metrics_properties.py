@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -209,3 +211,37 @@ def test_metrics_match_trec_eval(ranked, grades):
     for measure, (family, cutoff) in TREC_MEASURES.items():
         ours = parse_metric(f"{family}@{cutoff}").compute(ranked, grades)
         assert ours == pytest.approx(trec[measure], abs=1e-9), (measure, ranked, grades)
+
+
+def _load_hand_table():
+    """TABLE from test_metrics.py, loaded by path so it works however pytest imports tests."""
+    spec = importlib.util.spec_from_file_location(
+        "_hand_table", Path(__file__).with_name("test_metrics.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TABLE
+
+
+@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
+                    "pip install pytrec-eval-terrier")
+def test_hand_computed_table_agrees_with_trec_eval():
+    # The hand tables of test_metrics.py, at the cutoffs trec_eval names, scored by trec_eval.
+    table = _load_hand_table()
+
+    trec_name = {"ndcg": "ndcg_cut_{k}", "recall": "recall_{k}", "precision": "P_{k}",
+                 "hit": "success_{k}"}
+    checked = 0
+    for case, ranked, grades, k, expected in table:
+        if not grades or k not in (5, 10):
+            continue  # pytrec_eval drops a query without judgments
+        run = {"q": {doc: float(len(ranked) - index) for index, doc in enumerate(ranked)}}
+        cut_run = {"q": {doc: run["q"][doc] for doc in list(run["q"])[:k]}}
+        measures = {name.format(k=k) for name in trec_name.values()}
+        trec = pytrec_eval.RelevanceEvaluator({"q": grades}, measures).evaluate(run)["q"]
+        trec["recip_rank"] = pytrec_eval.RelevanceEvaluator(
+            {"q": grades}, {"recip_rank"}).evaluate(cut_run)["q"]["recip_rank"]
+        for family, value in expected.items():
+            measure = "recip_rank" if family == "mrr" else trec_name[family].format(k=k)
+            assert trec[measure] == pytest.approx(value, abs=1e-12), (case, family)
+            checked += 1
+    assert checked >= 40
