@@ -1,4 +1,4 @@
-"""AdapterProcess: start, feed, time and stop one adapter process; every failure becomes an AdapterError.
+"""AdapterProcess: start, feed, time and stop one adapter; every failure becomes an AdapterError.
 
 The adapter runs from an argv list (never a shell) in its own session, so stopping it can
 signal its whole process group (grandchildren included). Its stdout is read with `os.read`
@@ -205,7 +205,7 @@ class AdapterProcess:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise self._timed_out(label, f"could not write the request within "
-                                             f"{self._allowed(stage):g} s (adapter not reading stdin)")
+                                             f"{self._allowed(stage):g} s (not reading stdin?)")
             self._write_poll.poll(math.ceil(remaining * 1000))
             try:
                 view = view[os.write(self._stdin_fd, view):]
@@ -219,16 +219,17 @@ class AdapterProcess:
         buffer = self._buffer
         scanned = 0
         while True:
-            end = buffer.find(b"\n", scanned)
-            if end >= 0:
-                if end > MAX_LINE_BYTES:
+            if buffer:
+                end = buffer.find(b"\n", scanned)
+                if end >= 0:
+                    if end > MAX_LINE_BYTES:
+                        raise self._too_long(label)
+                    line = bytes(buffer[:end])
+                    del buffer[:end + 1]
+                    return line
+                if len(buffer) > MAX_LINE_BYTES:
                     raise self._too_long(label)
-                line = bytes(buffer[:end])
-                del buffer[:end + 1]
-                return line
-            if len(buffer) > MAX_LINE_BYTES:
-                raise self._too_long(label)
-            scanned = len(buffer)
+                scanned = len(buffer)
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise self._timed_out(label, self._no_answer(stage))
@@ -237,6 +238,8 @@ class AdapterProcess:
             chunk = os.read(self._stdout_fd, READ_CHUNK_BYTES)
             if not chunk:
                 raise self._ended(label, stage)
+            if not buffer and chunk.find(b"\n") == len(chunk) - 1:
+                return chunk[:-1]  # the usual case: exactly one whole line arrived
             buffer += chunk
 
     # -- failures ----------------------------------------------------------------------------
@@ -393,7 +396,7 @@ class AdapterProcess:
             self._process.stderr.close()
 
     def stderr_tail(self, max_lines: int = 20) -> str:
-        """The last `max_lines` lines the adapter wrote to stderr in this run (from the log file)."""
+        """The last `max_lines` lines the adapter wrote to stderr in this run, from the log file."""
         self._sync_stderr()
         try:
             with open(self.log_path, "rb") as handle:
@@ -424,7 +427,7 @@ def _violation(raw: bytes, message: str, label: str) -> str:
     prefix = f"query {label}: "
     if message.startswith(prefix):
         message = message[len(prefix):]
-    if message.startswith(("line is not JSON", "line is not a JSON object", "line is not valid UTF-8")):
+    if message.startswith(("line is not JSON", "line is not a JSON object", "line is not valid")):
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
                 f"{_preview(raw)}")
     return f"invalid response: {message}"

@@ -1,4 +1,4 @@
-"""AdapterProcess against real adapter processes (tests/fixtures/adapters/), good and misbehaving."""
+"""AdapterProcess against real adapter processes in tests/fixtures/adapters/, good and bad."""
 
 from __future__ import annotations
 
@@ -152,7 +152,8 @@ def test_exits_at_start_while_banner_expected(tmp_path):
     with pytest.raises(AdapterError) as caught:
         with adapter(tmp_path, "exit_at_start.py", expect_banner=True):
             pass
-    assert_names(caught.value, None, "adapter exited with status 2 before printing the ready banner",
+    assert_names(caught.value, None,
+                 "adapter exited with status 2 before printing the ready banner",
                  "index file /nonexistent/index.bin is missing")
 
 
