@@ -216,8 +216,11 @@ def test_non_utf8_path_is_rejected(tmp_path, git_env):
     path = tmp_path / "repo"
     path.mkdir()
     git(path, "init", "-q")
-    with open(os.path.join(os.fsencode(path), b"caf\xe9.py"), "wb") as handle:
-        handle.write(b"x = 1\n")
+    try:
+        with open(os.path.join(os.fsencode(path), b"caf\xe9.py"), "wb") as handle:
+            handle.write(b"x = 1\n")
+    except OSError:  # file systems that insist on UTF-8 names (APFS) cannot hold this case
+        pytest.skip("the file system refuses non-UTF-8 file names")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "latin-1 name")
     commit = git(path, "rev-parse", "HEAD")
