@@ -25,6 +25,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object]) 
         "harness_version": provenance.get("harness_version"),
         "backend": provenance.get("backend"),
         "condition": provenance.get("condition"),
+        "metric_definitions": provenance.get("metric_definitions"),
         "sets": {r.name: _set_entry(r) for r in set_results},
     }
 
@@ -34,7 +35,8 @@ def _set_entry(result: SetResult) -> dict[str, object]:
         "revision": result.revision, "corpus_hash": result.corpus_hash, "k": result.k,
         "query_count": result.query_count, "aggregates": result.aggregates,
         "latency_ms": result.latency_ms,
-        "queries": {q.qid: {"category": q.category, "split": q.split, "scored": q.scored,
+        "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
+                            "scored": q.scored,
                             "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found)}
                     for q in result.queries},
     }

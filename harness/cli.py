@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "sets": "harness.sets_command",
     "metrics": "harness.metrics_command",
     "check-adapter": "harness.check_adapter",
+    "compare": "harness.compare_command",
 }
 EXAMPLES = f"""\
 examples:
@@ -36,6 +37,7 @@ examples:
   {PROG} --set dedupe --no-gate --out run.json --summary summary.md
   {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
   {PROG} metrics                            list metric names
+  {PROG} compare base.json candidate.json   per-query comparison with paired significance
   {PROG} check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
 
 exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure

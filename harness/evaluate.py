@@ -10,6 +10,9 @@ from harness.records import ContractResult, Query, QueryResult, QuerySet, SetRes
 
 # The per-query and aggregate metrics every report carries, in column order.
 REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10")
+# Bump when any metric's definition changes: reports with different versions are not comparable.
+METRIC_DEFINITIONS = {"version": 1, "metrics": list(REPORTED_METRICS),
+                      "notes": "trec_eval definitions; mrr = recip_rank cut at 10; ndcg gain = grade"}
 FLIP_DEPTH = 10  # "found" = relevant ids within this depth; a flip is one lost from it
 
 
@@ -37,7 +40,7 @@ def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
     else:
         outcome = "pass" if passed else "fail"
     return QueryResult(
-        qid=query.qid, category=query.category, split=query.split, ids=tuple(top),
+        qid=query.qid, query=query.query, category=query.category, split=query.split, ids=tuple(top),
         scores=tuple(answer.scores[:k]) if answer.scores is not None else None,
         latency_seconds=answer.latency_seconds, metrics=values, found=found,
         contracts=contracts, outcome=outcome, scored=query.scored, group=query.group,

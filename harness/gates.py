@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.records import GateResult, SetResult
+from harness.stats import RESAMPLES, paired_test
 
 RECALL_METRIC = "recall@10"
 RECALL_DROP_LIMIT = 0.020
@@ -80,9 +81,20 @@ def _recall_gates(result: SetResult, entry: Mapping) -> list[GateResult]:
             message = f"{label} {RECALL_METRIC} {now_value:.4f} (baseline {base_value:.4f})"
         else:
             message = (f"{label} {RECALL_METRIC} dropped {drop * 100:.2f} points: baseline {base_value:.4f}, "
-                       f"now {now_value:.4f} (limit {RECALL_DROP_LIMIT * 100:.1f}); flipped: {listed or 'none'}")
+                       f"now {now_value:.4f} (limit {RECALL_DROP_LIMIT * 100:.1f}; {_interval(result, entry, category)}); "
+                       f"flipped: {listed or 'none'}")
         gates.append(GateResult(result.name, "recall", passed, message, category=category, flipped=tuple(flips)))
     return gates
+
+
+def _interval(result: SetResult, entry: Mapping, category: str | None) -> str:
+    """The paired bootstrap CI and randomization p of the recall@10 change, as `compare` shows it."""
+    rows = [q for q in result.queries if q.scored and (category is None or q.category == category)]
+    base = {q.qid: entry["queries"][q.qid]["metrics"][RECALL_METRIC] for q in rows
+            if RECALL_METRIC in entry["queries"].get(q.qid, {}).get("metrics", {})}
+    current = {q.qid: q.metrics[RECALL_METRIC] for q in rows if q.qid in base}
+    test = paired_test(base, current, {q.qid: q.intent_or_qid for q in rows}, resamples=RESAMPLES)
+    return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
 
 
 def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:

@@ -85,6 +85,7 @@ class QueryResult:
     """What one query got: ids, latency, metrics, contracts, and its outcome."""
 
     qid: str
+    query: str
     category: str
     split: str
     ids: tuple[str, ...]
@@ -97,9 +98,13 @@ class QueryResult:
     scored: bool
     group: str | None = None
 
+    @property
+    def intent_or_qid(self) -> str:
+        return self.group or self.qid
+
     def to_dict(self) -> dict[str, object]:
         return {
-            "qid": self.qid, "category": self.category, "split": self.split, "group": self.group,
+            "qid": self.qid, "query": self.query, "category": self.category, "split": self.split, "group": self.group,
             "ids": list(self.ids), "scores": list(self.scores) if self.scores is not None else None,
             "latency_ms": round(self.latency_seconds * 1000, 4), "metrics": self.metrics,
             "found": list(self.found), "contracts": [c.to_dict() for c in self.contracts],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import AdapterError, SetError
-from harness.evaluate import Answer, evaluate_set
+from harness.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
 from harness.fsutil import atomic_write_text
 from harness.protocol import Request
 from harness.records import QuerySet, SetResult
@@ -153,6 +153,7 @@ def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict
         "adapter": {"expect_banner": options.expect_banner, "banner": None, "startup_seconds": None,
                     "log": str(options.log_path)},
         "condition": options.condition,
+        "metric_definitions": METRIC_DEFINITIONS,
         "settings": {"k": options.k, "query_timeout_s": options.query_timeout,
                      "startup_timeout_s": options.startup_timeout, "warmup": options.warmup,
                      "repeats": options.repeats},

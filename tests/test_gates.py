@@ -22,7 +22,7 @@ def synthetic(values_by_category, query_count=None, p95=1.0, found=None):
     for category, values in values_by_category.items():
         for index, value in enumerate(values):
             qid = f"{category}-{index}"
-            queries.append(QueryResult(qid=qid, category=category, split="development", ids=(), scores=None,
+            queries.append(QueryResult(qid=qid, query=qid, category=category, split="development", ids=(), scores=None,
                                        latency_seconds=0.001, metrics={"recall@10": value},
                                        found=tuple((found or {}).get(qid, ("d",) if value else ())),
                                        contracts=(), outcome="pass", scored=True))
@@ -59,6 +59,8 @@ def test_exactly_two_points_passes_more_fails():
     assert [g.category for g in bad] == [None, "c"]
     assert "recall@10 dropped 2.10 points: baseline 0.7000, now 0.6790" in bad[0].message
     assert bad[0].flipped == ("c-34",)
+    # the CI of a change where 2 queries lost (1.0 -> 0.95 and 1.0 -> 0.0) among 50 is below zero at the top
+    assert "change 95% CI [" in bad[0].message and "+0.0] points, p=" in bad[0].message
     assert "s/c recall@10" in bad[1].message and "flipped: c-34" in bad[1].message
 
 

@@ -1,0 +1,46 @@
+"""`python -m harness compare BASE.json CAND.json`: per-query comparison with paired significance."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.compare import compare, load_run, mismatches, render_text
+from harness.errors import EXIT_OK, UsageError
+from harness.fsutil import atomic_write_text
+from harness.stats import RESAMPLES
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness compare",
+        description="Compare two reports (or baselines) set by set: metric deltas per category and split, "
+                    "flipped queries, paired bootstrap 95%% CI and randomization p-values (Holm-corrected) "
+                    "for recall@10 and nDCG@10.")
+    parser.add_argument("base", type=Path)
+    parser.add_argument("candidate", type=Path)
+    parser.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default: 0)")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"resamples (default: {RESAMPLES})")
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help="compare even when set revisions, corpora, k or metric definitions differ (labelled)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON")
+    parser.add_argument("--html", type=Path, default=None, help="also write a self-contained HTML page")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if args.resamples < 1:
+        raise UsageError("--resamples: must be >= 1")
+    base, candidate = load_run(args.base), load_run(args.candidate)
+    problems = mismatches(base, candidate)
+    if problems and not args.allow_mismatch:
+        raise UsageError("runs are not comparable: " + "; ".join(problems) + " (use --allow-mismatch to compare anyway)")
+    comparison = compare(base, candidate, seed=args.seed, resamples=args.resamples)
+    print(render_text(comparison), end="")
+    if args.json:
+        import json
+        atomic_write_text(args.json, json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False) + "\n")
+    if args.html:
+        from harness.html_report import render_comparison_html
+        atomic_write_text(args.html, render_comparison_html(comparison))
+    return EXIT_OK

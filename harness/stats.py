@@ -1,0 +1,108 @@
+"""Paired significance for two runs over the same queries: cluster bootstrap CI, randomization test, Holm.
+
+Queries that share an intent (`group`: paraphrases, translations) are not independent, so every
+resampling step draws or flips whole groups. The statistic throughout is the mean per-query
+difference (candidate - base) over all queries.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+RESAMPLES = 10_000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class PairedTest:
+    n_queries: int
+    n_groups: int
+    mean_difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def group_differences(base: Mapping[str, float], candidate: Mapping[str, float],
+                      groups: Mapping[str, str] | None = None) -> list[tuple[float, int]]:
+    """(sum of differences, query count) per intent group, over qids present in both runs, sorted by group."""
+    groups = groups or {}
+    totals: dict[str, list[float]] = {}
+    for qid in sorted(set(base) & set(candidate)):
+        totals.setdefault(groups.get(qid) or qid, []).append(candidate[qid] - base[qid])
+    return [(sum(values), len(values)) for _, values in sorted(totals.items())]
+
+
+def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], groups: Mapping[str, str] | None = None,
+                *, resamples: int = RESAMPLES, seed: int = 0) -> PairedTest:
+    """Bootstrap CI of the mean difference and the randomization p-value, both resampling groups."""
+    clusters = group_differences(base, candidate, groups)
+    n_queries = sum(count for _, count in clusters)
+    if not clusters:
+        return PairedTest(0, 0, 0.0, 0.0, 0.0, 1.0)
+    observed = sum(total for total, _ in clusters) / n_queries
+    low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed)
+    p_value = randomization_p_value(clusters, resamples=resamples, seed=seed)
+    return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
+
+
+def bootstrap_ci(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0,
+                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Percentile interval of the mean difference over `resamples` draws of whole groups with replacement.
+
+    Each draw picks len(clusters) groups; its statistic is (sum of their differences) / (their query count).
+    Percentiles are nearest-rank on the sorted statistics.
+    """
+    rng = random.Random(seed)
+    size = len(clusters)
+    statistics = []
+    for _ in range(resamples):
+        total = count = 0.0
+        for _ in range(size):
+            diff, n = clusters[rng.randrange(size)]
+            total += diff
+            count += n
+        statistics.append(total / count)
+    statistics.sort()
+    tail = (1 - confidence) / 2
+    return _nearest_rank(statistics, tail), _nearest_rank(statistics, 1 - tail)
+
+
+def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0) -> float:
+    """Two-sided paired randomization test: flip the sign of each group's differences at random.
+
+    p = (1 + #{|permuted mean| >= |observed mean|}) / (1 + resamples); identical runs give exactly 1.
+    A tiny tolerance keeps float noise from deciding ties.
+    """
+    rng = random.Random(seed + 1)
+    n_queries = sum(n for _, n in clusters)
+    observed = abs(sum(diff for diff, _ in clusters)) / n_queries
+    tolerance = 1e-12
+    extreme = 0
+    for _ in range(resamples):
+        total = 0.0
+        for diff, _ in clusters:
+            total += diff if rng.random() < 0.5 else -diff
+        if abs(total) / n_queries >= observed - tolerance:
+            extreme += 1
+    return (extreme + 1) / (resamples + 1)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order (step-down, monotone, capped at 1)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for position, index in enumerate(order):
+        running = max(running, min(1.0, (m - position) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def _nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
+    import math
+    rank = max(1, math.ceil(fraction * len(sorted_values) - 1e-9))
+    return sorted_values[min(rank, len(sorted_values)) - 1]

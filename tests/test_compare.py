@@ -1,0 +1,86 @@
+"""`compare`: deltas, flips with text, paired tests, and refusal of runs that are not comparable."""
+
+import json
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
+import sys
+
+from harness.sets import load_set
+
+TINY = load_set(TINY_SET)
+GOOD = {q.query: list(q.relevant) for q in TINY.queries}
+
+
+def make_report(tmp_path, monkeypatch, name, answers, set_path=TINY_SET):
+    path = tmp_path / f"{name}-answers.json"
+    path.write_text(json.dumps(answers))
+    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
+    out = tmp_path / f"{name}.json"
+    assert main(["--set", str(set_path), "--no-gate", "--quiet", "--out", str(out),
+                 "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    return out
+
+
+def test_identical_reports(tmp_path, monkeypatch, capsys):
+    a = make_report(tmp_path, monkeypatch, "a", GOOD)
+    b = make_report(tmp_path, monkeypatch, "b", GOOD)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--resamples", "500", "--json", str(tmp_path / "c.json")]) == 0
+    result = json.loads((tmp_path / "c.json").read_text())
+    overall = result["scopes"][0]
+    assert overall["scope"] == "overall" and overall["n"] == 5
+    assert overall["tests"]["recall@10"] == {"mean_difference": 0.0, "ci95": [0.0, 0.0], "p_value": 1.0,
+                                             "p_holm": 1.0, "groups": 5}
+    assert result["flips"] == []
+
+
+def test_flips_are_listed_with_text_and_deltas(tmp_path, monkeypatch, capsys):
+    a = make_report(tmp_path, monkeypatch, "a", GOOD)
+    worse = dict(GOOD)
+    worse["how is the config file parsed"] = ["doc-02"]
+    worse["do migrations roll back"] = ["doc-01", "doc-03"]
+    b = make_report(tmp_path, monkeypatch, "b", worse)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--resamples", "500"]) == 0
+    out = capsys.readouterr().out
+    assert 'tiny/tiny-01 lost doc-01  "how is the config file parsed"' in out
+    # recall@10 over 5 queries: 1.0 -> 0.8; MRR: tiny-03 now at rank 2 -> (1+1+0.5+1+0... ) see below
+    overall = next(line for line in out.splitlines() if line.startswith("overall"))
+    assert "1.000-0.200" in overall  # recall@5 and recall@10 columns
+    # MRR: 1 -> (0 + 1 + 0.5 + 1 + 1) / 5 = 0.7
+    assert "1.000-0.300" in overall
+
+
+def test_mismatched_revisions_are_refused_unless_allowed(tmp_path, monkeypatch, capsys, tiny_copy):
+    a = make_report(tmp_path, monkeypatch, "a", GOOD)
+    meta = json.loads((tiny_copy / "set.json").read_text())
+    meta["revision"] = 2
+    (tiny_copy / "set.json").write_text(json.dumps(meta))
+    b = make_report(tmp_path, monkeypatch, "b", GOOD, set_path=tiny_copy)
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--resamples", "100"]) == 2
+    assert "not comparable: set tiny: revision 1 vs 2" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--resamples", "100", "--allow-mismatch"]) == 0
+    assert "NOT COMPARABLE (--allow-mismatch): set tiny: revision 1 vs 2" in capsys.readouterr().out
+
+
+def test_a_baseline_compares_like_a_report(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(GOOD))
+    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
+    baseline = tmp_path / "baseline.json"
+    assert main(["--set", str(TINY_SET), "--update-baseline", "--baseline", str(baseline), "--quiet",
+                 "--out", str(tmp_path / "r.json"), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(baseline), str(tmp_path / "r.json"), "--resamples", "100"]) == 0
+    assert "overall                     5" in capsys.readouterr().out
+
+
+def test_incomplete_or_foreign_files_are_usage_errors(tmp_path, capsys):
+    foreign = tmp_path / "x.json"
+    foreign.write_text("{}")
+    assert main(["compare", str(foreign), str(foreign)]) == 2
+    assert "neither a retrieval-gate report nor a baseline" in capsys.readouterr().err
