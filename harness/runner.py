@@ -151,10 +151,20 @@ class AdapterProcess:
             raise self._failed(label, "adapter printed a line on stdout that answers no request: "
                                       f"{_preview(stray)}")
         line = encode_request(request)
-        stage = _ANSWER if self._seen_first_line else _FIRST_ANSWER
+        if self._seen_first_line:
+            stage, allowed = _ANSWER, self.query_timeout
+        else:
+            stage, allowed = _FIRST_ANSWER, self._allowed(_FIRST_ANSWER)
         started = time.perf_counter()
-        deadline = started + self._allowed(stage)
-        self._write(line, deadline, label, stage)
+        deadline = started + allowed
+        try:
+            written = os.write(self._stdin_fd, line)
+        except BlockingIOError:
+            written = 0
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._ended(label, stage) from None
+        if written < len(line):
+            self._write_rest(memoryview(line)[written:], deadline, label, stage)
         raw = self._read_line(deadline, label, stage)
         if stage == _FIRST_ANSWER:
             self._seen_first_line = True
@@ -188,16 +198,6 @@ class AdapterProcess:
             return f"did not print the ready banner within {allowed}"
         note = " (first query, start-up included)" if stage == _FIRST_ANSWER else ""
         return f"no answer within {allowed}{note}; does the adapter flush stdout after each line?"
-
-    def _write(self, data: bytes, deadline: float, label: str, stage: str) -> None:
-        try:
-            written = os.write(self._stdin_fd, data)
-        except BlockingIOError:
-            written = 0
-        except (BrokenPipeError, ConnectionResetError):
-            raise self._ended(label, stage) from None
-        if written < len(data):
-            self._write_rest(memoryview(data)[written:], deadline, label, stage)
 
     def _write_rest(self, view: memoryview, deadline: float, label: str, stage: str) -> None:
         """Slow path: the pipe to the adapter is full; wait for room until the deadline."""
