@@ -12,6 +12,8 @@ from harness import __version__
 from harness.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
 from harness.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.budgets import load_budgets
+from harness.compare import compare, run_view
+from harness.compare import render_text as render_comparison
 from harness.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, AdapterError, HarnessError, UsageError
 from harness.fsutil import atomic_write_text
 from harness.gates import check
@@ -71,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="latency budgets file (default: budgets.json, 300 ms p95 when absent)")
     gate.add_argument("--update-baseline", action="store_true",
                       help="write this run's numbers to --baseline (atomically; complete runs only)")
+    gate.add_argument("--yes", action="store_true",
+                      help="with --update-baseline: write without asking (asked only when stdin is a terminal)")
     gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")
     timing = parser.add_argument_group("timing")
     timing.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
@@ -208,11 +212,31 @@ def _run(args_list: list[str]) -> int:
         print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
         return EXIT_BACKEND
     if args.update_baseline:
-        write_baseline(args.baseline, build_baseline(outcome.results, outcome.provenance))
-        print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in outcome.results)}); "
-              f"review and commit it to accept these numbers")
-        return EXIT_OK
+        return _update_baseline(args, outcome, report)
     return status
+
+
+def _update_baseline(args: argparse.Namespace, outcome, report: dict) -> int:
+    """Show what the new baseline changes against the old one, then write it (asked on a terminal)."""
+    new = build_baseline(outcome.results, outcome.provenance)
+    previous = read_baseline(args.baseline) if args.baseline.exists() else None
+    if previous is not None:
+        base_view, new_view = run_view(previous, str(args.baseline)), run_view(new, "this run")
+        print(f"\nchanges against {args.baseline}:")
+        print(render_comparison(compare(base_view, new_view)), end="")
+        # Keep the values being replaced in the report, so they stay recoverable without git.
+        report["previous_baseline"] = {name: previous["sets"][name] for name in new["sets"] if name in previous["sets"]}
+        atomic_write_text(args.out, to_json(report))
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"write {args.baseline}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("baseline not written")
+            return EXIT_OK
+    write_baseline(args.baseline, new)
+    print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in outcome.results)}); "
+          f"review and commit it to accept these numbers"
+          + (f"; the replaced values are kept in {args.out} under previous_baseline" if previous else ""))
+    return EXIT_OK
 
 
 def _status(error: AdapterError | None, gates: list) -> int:

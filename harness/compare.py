@@ -74,6 +74,11 @@ def load_run(path: Path) -> RunView:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read as JSON ({exc})") from None
+    return run_view(document, str(path))
+
+
+def run_view(document: object, path: str) -> RunView:
+    """The comparable view of a report or baseline document already in memory."""
     if isinstance(document, dict) and "report_format" in document:
         if not document.get("complete"):
             raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be compared")

@@ -43,6 +43,8 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     if not clusters:
         return PairedTest(0, 0, 0.0, 0.0, 0.0, 1.0)
     observed = sum(total for total, _ in clusters) / n_queries
+    if all(total == 0 for total, _ in clusters):  # identical on every query: nothing to resample
+        return PairedTest(n_queries, len(clusters), 0.0, 0.0, 0.0, 1.0)
     low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed)
     p_value = randomization_p_value(clusters, resamples=resamples, seed=seed)
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
@@ -57,14 +59,13 @@ def bootstrap_ci(clusters: Sequence[tuple[float, int]], *, resamples: int = RESA
     """
     rng = random.Random(seed)
     size = len(clusters)
+    diffs = [diff for diff, _ in clusters]
+    counts = [n for _, n in clusters]
+    population = range(size)
     statistics = []
     for _ in range(resamples):
-        total = count = 0.0
-        for _ in range(size):
-            diff, n = clusters[rng.randrange(size)]
-            total += diff
-            count += n
-        statistics.append(total / count)
+        drawn = rng.choices(population, k=size)
+        statistics.append(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn))
     statistics.sort()
     tail = (1 - confidence) / 2
     return _nearest_rank(statistics, tail), _nearest_rank(statistics, 1 - tail)
@@ -80,11 +81,13 @@ def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: i
     n_queries = sum(n for _, n in clusters)
     observed = abs(sum(diff for diff, _ in clusters)) / n_queries
     tolerance = 1e-12
+    moving = [diff for diff, _ in clusters if diff != 0]  # a zero difference is the same either sign
     extreme = 0
     for _ in range(resamples):
+        signs = rng.getrandbits(len(moving)) if moving else 0
         total = 0.0
-        for diff, _ in clusters:
-            total += diff if rng.random() < 0.5 else -diff
+        for position, diff in enumerate(moving):
+            total += -diff if (signs >> position) & 1 else diff
         if abs(total) / n_queries >= observed - tolerance:
             extreme += 1
     return (extreme + 1) / (resamples + 1)

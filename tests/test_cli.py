@@ -181,3 +181,25 @@ def test_real_subprocess_exact_output(tmp_path):
     assert lines[4].split() == ["overall", "5", "1.000", "1.000", "1.000", "1.000"]
     assert lines[5].split() == ["a", "3", "1.000", "1.000", "1.000", "1.000"]
     assert lines[-1].startswith("report: ")
+
+
+def test_update_baseline_shows_changes_keeps_old_values_and_asks_on_a_terminal(tmp_path, scripted, capsys, monkeypatch):
+    assert run(tmp_path, "--update-baseline", *scripted(GOOD))[0] == 0
+    before = (tmp_path / "baseline.json").read_text()
+    worse = dict(GOOD)
+    worse["how is the config file parsed"] = ["doc-02"]
+    argv = scripted(worse)
+    capsys.readouterr()
+    # On a terminal without --yes the user is asked; "n" leaves the file untouched.
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    code, report = run(tmp_path, "--update-baseline", *argv)
+    out = capsys.readouterr().out
+    assert code == 0 and "baseline not written" in out
+    assert (tmp_path / "baseline.json").read_text() == before
+    assert 'tiny/tiny-01 lost doc-01  "how is the config file parsed"' in out
+    assert report["previous_baseline"]["tiny"]["aggregates"]["overall"]["recall@10"] == 1.0
+    # --yes writes without asking
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("must not ask with --yes"))
+    assert run(tmp_path, "--update-baseline", "--yes", *argv)[0] == 0
+    assert json.loads((tmp_path / "baseline.json").read_text())["sets"]["tiny"]["aggregates"]["overall"]["recall@10"] == 0.8
