@@ -1,0 +1,101 @@
+"""`python -m adapters.bm25`: the BM25 reference adapter (protocol v1), its options and index loading.
+
+Indexes every `<kind>.jsonl` of $HARNESS_CORPUS_DIR (and `--corpus KIND=PATH`), one index
+per kind, cached on disk by corpus content hash and settings, then answers requests.
+`add_arguments`, `settings_from_args` and `load_indexes` are the API other adapters
+(hybrid fusion) build on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from adapters.bm25_index import BM25Index, BM25Settings
+
+NAME = "bm25"
+VERSION = "1.0.0"
+INSTALL_HINT = "the BM25 adapter needs numpy: pip install 'retrieval-gate[bm25]'"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the BM25 options: --k1 --b --stopwords --stem --corpus KIND=PATH --no-cache."""
+    group = parser.add_argument_group("BM25")
+    group.add_argument("--k1", type=float, default=0.9, help="term frequency saturation (default 0.9)")
+    group.add_argument("--b", type=float, default=0.4, help="document length normalisation, 0..1 (default 0.4)")
+    group.add_argument("--stopwords", action="store_true", help="drop English stop words")
+    group.add_argument("--stem", action="store_true", help="apply a light (plural) stemmer")
+    group.add_argument("--corpus", action="append", default=[], metavar="KIND=PATH",
+                       help="index this jsonl file as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
+    group.add_argument("--no-cache", action="store_true", help="always rebuild; never read or write the index cache")
+
+
+def settings_from_args(args: argparse.Namespace) -> BM25Settings:
+    """The frozen settings the parsed options describe."""
+    from adapters.bm25_index import BM25Settings
+
+    return BM25Settings(k1=args.k1, b=args.b, stopwords=args.stopwords, stem=args.stem,
+                        use_cache=not args.no_cache)
+
+
+def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM25Index]:
+    """One index per kind, from the disk cache when valid, else built (and cached).
+
+    Raises CorpusFileError (adapters.corpus_dir) for a missing or malformed corpus file and
+    ValueError for settings outside BM25's domain. Each index's `provenance` holds its
+    banner entry.
+    """
+    from adapters.bm25_index import check_settings, load_or_build
+    from adapters.corpus_dir import read_corpus
+    from harness.fsutil import cache_dir
+
+    check_settings(settings)
+    folder = cache_dir(NAME) if settings.use_cache else None
+    indexes: dict[str, BM25Index] = {}
+    for kind, path in paths.items():
+        corpus = read_corpus(kind, Path(path))
+        indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder)
+        print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
+    return indexes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse options, load every index, print the banner, answer requests until EOF."""
+    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        import numpy  # noqa: F401  (checked here so the error is one line, not a traceback)
+    except ImportError:
+        print(f"bm25: error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    from adapters.corpus_dir import CORPUS_DIR_ENV, CorpusFileError, corpus_paths
+    from harness.adapter import UnknownKind, serve
+
+    settings = settings_from_args(args)
+    try:
+        paths = corpus_paths(args.corpus)
+        if not paths:
+            raise CorpusFileError(f"no corpus: set {CORPUS_DIR_ENV} to a folder of <kind>.jsonl files "
+                                  "or pass --corpus KIND=PATH")
+        indexes = load_indexes(paths, settings)
+    except (CorpusFileError, ValueError) as exc:
+        print(f"bm25: error: {exc}", file=sys.stderr)
+        return 2
+
+    def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
+        index = indexes.get(kind)
+        if index is None:
+            raise UnknownKind(f"this adapter serves {sorted(indexes)}")
+        return index.search(query, k)
+
+    banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),
+              "index": {kind: index.provenance for kind, index in indexes.items()}}
+    return serve(search, banner)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
