@@ -204,7 +204,7 @@ class AdapterProcess:
         while view:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                raise self._timed_out(label, f"could not write the request within "
+                raise self._give_up(label, f"could not write the request within "
                                              f"{self._allowed(stage):g} s (not reading stdin?)")
             self._write_poll.poll(math.ceil(remaining * 1000))
             try:
@@ -232,7 +232,7 @@ class AdapterProcess:
                 scanned = len(buffer)
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                raise self._timed_out(label, self._no_answer(stage))
+                raise self._give_up(label, self._no_answer(stage))
             if not self._read_poll.poll(math.ceil(remaining * 1000)):
                 continue
             chunk = os.read(self._stdout_fd, READ_CHUNK_BYTES)
@@ -247,11 +247,11 @@ class AdapterProcess:
     def _too_long(self, label: str | None) -> AdapterError:
         # The adapter is likely blocked writing the rest of it: nobody will read it, so stop it now.
         self._buffer.clear()
-        return self._timed_out(label, f"response line longer than {MAX_LINE_BYTES} bytes "
+        return self._give_up(label, f"response line longer than {MAX_LINE_BYTES} bytes "
                                       f"({MAX_LINE_BYTES // (1024 * 1024)} MiB)")
 
-    def _timed_out(self, label: str | None, text: str) -> AdapterError:
-        """Give up on a stuck adapter: kill its group first, then report (the tail is complete)."""
+    def _give_up(self, label: str | None, text: str) -> AdapterError:
+        """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
         self._stop(grace=0.0)
         return self._error(label, f"{text}; its process group was killed")
@@ -272,7 +272,7 @@ class AdapterProcess:
         return self._error(label, what)
 
     def _error(self, label: str | None, what: str) -> AdapterError:
-        self._sync_stderr()
+        """The AdapterError: query, what happened, argv and log path, then the stderr tail."""
         tail = self.stderr_tail()
         where = f"query {label}: " if label is not None else ""
         lines = [f"{where}{what} [adapter: {shlex.join(self.argv)}; log: {self.log_path}]"]
@@ -406,8 +406,12 @@ class AdapterProcess:
                 data = handle.read()
         except OSError:
             return ""
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        if start > self._log_start and lines:
+        # A progress bar redraws one line with \r: keep only what it showed last.
+        lines = [line.rstrip("\r").rsplit("\r", 1)[-1]
+                 for line in data.decode("utf-8", errors="replace").split("\n")]
+        if lines and not lines[-1]:
+            lines.pop()
+        if start > self._log_start and len(lines) > 1:
             lines = lines[1:]  # the first line read is probably cut
         return "\n".join(_cut(line) for line in lines[-max_lines:])
 

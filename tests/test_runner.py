@@ -137,6 +137,9 @@ def test_tail_shows_only_this_run(tmp_path):
     log.write_text("an earlier run's line\n")
     error = failure(tmp_path, "exit_at_start.py")
     assert "earlier run" not in error.stderr_tail
+    # The progress bar's redraws collapse to what it showed last.
+    assert error.stderr_tail.splitlines() == [
+        "loading 100%", "exit_at_start: index file /nonexistent/index.bin is missing"]
     assert log.read_text().startswith("an earlier run's line\n")  # appended, not clobbered
 
 
