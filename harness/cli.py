@@ -17,6 +17,8 @@ from harness.compare import render_text as render_comparison
 from harness.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, AdapterError, HarnessError, UsageError
 from harness.fsutil import atomic_write_text
 from harness.gates import check
+from harness.junit import render_junit
+from harness.what_if import render_what_if, what_if_min_score
 from harness.report import REPORT_FORMAT, render_markdown, render_text, to_json
 from harness.run import RunOptions, materialise_corpora, run_sets
 from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
@@ -36,7 +38,7 @@ examples:
   {PROG} --set code --backend onnx --baseline baselines/onnx.json
   {PROG} --set memory --adapter --expect-banner -- ./my-adapter --index prod
   {PROG} --set all --update-baseline        accept the current numbers (commit the file)
-  {PROG} --set dedupe --no-gate --out run.json --summary summary.md
+  {PROG} --set dedupe --no-gate --out run.json --summary summary.md --junit gates.xml --html report.html
   {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
   {PROG} metrics                            list metric names
   {PROG} compare base.json candidate.json   per-query comparison with paired significance
@@ -91,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"JSON report path; the adapter's stderr log goes beside it (default: {DEFAULT_OUT})")
     output.add_argument("--summary", type=Path, default=None,
                         help="Markdown summary path (also appended to $GITHUB_STEP_SUMMARY when set)")
+    output.add_argument("--junit", type=Path, default=None, help="JUnit XML: one test case per gate per set")
+    output.add_argument("--html", type=Path, default=None,
+                        help="self-contained HTML report with latency and per-category charts")
+    output.add_argument("--what-if-min-score", type=float, default=None, metavar="X",
+                        help="report only: metrics if hits scoring below X were dropped (needs adapter scores)")
     output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
     return parser
 
@@ -192,7 +199,16 @@ def _run(args_list: list[str]) -> int:
     }
     status = _status(outcome.error, gates)
     report["exit_code"] = status
+    if args.what_if_min_score is not None:
+        by_name = {s.name: s for s in query_sets}
+        report["what_if"] = {r.name: what_if_min_score(r, by_name[r.name], args.what_if_min_score)
+                             for r in outcome.results if r.queries}
     atomic_write_text(args.out, to_json(report))
+    if args.junit:
+        atomic_write_text(args.junit, render_junit(report))
+    if args.html:
+        from harness.html_report import render_run_html
+        atomic_write_text(args.html, render_run_html(report, baseline_entries or None, budgets, default_budget))
     markdown = render_markdown(report)
     if args.summary:
         atomic_write_text(args.summary, markdown)
@@ -202,6 +218,8 @@ def _run(args_list: list[str]) -> int:
             handle.write(markdown)
     if not args.quiet:
         print(render_text(report), end="")
+        for name, what_if in (report.get("what_if") or {}).items():
+            print(render_what_if(name, what_if))
         print(f"report: {args.out}  adapter log: {log_path}")
     else:
         for gate in gates:
