@@ -11,7 +11,7 @@ from harness.records import ContractResult, Query, QueryResult, QuerySet, SetRes
 # The per-query and aggregate metrics every report carries, in column order.
 REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10")
 # Bump when any metric's definition changes: reports with different versions are not comparable.
-METRIC_DEFINITIONS = {"version": 1, "metrics": list(REPORTED_METRICS),
+METRIC_DEFINITIONS = {"version": metrics.DEFINITIONS_VERSION, "metrics": list(REPORTED_METRICS),
                       "notes": "trec_eval definitions; mrr = recip_rank cut at 10; ndcg gain = grade"}
 FLIP_DEPTH = 10  # "found" = relevant ids within this depth; a flip is one lost from it
 
@@ -32,7 +32,7 @@ def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
     if query.relevant:
         for name in REPORTED_METRICS:
             values[name] = metrics.parse_metric(name).compute(top, query.relevant)
-    found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= 1)
+    found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
     contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None))
     passed = all(c.passed for c in contracts) and (not query.relevant or bool(found))
     if query.xfail:
