@@ -1,0 +1,786 @@
+"""`python -m harness check-adapter [options] -- CMD ARG ...`: a conformance suite run against a live adapter.
+
+Each check asks the adapter real requests and reports pass / FAIL / n/a with a one-line
+detail; the exit status is 0 when nothing failed, 1 otherwise, 2 on usage errors.
+
+The checker reads raw response lines itself instead of going through `AdapterProcess.ask`:
+the runner rightly turns the first violation into a terminal error, while the checker must
+observe each violation, attribute it to the right check and carry on. A desynchronised or
+dead adapter (timeout, crash, a stray stdout line) is killed and restarted for the next
+request, so one failure never hides the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import select
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK, ProtocolError, UsageError
+from harness.protocol import PROTOCOL_VERSION, Request, decode_banner, decode_response, encode_request
+from harness.runner import (MAX_LINE_BYTES, QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+                            STOP_GRACE_SECONDS, TERM_GRACE_SECONDS)
+
+PROG = "python -m harness check-adapter"
+CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
+DEFAULT_KIND = "check"
+DEFAULT_QUERIES = 2000
+DEFAULT_LOG = Path(".retrieval-gate/check-adapter.log")
+EXIT_CHECK_FAILED = EXIT_GATE_FAILED  # 1: at least one check failed
+PIPELINED_REQUESTS = 8          # requests written at once by the order check
+LONG_QUERY_CHARS = 10_000
+LARGE_K = 1000
+MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
+EXIT_WAIT_SECONDS = 2.0         # stdout hit EOF -> wait this long for an exit status to report
+READ_CHUNK_BYTES = 64 * 1024
+UNKNOWN_KIND = "check-adapter-no-such-kind"
+SHOWN_QUERIES = 5               # at most this many queries named in one detail
+PASS, FAIL, NOT_JUDGED = "pass", "FAIL", "n/a"
+
+# (name, what it asserts): the table's order, and the only list of check names.
+CHECKS = (
+    ("banner", "the ready banner, if printed, is well-formed"),
+    ("order", f"{PIPELINED_REQUESTS} pipelined requests are answered in request order"),
+    ("ids", "every answer: a JSON object, ids unique strings, at most k, valid scores"),
+    ("k-range", f"k=1 and k={LARGE_K} are answered"),
+    ("unicode", "accents, CJK, emoji, right-to-left and combining-mark queries are answered"),
+    ("empty-query", "an empty query is answered (an empty list is fine)"),
+    ("long-query", f"a {LONG_QUERY_CHARS:,}-character query is answered"),
+    ("unknown-kind", "an unknown kind gets an error reply and the adapter lives on"),
+    ("endurance", "N queries in a row are answered; resident memory growth reported"),
+    ("timeout", "every answer arrives within the timeout"),
+    ("determinism", "the same queries asked twice get the same ranking"),
+)
+
+# The checker's own corpus, written as <kind>.jsonl when the user gives no corpus folder:
+# a few words in several scripts so the Unicode queries can match something.
+CORPUS_TEXTS = (
+    "Parse a configuration file in INI or TOML format and return a dictionary of settings.",
+    "Retry an HTTP request with exponential backoff when the server answers 503.",
+    "Validate a user password against the stored salted hash in constant time.",
+    "Stream a large CSV file row by row without loading it into memory.",
+    "Cache the result of an expensive function call keyed by its arguments.",
+    "Render an HTML template with escaping of user-provided values.",
+    "Rotate log files daily and compress the old ones with gzip.",
+    "Open a database connection pool and release connections on shutdown.",
+    "Schedule a background job every five minutes with a cron expression.",
+    "Compute the checksum of a file with sha256 in fixed-size chunks.",
+    "Send an email notification when a deployment fails.",
+    "Resize an image and keep its aspect ratio.",
+    "Lire le fichier de configuration et créer la façade du café à l'été.",
+    "如何解析配置文件并返回设置字典。",
+    "設定ファイルを読み込んで辞書を返す。",
+    "كيف أقرأ ملف الإعدادات وأعيد قاموسا من القيم",
+    "קריאת קובץ הגדרות והחזרת מילון ערכים",
+    "Deployment 🚀 failed 🔥 on the build server; the team 👩‍💻 is on it.",
+    "Tokenize camelCase and snake_case identifiers like parseConfigFile or read_settings.",
+    "Merge two sorted lists into one sorted list in linear time.",
+    "Translate error messages into the user's language.",
+    "Measure request latency percentiles p50 and p95 over a sliding window.",
+    "Serialize a dataclass to JSON and back, validating every field.",
+    "Watch a directory for changes and rebuild the index when a file is modified.",
+)
+PLAIN_QUERIES = (
+    "parse a configuration file", "retry with exponential backoff", "password hash check",
+    "read a large csv file", "cache function results", "html template escaping",
+    "rotate and compress logs", "database connection pool", "schedule a cron job",
+    "sha256 checksum of a file", "email when deployment fails", "resize an image",
+)
+UNICODE_QUERIES = (
+    ("accents", "café crème façade été naïve"),
+    ("cjk", "解析配置文件 設定ファイル"),
+    ("emoji", "deployment 🚀 failed 🔥 👩‍💻 🇫🇷"),
+    ("right-to-left", "ملف الإعدادات קובץ הגדרות"),
+    ("combining", "cafe\u0301 fac\u0327ade"),
+)
+
+
+# -- talking to the adapter -------------------------------------------------------------------
+
+@dataclass
+class Exchange:
+    """One request and what came back: a raw JSON-object line, or why no usable line came."""
+
+    request: Request
+    line: bytes | None = None
+    failure: str | None = None
+    seconds: float = 0.0
+    timed: bool = True        # False for a first answer without a banner: it pays the start-up
+    timed_out: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.request.qid or "?"
+
+    def reply(self) -> dict | None:
+        """The answer as a JSON object, or None when there was no usable line."""
+        if self.line is None:
+            return None
+        return json.loads(self.line)
+
+    def outcome(self) -> str | None:
+        """Why this exchange did not give a usable answer (failure, error reply, no id list), or None."""
+        if self.failure is not None:
+            return self.failure
+        reply = self.reply()
+        if reply.get("error") is not None:
+            return f"answered with an error: {_short(str(reply['error']))}"
+        if not isinstance(reply.get("ids"), list):
+            return f"answer has no 'ids' list: {_preview(self.line)}"
+        return None
+
+    def ranking(self) -> tuple | None:
+        """What two answers must share to be the same: the id list, or the error text."""
+        if self.line is None:
+            return None
+        reply = self.reply()
+        if reply.get("error") is not None:
+            return ("error", str(reply["error"]))
+        ids = reply.get("ids")
+        return ("ids", json.dumps(ids, sort_keys=True)) if isinstance(ids, list) else None
+
+
+@dataclass
+class BannerOutcome:
+    """What the first line of the first start said about the banner."""
+
+    problem: str | None        # None when absent or well-formed
+    banner: dict | None
+    startup_seconds: float
+
+
+class _Lost(Exception):
+    """No usable line: the adapter timed out, ended or broke the stream. Carries what happened."""
+
+    def __init__(self, what: str, timed_out: bool = False) -> None:
+        super().__init__(what)
+        self.timed_out = timed_out
+
+
+class LiveAdapter:
+    """The adapter under test: started on demand, killed when its stream can no longer be trusted.
+
+    stderr goes straight to the log file (a file never fills up and blocks the adapter).
+    Runs in its own session so stopping it signals its whole process group.
+    """
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
+                 startup_timeout: float, query_timeout: float) -> None:
+        self.argv = argv
+        self.env = env
+        self.log_path = log_path
+        self.startup_timeout = startup_timeout
+        self.query_timeout = query_timeout
+        self.starts = 0
+        self.banner_outcome: BannerOutcome | None = None
+        self.exchanges: list[Exchange] = []   # every exchange, for the ids and timeout checks
+        self._process: subprocess.Popen[bytes] | None = None
+        self._buffer = bytearray()
+        self._first_line_pending = False
+        self._spawned_at = 0.0
+        self._last_loss = ""
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def ask(self, requests: list[Request]) -> list[Exchange]:
+        """Write all requests at once (pipelined when several), then read one answer for each."""
+        exchanges = [Exchange(request) for request in requests]
+        self.exchanges.extend(exchanges)
+        try:
+            self._ensure_started()
+        except _Lost as lost:
+            for exchange in exchanges:
+                exchange.failure = str(lost)
+            return exchanges
+        written_at = time.perf_counter()
+        try:
+            self._write(b"".join(encode_request(r) for r in requests), written_at + self.query_timeout)
+        except _Lost as lost:
+            for exchange in exchanges:
+                exchange.failure, exchange.timed_out = str(lost), lost.timed_out
+            self._kill()
+            return exchanges
+        ready_at = written_at
+        for number, exchange in enumerate(exchanges):
+            try:
+                exchange.line, ready_at, exchange.timed = self._read_answer(ready_at)
+                exchange.seconds = time.perf_counter() - ready_at
+                ready_at = time.perf_counter()
+            except _Lost as lost:
+                exchange.failure, exchange.timed_out = str(lost), lost.timed_out
+                exchange.seconds = time.perf_counter() - ready_at
+                self._kill()
+                for rest in exchanges[number + 1:]:
+                    rest.failure = "not answered: the adapter failed on an earlier request of the batch"
+                break
+        return exchanges
+
+    def ask_one(self, request: Request) -> Exchange:
+        return self.ask([request])[0]
+
+    def rss_kib(self) -> int | None:
+        """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
+        return group_rss_kib(self._process.pid) if self._process is not None else None
+
+    def stop(self) -> None:
+        """Close stdin, let it exit by itself, then SIGTERM, then SIGKILL the group."""
+        process = self._process
+        if process is None:
+            return
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGTERM)
+            try:
+                process.wait(TERM_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._process is not None:
+            return
+        if self.starts >= MAX_STARTS:
+            raise _Lost(f"not asked: the adapter was started {MAX_STARTS} times and kept failing "
+                        f"(last: {self._last_loss})")
+        self.starts += 1
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            if self.starts > 1:
+                log.write(f"--- check-adapter: start #{self.starts} ---\n".encode())
+                log.flush()
+            try:
+                self._process = subprocess.Popen(
+                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                    env=self.env, start_new_session=True, bufsize=0)
+            except OSError as exc:
+                raise UsageError(f"check-adapter: cannot start the adapter {shlex.join(self.argv)}: "
+                                 f"{exc.strerror or exc}") from None
+        self._spawned_at = time.perf_counter()
+        self._buffer.clear()
+        self._first_line_pending = True
+        os.set_blocking(self._process.stdin.fileno(), False)  # a stuck adapter must not block our write
+
+    def _read_answer(self, ready_at: float) -> tuple[bytes, float, bool]:
+        """The next answer line, the time it could start being timed, and whether it is timed."""
+        if not self._first_line_pending:
+            return self._read_object(ready_at + self.query_timeout), ready_at, True
+        self._first_line_pending = False
+        first = self._read_line(ready_at + self.startup_timeout + self.query_timeout,
+                                f"no banner or answer within {self.startup_timeout + self.query_timeout:g} s "
+                                "(start-up included)")
+        startup = time.perf_counter() - self._spawned_at
+        banner = decode_banner(first)
+        if banner is None and _is_answer(first):
+            self._note_banner(BannerOutcome(None, None, startup))
+            return first, ready_at, False
+        problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
+        self._note_banner(BannerOutcome(problem, banner, startup))
+        now = time.perf_counter()
+        return self._read_object(now + self.query_timeout), now, True
+
+    def _note_banner(self, outcome: BannerOutcome) -> None:
+        if self.banner_outcome is None:  # the first start speaks for the adapter
+            self.banner_outcome = outcome
+
+    def _read_object(self, deadline: float) -> bytes:
+        line = self._read_line(deadline, f"no answer within {self.query_timeout:g} s")
+        if not _is_json_object(line):
+            raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
+                        f"{_preview(line)}")
+        return line
+
+    def _read_line(self, deadline: float, late: str) -> bytes:
+        process = self._process
+        fd = process.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[:end + 1]
+                return line
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise _Lost(f"answer line longer than {MAX_LINE_BYTES} bytes")
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _Lost(late, timed_out=True)
+            if not poller.poll(math.ceil(remaining * 1000)):
+                continue
+            chunk = os.read(fd, READ_CHUNK_BYTES)
+            if not chunk:
+                raise _Lost(self._how_it_ended())
+            self._buffer += chunk
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        fd = self._process.stdin.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT | select.POLLERR)
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+                continue
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                raise _Lost(self._how_it_ended()) from None
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _Lost(f"could not write the request within {self.query_timeout:g} s "
+                            "(adapter not reading stdin)", timed_out=True)
+            poller.poll(math.ceil(remaining * 1000))
+
+    def _how_it_ended(self) -> str:
+        try:
+            status = self._process.wait(EXIT_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            return "closed its stdout (still running)"
+        if status < 0:
+            try:
+                return f"adapter was killed by {signal.Signals(-status).name}"
+            except ValueError:
+                return f"adapter was killed by signal {-status}"
+        return f"adapter exited with status {status}"
+
+    def _kill(self) -> None:
+        """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""
+        process = self._process
+        if process is None:
+            return
+        self._signal_group(signal.SIGKILL)
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._process = None
+        self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self._process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def banner_problem(banner: dict) -> str | None:
+    """What is wrong with a `{"ready": true, ...}` banner, or None: text fields must be strings."""
+    for name in ("name", "version", "model"):
+        if name in banner and not isinstance(banner[name], str):
+            return f"banner field {name!r} must be a string, got {json.dumps(banner[name])}"
+    if "protocol" in banner and banner["protocol"] != PROTOCOL_VERSION:
+        return f"banner says protocol {json.dumps(banner['protocol'])}; this harness speaks {PROTOCOL_VERSION}"
+    return None
+
+
+def _not_a_banner(line: bytes) -> str:
+    """Why a first line that is no answer is no banner either."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        obj = None
+    if isinstance(obj, dict) and "ready" in obj:
+        return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
+    return f"first line is neither a ready banner nor an answer: {_preview(line)}"
+
+
+def group_rss_kib(group_id: int) -> int | None:
+    """Sum of VmRSS over the processes of a process group, from /proc; None where /proc is missing."""
+    proc = Path("/proc")
+    if not (proc / "self" / "status").exists():
+        return None
+    total = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            # Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
+            if int(stat[stat.rindex(")") + 2:].split()[2]) != group_id:
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+    return total
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _is_answer(line: bytes) -> bool:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and ("ids" in obj or "error" in obj)
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    result: str
+    detail: str
+
+
+@dataclass
+class Suite:
+    """What the checks share: the adapter, the kind asked and the answers kept across checks."""
+
+    adapter: LiveAdapter
+    kind: str
+    queries: int
+    max_rss_growth_mib: float | None
+    first_pass: list[Exchange] = field(default_factory=list)   # determinism, also the order reference
+    results: dict[str, CheckResult] = field(default_factory=dict)
+
+    def request(self, qid: str, query: str, k: int = 10, kind: str | None = None) -> Request:
+        return Request(kind=kind or self.kind, query=query, k=k, qid=qid)
+
+    def report(self, name: str, result: str, detail: str) -> None:
+        self.results[name] = CheckResult(name, result, detail)
+
+
+def check_order(suite: Suite) -> None:
+    """Pipeline requests whose one-at-a-time answers are known; an answer matching another request's is out of order."""
+    reference = suite.first_pass[:PIPELINED_REQUESTS]
+    piped = suite.adapter.ask([suite.request(f"order-{n}", e.request.query) for n, e in enumerate(reference, 1)])
+    failed = [e for e in piped if e.failure is not None]
+    if failed:
+        suite.report("order", FAIL, f"query {failed[0].label}: {failed[0].failure}")
+        return
+    expected = [e.ranking() for e in reference]
+    got = [e.ranking() for e in piped]
+    if len(set(k for k in expected if k is not None)) < 2:
+        suite.report("order", NOT_JUDGED, "answers to different queries are alike; order not observable")
+        return
+    swapped = [f"answer {n} matches request {expected.index(key) + 1}"
+               for n, key in enumerate(got, 1) if key != expected[n - 1] and key in expected]
+    if swapped:
+        suite.report("order", FAIL, "answers out of request order: " + "; ".join(swapped[:SHOWN_QUERIES]))
+        return
+    unmatched = sum(key != want for key, want in zip(got, expected))
+    if unmatched:
+        suite.report("order", NOT_JUDGED, f"{unmatched} of {len(got)} pipelined answers differ from the "
+                                          "one-at-a-time answers to any request (see determinism)")
+        return
+    suite.report("order", PASS, f"{len(got)} pipelined requests answered in order")
+
+
+def check_k_range(suite: Suite) -> None:
+    notes, problems = [], []
+    for k in (1, LARGE_K):
+        exchange = suite.adapter.ask_one(suite.request(f"k-range-k{k}", PLAIN_QUERIES[0], k=k))
+        problem = exchange.outcome()
+        if problem is None:
+            count = len(exchange.reply()["ids"])
+            if count > k:
+                problem = f"{count} ids for k={k}"
+            else:
+                notes.append(f"k={k}: {count} id{'s' if count != 1 else ''}")
+        if problem:
+            problems.append(f"k={k}: {problem}")
+    suite.report("k-range", FAIL if problems else PASS, "; ".join(problems or notes))
+
+
+def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> None:
+    """Each (label, query) must get a usable answer; a crash restarts the adapter for the next one."""
+    problems = []
+    for label, query in cases:
+        exchange = suite.adapter.ask_one(suite.request(f"{name}-{label}", query))
+        problem = exchange.outcome()
+        if problem:
+            problems.append(f"{label}: {problem}")
+    if problems:
+        suite.report(name, FAIL, "; ".join(problems))
+    else:
+        suite.report(name, PASS, ", ".join(label for label, _ in cases) + " answered")
+
+
+def check_unknown_kind(suite: Suite) -> None:
+    exchange = suite.adapter.ask_one(suite.request("unknown-kind", PLAIN_QUERIES[0], kind=UNKNOWN_KIND))
+    if exchange.failure is not None:
+        suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r}: {exchange.failure}; expected an error reply")
+        return
+    reply = exchange.reply()
+    if reply.get("error") is None:
+        count = len(reply["ids"]) if isinstance(reply.get("ids"), list) else 0
+        suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r} answered without an 'error' ({count} ids); "
+                                           "an unknown kind must be refused")
+        return
+    after = suite.adapter.ask_one(suite.request("unknown-kind-after", PLAIN_QUERIES[1]))
+    problem = after.outcome()
+    if problem:
+        suite.report("unknown-kind", FAIL, f"error reply given, but the next query failed: {problem}")
+        return
+    suite.report("unknown-kind", PASS, f"error reply: {_short(str(reply['error']))}")
+
+
+def check_endurance(suite: Suite) -> None:
+    """N queries one after another; resident memory measured after the first and after the last."""
+    words = sorted({w.strip(".,;").lower() for text in CORPUS_TEXTS[:12] for w in text.split() if len(w) > 3})
+    queries = [f"{words[n % len(words)]} {words[(n * 7 + 3) % len(words)]} {n}" for n in range(suite.queries)]
+    start_kib = end_kib = None
+    for number, query in enumerate(queries, 1):
+        exchange = suite.adapter.ask_one(suite.request(f"endurance-{number}", query))
+        problem = exchange.outcome()
+        if problem:
+            suite.report("endurance", FAIL, f"query {number} of {suite.queries} ({query!r}): {problem}")
+            return
+        if number == 1:
+            start_kib = suite.adapter.rss_kib()
+    end_kib = suite.adapter.rss_kib()
+    answered = f"{suite.queries} queries answered"
+    if start_kib is None or end_kib is None:
+        suite.report("endurance", PASS, f"{answered}; memory not measured (no /proc)")
+        return
+    growth_mib = (end_kib - start_kib) / 1024
+    memory = (f"RSS {start_kib / 1024:.1f} MiB -> {end_kib / 1024:.1f} MiB ({growth_mib:+.1f} MiB, "
+              "adapter process group)")
+    if suite.max_rss_growth_mib is not None and growth_mib > suite.max_rss_growth_mib:
+        suite.report("endurance", FAIL, f"{answered}; {memory}, more than --max-rss-growth "
+                                        f"{suite.max_rss_growth_mib:g} MiB")
+        return
+    suite.report("endurance", PASS, f"{answered}; {memory}")
+
+
+def check_determinism(suite: Suite) -> None:
+    second = [suite.adapter.ask_one(suite.request(f"determinism-2-{n}", e.request.query))
+              for n, e in enumerate(suite.first_pass, 1)]
+    pairs = [(a, b) for a, b in zip(suite.first_pass, second) if a.ranking() and b.ranking()]
+    if not pairs:
+        suite.report("determinism", NOT_JUDGED, "no query was answered twice")
+        return
+    changed = [a.request.query for a, b in pairs if a.ranking() != b.ranking()]
+    if changed:
+        named = ", ".join(repr(q) for q in changed[:SHOWN_QUERIES])
+        more = f" and {len(changed) - SHOWN_QUERIES} more" if len(changed) > SHOWN_QUERIES else ""
+        suite.report("determinism", FAIL, f"{len(changed)} of {len(pairs)} queries changed ranking when "
+                                          f"asked again: {named}{more}")
+        return
+    suite.report("determinism", PASS, f"{len(pairs)} queries asked twice, same rankings")
+
+
+def check_ids(suite: Suite) -> None:
+    """Protocol rules on every JSON answer seen by any check (error replies included)."""
+    answered = [e for e in suite.adapter.exchanges if e.line is not None]
+    problems = []
+    for exchange in answered:
+        try:
+            decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
+        except ProtocolError as exc:
+            problems.append(str(exc))
+    if not answered:
+        suite.report("ids", NOT_JUDGED, "no answer to check")
+    elif problems:
+        suite.report("ids", FAIL, f"{len(problems)} of {len(answered)} answers break the protocol; "
+                                  + "; ".join(problems[:2]))
+    else:
+        suite.report("ids", PASS, f"{len(answered)} answers well-formed")
+
+
+def check_timeout(suite: Suite, timeout: float) -> None:
+    late = [e for e in suite.adapter.exchanges if e.timed_out]
+    timed = [e for e in suite.adapter.exchanges if e.line is not None and e.timed]
+    if late:
+        named = "; ".join(f"query {e.label}: {e.failure}" for e in late[:SHOWN_QUERIES])
+        suite.report("timeout", FAIL, f"{len(late)} request(s) got no answer in time: {named}")
+        return
+    if not timed:
+        suite.report("timeout", NOT_JUDGED, "no answer was timed")
+        return
+    slowest = max(timed, key=lambda e: e.seconds)
+    suite.report("timeout", PASS, f"slowest of {len(timed)} answers {slowest.seconds * 1000:.1f} ms "
+                                  f"(query {slowest.label}), limit {timeout:g} s")
+
+
+def check_banner(suite: Suite) -> None:
+    outcome = suite.adapter.banner_outcome
+    if outcome is None:
+        suite.report("banner", NOT_JUDGED, "the adapter never printed a first line")
+    elif outcome.problem:
+        suite.report("banner", FAIL, outcome.problem)
+    elif outcome.banner is None:
+        suite.report("banner", PASS, "no banner (optional; the harness then counts start-up in the first "
+                                     f"query); first answer after {outcome.startup_seconds:.2f} s")
+    else:
+        who = " ".join(str(outcome.banner[key]) for key in ("name", "version") if key in outcome.banner)
+        suite.report("banner", PASS, f"ready after {outcome.startup_seconds:.2f} s: {who or 'no name'}")
+
+
+def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
+    """Run every check in an order that lets each build on the last; results in table order."""
+    suite.first_pass = [suite.adapter.ask_one(suite.request(f"determinism-1-{n}", query))
+                        for n, query in enumerate(PLAIN_QUERIES, 1)]
+    steps: list[Callable[[], None]] = [
+        lambda: check_order(suite),
+        lambda: check_k_range(suite),
+        lambda: check_queries(suite, "unicode", list(UNICODE_QUERIES)),
+        lambda: check_queries(suite, "empty-query", [("empty", "")]),
+        lambda: check_queries(suite, "long-query", [("long", _long_query())]),
+        lambda: check_unknown_kind(suite),
+        lambda: check_endurance(suite),
+        lambda: check_determinism(suite),
+        lambda: check_ids(suite),
+        lambda: check_timeout(suite, timeout),
+        lambda: check_banner(suite),
+    ]
+    for step in steps:
+        step()
+    return [suite.results[name] for name, _ in CHECKS]
+
+
+def _long_query() -> str:
+    """10,000 characters of real words (with an accent every so often), not one repeated letter."""
+    words = "parse configuration file settings retry backoff cache résumé template connection".split()
+    text, n = [], 0
+    while sum(len(w) + 1 for w in text) < LONG_QUERY_CHARS:
+        text.append(words[n % len(words)])
+        n += 1
+    return " ".join(text)[:LONG_QUERY_CHARS]
+
+
+# -- command line -----------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    listing = "\n".join(f"  {name:<13} {what}" for name, what in CHECKS)
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} [options] --", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a conformance suite against a live adapter (its command after '--', run as an "
+                    "argv, never a shell) and print a pass/fail table. Exit 0 when nothing fails, 1 on "
+                    "any failure, 2 on usage errors.",
+        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod")
+    parser.add_argument("--kind", default=None,
+                        help=f"the kind (corpus/index) to ask; default {DEFAULT_KIND!r}, served from a small "
+                             "corpus the checker writes")
+    parser.add_argument("--corpus-dir", type=Path, default=None, metavar="DIR",
+                        help=f"folder passed as ${CORPUS_DIR_ENV} (default: ${CORPUS_DIR_ENV} if set with "
+                             "--kind, else a temp folder with the checker's corpus as <kind>.jsonl)")
+    parser.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
+                        help=f"seconds allowed per answer (default: {QUERY_TIMEOUT_SECONDS:g})")
+    parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
+                        help=f"extra seconds allowed for the first line after a start "
+                             f"(default: {STARTUP_TIMEOUT_SECONDS:g})")
+    parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
+                        help=f"queries asked in a row by the endurance check (default: {DEFAULT_QUERIES})")
+    parser.add_argument("--max-rss-growth", type=float, default=None, metavar="MIB",
+                        help="fail endurance when resident memory grows more than this (default: report only)")
+    parser.add_argument("--log", type=Path, default=DEFAULT_LOG,
+                        help=f"file receiving the adapter's stderr (default: {DEFAULT_LOG})")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args_list = list(argv)
+    command: list[str] = []
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, command = args_list[:cut], args_list[cut + 1:]
+    try:
+        args = build_parser().parse_args(args_list)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if not command:
+        raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
+    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):
+        if not (value > 0 and math.isfinite(value)):
+            raise UsageError(f"check-adapter: {name}: must be a positive number of seconds, got {value}")
+    if args.queries < 1:
+        raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")
+    if args.kind is not None and (not args.kind or "/" in args.kind or args.kind.startswith(".")):
+        raise UsageError(f"check-adapter: --kind: {args.kind!r} cannot name a <kind>.jsonl file")
+    kind = args.kind or DEFAULT_KIND
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-check-") as scratch:
+        corpus_dir, corpus_note = _corpus_folder(args, kind, Path(scratch))
+        env = {**os.environ, CORPUS_DIR_ENV: str(corpus_dir)}
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        args.log.write_bytes(b"")  # this run's log only
+        adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout)
+        print(f"adapter: {shlex.join(command)}")
+        print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus_dir} ({corpus_note})")
+        suite = Suite(adapter, kind, args.queries, args.max_rss_growth)
+        try:
+            results = run_suite(suite, args.timeout)
+        finally:
+            adapter.stop()
+    print(render_table(results))
+    failed = [r for r in results if r.result == FAIL]
+    restarts = f"; the adapter was started {adapter.starts} times" if adapter.starts > 1 else ""
+    print(f"{len(results)} checks: {len(results) - len(failed)} passed or not judged, {len(failed)} failed{restarts}")
+    print(f"adapter log (stderr): {args.log}")
+    if failed:
+        tail = _tail(args.log)
+        if tail:
+            print("adapter stderr (last lines):")
+            print("\n".join(f"  | {line}" for line in tail))
+    return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+def _corpus_folder(args: argparse.Namespace, kind: str, scratch: Path) -> tuple[Path, str]:
+    """The folder given to the adapter as HARNESS_CORPUS_DIR, and a note saying where it came from."""
+    if args.corpus_dir is not None:
+        if not args.corpus_dir.is_dir():
+            raise UsageError(f"check-adapter: --corpus-dir {args.corpus_dir}: not a folder")
+        return args.corpus_dir.resolve(), "from --corpus-dir"
+    inherited = os.environ.get(CORPUS_DIR_ENV)
+    if args.kind is not None and inherited:
+        return Path(inherited), f"inherited from ${CORPUS_DIR_ENV}"
+    path = scratch / f"{kind}.jsonl"
+    lines = [json.dumps({"id": f"{kind}-{n:02d}", "text": text}, ensure_ascii=False)
+             for n, text in enumerate(CORPUS_TEXTS, 1)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return scratch, f"written by check-adapter: {path.name}, {len(lines)} documents, deleted afterwards"
+
+
+def render_table(results: list[CheckResult]) -> str:
+    width = max(len("check"), *(len(r.name) for r in results))
+    lines = [f"{'check':<{width}}  result  detail"]
+    lines += [f"{r.name:<{width}}  {r.result:<6}  {r.detail}" for r in results]
+    return "\n".join(lines)
+
+
+def _tail(path: Path, lines: int = 10) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 16 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line[:300] for line in text.splitlines()[-lines:]]
+
+
+def _preview(line: bytes, limit: int = 120) -> str:
+    text = line.decode("utf-8", errors="replace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
