@@ -279,14 +279,7 @@ def _progress_printer():
 
 
 def _print_error(error: HarnessError) -> None:
+    """One `harness: error:` line; an AdapterError's message already carries argv, log path and stderr tail."""
     message = str(error)
-    if not message:
-        return
-    print(f"harness: error: {message}", file=sys.stderr)
-    if isinstance(error, AdapterError):
-        if error.argv:
-            print(f"harness: adapter: {' '.join(error.argv)}", file=sys.stderr)
-        if error.stderr_tail:
-            print("harness: adapter stderr (last lines):", file=sys.stderr)
-            for line in error.stderr_tail.rstrip("\n").splitlines():
-                print(f"  | {line}", file=sys.stderr)
+    if message:
+        print(f"harness: error: {message}", file=sys.stderr)

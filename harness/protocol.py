@@ -16,6 +16,11 @@ from harness.errors import ProtocolError
 
 PROTOCOL_VERSION = 1
 
+# Built once: json.dumps/loads with options build a new encoder per call, which costs
+# microseconds per query on the hot path (benchmarks/overhead.py).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_DECODE = json.JSONDecoder().decode
+
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -39,7 +44,7 @@ def encode_request(request: Request) -> bytes:
     payload: dict[str, object] = {"kind": request.kind, "query": request.query, "k": request.k}
     if request.qid is not None:
         payload["qid"] = request.qid
-    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (_ENCODE(payload) + "\n").encode("utf-8")
 
 
 def decode_request(line: bytes | str) -> Request:
@@ -65,7 +70,7 @@ def encode_response(ids: list[str] | tuple[str, ...], scores: list[float] | None
         payload["scores"] = [float(s) for s in scores]
     if error is not None:
         payload["error"] = error
-    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (_ENCODE(payload) + "\n").encode("utf-8")
 
 
 def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
@@ -82,15 +87,17 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
             raise ProtocolError(f"query {qid}: 'error' must be a string")
         return Response(ids=(), scores=None, error=error)
     ids = obj.get("ids")
-    if not isinstance(ids, list) or not all(isinstance(doc_id, str) for doc_id in ids):
+    if type(ids) is not list:
         raise ProtocolError(f"query {qid}: 'ids' must be a list of strings")
+    for doc_id in ids:
+        if type(doc_id) is not str:
+            raise ProtocolError(f"query {qid}: 'ids' must be a list of strings")
     if len(ids) > k:
         raise ProtocolError(f"query {qid}: 'ids' has {len(ids)} entries, more than k={k}")
-    seen: set[str] = set()
-    for doc_id in ids:
-        if doc_id in seen:
-            raise ProtocolError(f"query {qid}: 'ids' repeats {doc_id!r}")
-        seen.add(doc_id)
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        repeated = next(doc_id for doc_id in ids if doc_id in seen or seen.add(doc_id))
+        raise ProtocolError(f"query {qid}: 'ids' repeats {repeated!r}")
     scores = obj.get("scores")
     if scores is not None:
         scores = _check_scores(scores, len(ids), qid)
@@ -120,7 +127,7 @@ def _load_object(line: bytes | str, where: str) -> dict[str, object]:
     except UnicodeDecodeError:
         raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
     try:
-        obj = json.loads(text)
+        obj = _DECODE(text)
     except (ValueError, RecursionError):
         raise ProtocolError(f"{where}: line is not JSON: {_preview(text)}") from None
     if not isinstance(obj, dict):
