@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from harness.baseline import build_baseline, read_baseline, set_entry_for, write
 from harness.budgets import load_budgets
 from harness.compare import compare, run_view
 from harness.compare import render_text as render_comparison
-from harness.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, AdapterError, HarnessError, UsageError
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError
 from harness.fsutil import atomic_write_text
 from harness.gates import check
 from harness.junit import render_junit
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(error)
         return error.exit_code
     except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
+        print("harness: error: interrupted by SIGINT", file=sys.stderr)
         return 130
 
 
@@ -153,8 +154,15 @@ class _ArgparseExit(HarnessError):
         self.exit_code = code
 
 
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
 def _run(args_list: list[str]) -> int:
     args, adapter_argv = _parse(args_list)
+    # SIGTERM (CI cancelling a job) unwinds like Ctrl-C: the adapter's group is stopped and a
+    # partial report is written.
+    signal.signal(signal.SIGTERM, _raise_interrupted)
     if not args.sets:
         args.sets = ["all"]
     query_sets = [load_set(folder, offline=args.offline) for folder in find_sets(args.sets, args.sets_dir)]
@@ -228,7 +236,7 @@ def _run(args_list: list[str]) -> int:
     if outcome.error is not None:
         _print_error(outcome.error)
         print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
-        return EXIT_BACKEND
+        return outcome.error.exit_code
     if args.update_baseline:
         return _update_baseline(args, outcome, report)
     return status
@@ -257,9 +265,9 @@ def _update_baseline(args: argparse.Namespace, outcome, report: dict) -> int:
     return EXIT_OK
 
 
-def _status(error: AdapterError | None, gates: list) -> int:
+def _status(error: HarnessError | None, gates: list) -> int:
     if error is not None:
-        return EXIT_BACKEND
+        return error.exit_code
     return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
 
 

@@ -47,3 +47,12 @@ class AdapterError(HarnessError):
         self.argv = list(argv or [])
         self.qid = qid
         self.stderr_tail = stderr_tail
+
+
+class Interrupted(HarnessError):
+    """The run was stopped by SIGINT or SIGTERM; exit 128 + signal number, as shells report it."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.exit_code = 128 + signum

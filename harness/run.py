@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import __version__
-from harness.errors import AdapterError, SetError
+from harness.errors import AdapterError, HarnessError, Interrupted, SetError
 from harness.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
 from harness.fsutil import atomic_write_text
 from harness.protocol import Request
@@ -44,7 +45,7 @@ class RunOptions:
 class RunOutcome:
     results: list[SetResult]
     provenance: dict[str, object]
-    error: AdapterError | None = None
+    error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
     nondeterministic: list[str] = field(default_factory=list)
 
     @property
@@ -108,14 +109,21 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                     pending.pop(0)
             provenance["adapter"]["banner"] = adapter.banner  # type: ignore[index]
             provenance["adapter"]["startup_seconds"] = adapter.startup_seconds  # type: ignore[index]
-    except AdapterError as error:
-        for query_set in pending:
-            results.append(evaluate_set(query_set, {}, options.k or query_set.k))
-        provenance["duration_seconds"] = round(time.monotonic() - started, 3)
-        return RunOutcome(results, provenance, error, nondeterministic)
+    except KeyboardInterrupt:
+        return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic)
+    except (AdapterError, Interrupted) as error:
+        return _partial(results, pending, options, provenance, started, error, nondeterministic)
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     provenance["nondeterministic_queries"] = nondeterministic
     return RunOutcome(results, provenance, None, nondeterministic)
+
+
+def _partial(results, pending, options, provenance, started, error, nondeterministic) -> RunOutcome:
+    """The outcome of a run cut short: the sets not reached are present, with no answers."""
+    for query_set in pending:
+            results.append(evaluate_set(query_set, {}, options.k or query_set.k))
+    provenance["duration_seconds"] = round(time.monotonic() - started, 3)
+    return RunOutcome(results, provenance, error, nondeterministic)
 
 
 def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:

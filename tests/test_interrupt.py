@@ -1,0 +1,64 @@
+"""SIGINT / SIGTERM during a real run: adapter group stopped, partial report, 130 / 143, nothing half-written."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.sets import load_set
+from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
+
+TINY = load_set(TINY_SET)
+
+
+def wait_for(predicate, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie nobody reaped is gone for our purposes
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_run(tmp_path, signum, code):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({q.query: list(q.relevant) for q in TINY.queries}))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text("precious\n")  # must survive untouched
+    out = tmp_path / "report.json"
+    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers), SCRIPTED_SLEEP_MS="400")
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--update-baseline", "--yes",
+         "--baseline", str(baseline), "--out", str(out), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    log = tmp_path / "report.adapter.log"
+    assert wait_for(lambda: log.exists() and "pid=" in log.read_text())
+    adapter_pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+    time.sleep(0.6)  # let a query or two complete
+    harness.send_signal(signum)
+    stdout, stderr = harness.communicate(timeout=30)
+    assert harness.returncode == code, stderr
+    assert f"interrupted by {signal.Signals(signum).name}" in stderr
+    report = json.loads(out.read_text())
+    assert report["complete"] is False and report["exit_code"] == code
+    assert wait_for(lambda: not alive(adapter_pid), 10), "adapter left running"
+    assert baseline.read_text() == "precious\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
