@@ -1,0 +1,119 @@
+"""`python -m harness export REPORT --trec-run run.txt --trec-qrels qrels.txt`: a report in trec_eval's formats."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+from harness.errors import EXIT_OK, UsageError
+from harness.records import QuerySet
+from harness.sets import load_set
+from harness.trec import DEFAULT_RUN_TAG, write_qrels, write_run
+
+PROG = "python -m harness export"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
+                    "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
+                    "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).")
+    parser.add_argument("report", type=Path, help="a JSON report written by a run (--out)")
+    parser.add_argument("--trec-run", type=Path, default=None, metavar="PATH", help="write the rankings here")
+    parser.add_argument("--trec-qrels", type=Path, default=None, metavar="PATH",
+                        help="write the judgments here (reads each set from the path the report recorded)")
+    parser.add_argument("--run-tag", default=DEFAULT_RUN_TAG,
+                        help=f"the run file's last column (default: {DEFAULT_RUN_TAG})")
+    parser.add_argument("--scored-only", action="store_true",
+                        help="leave out negative probes, xfail and measure_only queries, so trec_eval -c means "
+                             "equal the report's overall aggregates")
+    parser.add_argument("--sets-dir", type=Path, default=Path("sets"),
+                        help="where to look for a set whose recorded path is gone (default: sets)")
+    parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if args.trec_run is None and args.trec_qrels is None:
+        raise UsageError("export: give --trec-run PATH, --trec-qrels PATH or both")
+    report = read_report(args.report)
+    if args.scored_only:
+        report = scored_rows_only(report)
+    if args.trec_run is not None:
+        write_run(report, args.trec_run, args.run_tag)
+        lines = sum(len(row["ids"]) for s in report["sets"] for row in s["queries"])
+        queries = sum(len(s["queries"]) for s in report["sets"])
+        print(f"run: {args.trec_run} ({lines} lines, {queries} queries{_prefix_note(report)})")
+    if args.trec_qrels is not None:
+        query_sets = report_sets(report, args.report, args.sets_dir, offline=args.offline)
+        if args.scored_only:
+            query_sets = [dataclasses.replace(s, queries=tuple(q for q in s.queries if q.scored)) for s in query_sets]
+        write_qrels(query_sets, args.trec_qrels)
+        judged = sum(1 for s in query_sets for q in s.queries if q.relevant)
+        lines = sum(len(q.relevant) for s in query_sets for q in s.queries)
+        print(f"qrels: {args.trec_qrels} ({lines} judgments, {judged} judged queries{_prefix_note(report)})")
+    return EXIT_OK
+
+
+def read_report(path: Path) -> dict:
+    """A complete JSON run report; UsageError naming the path otherwise."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(report, dict) or "report_format" not in report or not isinstance(report.get("sets"), list):
+        raise UsageError(f"{path}: not a retrieval-gate run report (written by a run's --out)")
+    if not report.get("complete"):
+        # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
+        raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
+    return report
+
+
+def scored_rows_only(report: dict) -> dict:
+    """A copy of `report` whose sets keep only the rows counted in aggregates."""
+    sets = [dict(s, queries=[row for row in s["queries"] if row.get("scored", True)]) for s in report["sets"]]
+    return dict(report, sets=sets)
+
+
+def report_sets(report: dict, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
+    """The sets a report measured, in its order, loaded from the recorded paths (or `sets_dir/NAME`).
+
+    A set whose revision or corpus hash differs from what the report recorded is refused:
+    its gold is not the gold the report was scored against.
+    """
+    recorded = (report.get("provenance") or {}).get("sets") or {}
+    query_sets = []
+    for set_report in report["sets"]:
+        name = set_report["name"]
+        entry = recorded.get(name) or {}
+        candidates = [Path(entry["path"])] if isinstance(entry.get("path"), str) else []
+        candidates.append(sets_dir / name)
+        folder = next((c for c in candidates if (c / "set.json").is_file()), None)
+        if folder is None:
+            raise UsageError(f"{report_path}: set {name}: no set.json at {' or '.join(str(c) for c in candidates)}; "
+                             f"run from the folder the report was made in, or give --sets-dir")
+        query_set = load_set(folder, offline=offline)
+        for field in ("revision", "corpus_hash"):
+            now, then = getattr(query_set, field), set_report.get(field)
+            if now != then:
+                raise UsageError(f"{report_path}: set {name}: {field} is {then!r} in the report but {now!r} "
+                                 f"in {folder}; export the qrels from a checkout of the measured set")
+        query_sets.append(query_set)
+    return query_sets
+
+
+def _prefix_note(report: dict) -> str:
+    return "; qids as SET:QID" if len(report["sets"]) > 1 else ""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(__import__("sys").argv[1:]))

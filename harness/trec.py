@@ -1,0 +1,230 @@
+"""TREC interchange: write a report's rankings as a run file and a set's gold as qrels; read both back.
+
+Formats (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
+  run:   `qid Q0 docid rank score tag`, one retrieved document a line;
+  qrels: `qid 0 docid grade`, one judgment a line.
+
+Query ids: with one set the query's own qid; with several sets in one file, `SET:QID`
+(e.g. `code:code-001`), so two sets may reuse a qid. `answers_from_run` accepts either
+spelling back.
+
+What trec_eval will and will not reproduce of a report:
+- per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,
+  ndcg@10 = ndcg_cut_10, hit@10 = success_10, mrr = recip_rank when k <= 10, else
+  recip_rank on the run cut at 10: `trec_eval -M 10`);
+- a query that returned nothing has no run line: give `trec_eval -c` so it counts as 0;
+- negative probes (`no_relevant`) have no qrels line, so trec_eval skips them; xfail and
+  measure_only queries are judged and trec_eval averages them too, unless the qrels are
+  written for scored queries only (export `--scored-only`), which makes `trec_eval -c`
+  means equal the report's overall aggregates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from harness.corpus import _label
+from harness.errors import SetError, UsageError
+from harness.evaluate import Answer
+from harness.fsutil import atomic_write_text
+from harness.records import QuerySet
+
+DEFAULT_RUN_TAG = "retrieval-gate"
+SET_SEPARATOR = ":"  # between set name and qid when a file holds several sets
+
+
+def trec_qid(set_name: str, qid: str, prefixed: bool) -> str:
+    """The query id written to a TREC file: `SET:QID` when several sets share the file."""
+    return f"{set_name}{SET_SEPARATOR}{qid}" if prefixed else qid
+
+
+def run_lines(report: Mapping[str, object], run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
+    """The run file's lines for every query of every set in `report` (see `write_run`)."""
+    _check_token(run_tag, "run tag")
+    sets: Sequence[Mapping] = report.get("sets") or []  # type: ignore[assignment]
+    prefixed = len(sets) > 1
+    lines: list[str] = []
+    for set_report in sets:
+        name = set_report["name"]
+        for row in set_report["queries"]:
+            where = f"set {name}: query {row['qid']}"
+            qid = _check_token(trec_qid(name, row["qid"], prefixed), f"{where}: qid")
+            ids = list(row["ids"])
+            for doc_id in ids:
+                _check_token(doc_id, f"{where}: id")
+            for rank, (doc_id, score) in enumerate(zip(ids, _strict_scores(ids, row.get("scores"))), start=1):
+                lines.append(f"{qid} Q0 {doc_id} {rank} {_number(score)} {run_tag}")
+    return lines
+
+
+def write_run(report: dict, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> None:
+    """Write `report`'s rankings as a TREC run, atomically.
+
+    Scores are strictly decreasing within each query so trec_eval (which sorts by score,
+    not by the rank column) sees the adapter's order: the adapter's scores when they
+    already are, else n - rank + 1 for a list of n. Ids or a tag containing whitespace
+    (the format's separator) raise UsageError.
+    """
+    lines = run_lines(report, run_tag)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def qrels_lines(query_sets: Sequence[QuerySet]) -> list[str]:
+    """The qrels lines of every judged query of `query_sets` (see `write_qrels`)."""
+    prefixed = len(query_sets) > 1
+    lines: list[str] = []
+    for query_set in query_sets:
+        for query in query_set.queries:
+            where = f"set {query_set.name}: query {query.qid}"
+            qid = _check_token(trec_qid(query_set.name, query.qid, prefixed), f"{where}: qid")
+            for doc_id, grade in query.relevant.items():
+                lines.append(f"{qid} 0 {_check_token(doc_id, f'{where}: relevant')} {grade}")
+    return lines
+
+
+def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
+    """Write the sets' judgments as TREC qrels (`qid 0 docid grade`), atomically.
+
+    Only judged (grade >= 1) documents exist in a set, so every line is a positive
+    judgment; negative probes have none. qids are prefixed `SET:` when there are
+    several sets, exactly as `write_run` does for a report over the same sets.
+    """
+    lines = qrels_lines(query_sets)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
+    """Parse a TREC run: qid -> [(docid, score)] in the order trec_eval ranks them.
+
+    trec_eval ignores the rank column and sorts by score descending, breaking ties by
+    docno descending (byte order, which for UTF-8 is code-point order); so do we. The Q0
+    and tag columns are ignored too. A malformed line, a non-finite score or a docid
+    listed twice for one query raises UsageError naming file:line:field.
+    """
+    label = _label(path)
+    found: dict[str, dict[str, tuple[float, int]]] = {}
+    for number, fields in _fields(path, label, UsageError):
+        where = f"{label}:{number}"
+        if len(fields) != 6:
+            raise UsageError(f"{where}: expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
+        qid, _, doc_id, rank, score_text, _ = fields
+        try:
+            int(rank)
+        except ValueError:
+            raise UsageError(f"{where}: rank: {rank!r} is not an integer") from None
+        try:
+            score = float(score_text)
+        except ValueError:
+            raise UsageError(f"{where}: score: {score_text!r} is not a number") from None
+        if not math.isfinite(score):
+            raise UsageError(f"{where}: score: {score_text!r} is not finite")
+        docs = found.setdefault(qid, {})
+        if doc_id in docs:
+            raise UsageError(f"{where}: docid: {doc_id!r} already listed for query {qid!r} on line {docs[doc_id][1]}")
+        docs[doc_id] = (score, number)
+    return {qid: trec_order((doc_id, score) for doc_id, (score, _) in docs.items())
+            for qid, docs in found.items()}
+
+
+def trec_order(pairs) -> list[tuple[str, float]]:
+    """(docid, score) pairs sorted as trec_eval ranks them: score descending, then docid descending."""
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """Parse TREC qrels: qid -> {docid: grade}, grades as written (0 and negatives kept).
+
+    The iteration column is ignored. A malformed line, a non-integer grade or a docid
+    judged twice for one query raises SetError naming file:line:field.
+    """
+    label = _label(path)
+    grades: dict[str, dict[str, int]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for number, fields in _fields(path, label, SetError):
+        where = f"{label}:{number}"
+        if len(fields) != 4:
+            raise SetError(f"{where}: expected 4 fields 'qid iteration docid grade', got {len(fields)}")
+        qid, _, doc_id, grade_text = fields
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise SetError(f"{where}: grade: {grade_text!r} is not an integer") from None
+        if (qid, doc_id) in lines:
+            raise SetError(f"{where}: docid: {doc_id!r} already judged for query {qid!r} on line {lines[qid, doc_id]}")
+        lines[qid, doc_id] = number
+        grades.setdefault(qid, {})[doc_id] = grade
+    return grades
+
+
+def answers_from_run(run: dict[str, list[tuple[str, float]]], query_set: QuerySet, k: int) -> dict[str, Answer]:
+    """An Answer per query of `query_set` from a parsed run (`read_run`), for `--run-file`.
+
+    A query is found under `SET:QID` first, then under its bare qid. Ids keep the run's
+    (trec_eval) order, cut at k, with the run's scores. A query missing from the run gets
+    an empty answer (see `missing_from_run` to warn about them). Latency is 0.0: nothing
+    was timed, so latency gates do not apply.
+    """
+    answers: dict[str, Answer] = {}
+    for query in query_set.queries:
+        ranked = _run_entry(run, query_set.name, query.qid) or []
+        top = ranked[:k]
+        answers[query.qid] = Answer(ids=tuple(doc_id for doc_id, _ in top),
+                                    scores=tuple(score for _, score in top), latency_seconds=0.0)
+    return answers
+
+
+def missing_from_run(run: Mapping[str, object], query_set: QuerySet) -> list[str]:
+    """qids of `query_set` the run has no line for, under either spelling (set order)."""
+    return [q.qid for q in query_set.queries if _run_entry(run, query_set.name, q.qid) is None]
+
+
+def unknown_in_run(run: Mapping[str, object], query_sets: Sequence[QuerySet]) -> list[str]:
+    """Run qids that match no query of `query_sets` under either spelling (sorted)."""
+    known = {spelling for query_set in query_sets for query in query_set.queries
+             for spelling in (query.qid, trec_qid(query_set.name, query.qid, True))}
+    return sorted(qid for qid in run if qid not in known)
+
+
+def _run_entry(run: Mapping, set_name: str, qid: str):
+    entry = run.get(trec_qid(set_name, qid, True))
+    return entry if entry is not None else run.get(qid)
+
+
+def _strict_scores(ids: Sequence[str], scores: Sequence[float] | None) -> list[float]:
+    """The adapter's scores if present and strictly decreasing, else n, n-1, ..., 1."""
+    if scores is not None and len(scores) == len(ids) and all(
+            isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores):
+        if all(a > b for a, b in zip(scores, scores[1:])):
+            return [float(s) for s in scores]
+    return [float(len(ids) - index) for index in range(len(ids))]
+
+
+def _number(score: float) -> str:
+    """Shortest text that reads back as the same double; whole numbers without '.0'."""
+    return str(int(score)) if score.is_integer() and abs(score) < 1e15 else repr(score)
+
+
+def _check_token(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value or any(ch.isspace() for ch in value):
+        raise UsageError(f"{what}: {value!r} is empty or contains whitespace, which the TREC format "
+                         f"uses as its separator")
+    return value
+
+
+def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, whitespace-separated fields) of each non-blank line; blank lines are skipped."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise error(f"{label}: cannot read: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                # bytes.split() cuts at ASCII whitespace only, as trec_eval does.
+                fields = [field.decode("utf-8") for field in raw.split()]
+            except UnicodeDecodeError:
+                raise error(f"{label}:{number}: line is not valid UTF-8") from None
+            if fields:
+                yield number, fields

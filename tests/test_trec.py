@@ -1,0 +1,332 @@
+"""TREC run/qrels export and parsing: round trip to the same metrics, trec_eval's own reading, ties, errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import export_command
+from harness.beir import import_beir
+from harness.errors import SetError, UsageError
+from harness.evaluate import REPORTED_METRICS, Answer, evaluate_set
+from harness.metrics import parse_metric
+from harness.sets import load_set
+from harness.trec import (answers_from_run, missing_from_run, read_qrels, read_run, unknown_in_run, write_qrels,
+                          write_run)
+from tests.conftest import FIXTURES, TINY_SET
+
+try:  # pytrec_eval embeds trec_eval 9.x; optional outside CI (pip install pytrec-eval-terrier).
+    import pytrec_eval
+except ImportError:
+    pytrec_eval = None
+needs_trec_eval = pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
+                                     "pip install pytrec-eval-terrier")
+
+# trec_eval measure -> our reported metric. The run holds at most k = 10 ids per query, so
+# recip_rank (no cutoff in trec_eval) is our mrr (cut at 10).
+TREC_MEASURES = {"recall_5": "recall@5", "recall_10": "recall@10", "recip_rank": "mrr",
+                 "ndcg_cut_10": "ndcg@10", "P_10": "precision@10", "success_10": "hit@10"}
+
+# What the tiny set's backend "returned": one case per way scores can arrive.
+TINY_ANSWERS = {
+    "tiny-01": (("doc-03", "doc-01", "doc-02"), (3.5, 2.25, 0.5)),  # strictly decreasing: kept
+    "tiny-02": (("doc-02", "doc-04"), (1.0, 1.0)),  # a tie (trec_eval would put doc-04 first): 2, 1
+    "tiny-03": ((), ()),  # nothing: no run line at all
+    "tiny-04": (("doc-05", "doc-01", "doc-04", "doc-06"), None),  # no scores: synthesized 4..1
+    "tiny-05": (("doc-08", "doc-07"), (-0.25, -1.5)),  # negative but decreasing: kept
+    "tiny-06": (("doc-06",), None),  # xfail, judged
+    "tiny-07": (("doc-01",), (0.1,)),  # negative probe, no judgment
+}
+# The imported BEIR fixture: q1..q4 judged (see test_beir.py).
+BEIR_ANSWERS = {
+    "q1": (("d4", "d1"), (2.0, 1.0)),
+    "q2": (("d3",), None),
+    "q3": (("d2", "d5", "d7", "8", "d1", "d3", "d4"), (0.9, 0.8, 0.8, 0.7, 0.6, 0.5, 0.4)),  # a tie
+    "q4": (("d2",), None),
+}
+
+
+def _answers(table):
+    return {qid: Answer(ids=ids, scores=scores, latency_seconds=0.001) for qid, (ids, scores) in table.items()}
+
+
+def _report(query_sets_and_answers):
+    """A report as `python -m harness --out` writes it (the fields export reads), built without an adapter."""
+    results = [evaluate_set(s, _answers(table), s.k) for s, table in query_sets_and_answers]
+    return {
+        "report_format": 1, "complete": True,
+        "provenance": {"sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path}
+                                for s, _ in query_sets_and_answers}},
+        "sets": [r.to_dict() for r in results],
+    }
+
+
+@pytest.fixture
+def tiny():
+    return load_set(TINY_SET)
+
+
+@pytest.fixture
+def two_sets(tmp_path, tiny):
+    beir = load_set(import_beir(FIXTURES / "beir", "bakery", tmp_path / "sets"))
+    return tiny, beir
+
+
+def test_run_file_lines_keep_adapter_scores_only_when_strictly_decreasing(tmp_path, tiny):
+    path = tmp_path / "run.txt"
+    write_run(_report([(tiny, TINY_ANSWERS)]), path)
+    lines = path.read_text().splitlines()
+    assert lines[:3] == ["tiny-01 Q0 doc-03 1 3.5 retrieval-gate", "tiny-01 Q0 doc-01 2 2.25 retrieval-gate",
+                         "tiny-01 Q0 doc-02 3 0.5 retrieval-gate"]
+    # Tied 1.0, 1.0 -> n - rank + 1 with n = 2.
+    assert lines[3:5] == ["tiny-02 Q0 doc-02 1 2 retrieval-gate", "tiny-02 Q0 doc-04 2 1 retrieval-gate"]
+    # tiny-03 returned nothing: no line. tiny-04 had no scores: 4, 3, 2, 1.
+    assert [line.split()[4] for line in lines if line.startswith("tiny-04 ")] == ["4", "3", "2", "1"]
+    assert [line.split()[4] for line in lines if line.startswith("tiny-05 ")] == ["-0.25", "-1.5"]
+    assert not any(line.startswith("tiny-03 ") for line in lines)
+    # 3 + 2 + 0 + 4 + 2 + 1 + 1 ids in all.
+    assert len(lines) == 13
+
+
+def test_qrels_lines(tmp_path, tiny):
+    path = tmp_path / "qrels.txt"
+    write_qrels([tiny], path)
+    lines = path.read_text().splitlines()
+    # One line per relevant judgment of tiny's queries.jsonl, in file order; tiny-07 has none.
+    assert lines == ["tiny-01 0 doc-01 1", "tiny-02 0 doc-02 2", "tiny-03 0 doc-03 1", "tiny-04 0 doc-04 2",
+                     "tiny-04 0 doc-05 1", "tiny-05 0 doc-07 1", "tiny-06 0 doc-06 1"]
+
+
+def _round_trip(tmp_path, report, query_sets):
+    write_run(report, tmp_path / "run.txt")
+    write_qrels(query_sets, tmp_path / "qrels.txt")
+    return read_run(tmp_path / "run.txt"), read_qrels(tmp_path / "qrels.txt")
+
+
+def _trec_qid(report, set_name, qid):
+    return f"{set_name}:{qid}" if len(report["sets"]) > 1 else qid
+
+
+@pytest.mark.parametrize("with_beir", [False, True], ids=["one set", "two sets"])
+def test_round_trip_recomputes_the_reports_metrics(tmp_path, tiny, two_sets, with_beir):
+    pairs = [(tiny, TINY_ANSWERS)] + ([(two_sets[1], BEIR_ANSWERS)] if with_beir else [])
+    report = _report(pairs)
+    run, qrels = _round_trip(tmp_path, report, [s for s, _ in pairs])
+    checked = 0
+    for set_report in report["sets"]:
+        for row in set_report["queries"]:
+            qid = _trec_qid(report, set_report["name"], row["qid"])
+            ranked = [doc_id for doc_id, _ in run.get(qid, [])]
+            if row["scores"] is None or all(a > b for a, b in zip(row["scores"], row["scores"][1:])):
+                assert ranked == row["ids"]  # the order survived the file
+            for name in REPORTED_METRICS if row["metrics"] else ():
+                assert parse_metric(name).compute(ranked, qrels[qid]) == row["metrics"][name], (qid, name)
+                checked += 1
+    assert checked == len(REPORTED_METRICS) * (6 + (4 if with_beir else 0))  # every judged query
+
+
+def test_run_file_answers_evaluate_to_the_same_report(tmp_path, two_sets):
+    # The --run-file path: read_run -> answers_from_run -> evaluate_set gives the report's rows back.
+    pairs = [(two_sets[0], TINY_ANSWERS), (two_sets[1], BEIR_ANSWERS)]
+    report = _report(pairs)
+    run, _ = _round_trip(tmp_path, report, [s for s, _ in pairs])
+    for (query_set, _), set_report in zip(pairs, report["sets"]):
+        again = evaluate_set(query_set, answers_from_run(run, query_set, query_set.k), query_set.k).to_dict()
+        assert [r["metrics"] for r in again["queries"]] == [r["metrics"] for r in set_report["queries"]]
+        assert [r["outcome"] for r in again["queries"]] == [r["outcome"] for r in set_report["queries"]]
+        assert again["aggregates"] == set_report["aggregates"]
+
+
+@needs_trec_eval
+@pytest.mark.parametrize("with_beir", [False, True], ids=["one set", "two sets"])
+def test_trec_eval_reads_our_files_and_agrees(tmp_path, tiny, two_sets, with_beir):
+    pairs = [(tiny, TINY_ANSWERS)] + ([(two_sets[1], BEIR_ANSWERS)] if with_beir else [])
+    report = _report(pairs)
+    write_run(report, tmp_path / "run.txt")
+    write_qrels([s for s, _ in pairs], tmp_path / "qrels.txt")
+    with open(tmp_path / "run.txt") as run_file, open(tmp_path / "qrels.txt") as qrels_file:
+        run, qrels = pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
+    trec = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES)).evaluate(run)
+    compared = 0
+    for set_report in report["sets"]:
+        for row in set_report["queries"]:
+            qid = _trec_qid(report, set_report["name"], row["qid"])
+            if not row["metrics"]:
+                assert qid not in trec  # a negative probe has no qrels: trec_eval skips it
+                continue
+            # A query that returned nothing is absent from the run, so trec_eval skips it (its -c
+            # would count it as 0): the report has it at 0 everywhere.
+            expected = trec.get(qid, dict.fromkeys(TREC_MEASURES, 0.0))
+            for measure, ours in TREC_MEASURES.items():
+                assert row["metrics"][ours] == pytest.approx(expected[measure], abs=1e-12), (qid, measure)
+                compared += 1
+    assert compared == len(TREC_MEASURES) * (6 + (4 if with_beir else 0))
+    assert "tiny-03" not in trec and "tiny:tiny-03" not in trec  # the empty answer
+
+
+def test_tie_order_is_score_then_docno_descending(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("q Q0 d-a 1 1.0 t\nq Q0 d-c 2 2 t\nq Q0 d-b 3 1.0 t\n"
+                    "q Q0 d-z 4 1 t\nq Q0 d-x 5 10 t\nq Q0 d-y 6 9.5 t\n")
+    # Numbers compare as numbers (10 > 9.5 > 2), ties by docno descending (z > b > a); the rank
+    # column (here in file order) is ignored, as trec_eval ignores it.
+    assert read_run(path) == {"q": [("d-x", 10.0), ("d-y", 9.5), ("d-c", 2.0), ("d-z", 1.0),
+                                    ("d-b", 1.0), ("d-a", 1.0)]}
+
+
+@needs_trec_eval
+def test_tie_order_matches_trec_eval(tmp_path):
+    # trec_eval itself: with only d-b relevant among tied d-a, d-b, d-z behind d-c, its
+    # recip_rank is 1 / (position of d-b in its order); ours must put d-b at that position.
+    path = tmp_path / "run.txt"
+    path.write_text("q Q0 d-a 1 1.0 t\nq Q0 d-c 2 2 t\nq Q0 d-b 3 1.0 t\nq Q0 d-z 4 1 t\n")
+    with open(path) as handle:
+        run = pytrec_eval.parse_run(handle)
+    for relevant in ("d-a", "d-b", "d-c", "d-z"):
+        trec = pytrec_eval.RelevanceEvaluator({"q": {relevant: 1}}, {"recip_rank"}).evaluate(run)["q"]
+        ours = [doc_id for doc_id, _ in read_run(path)["q"]]
+        assert 1 / (ours.index(relevant) + 1) == pytest.approx(trec["recip_rank"]), relevant
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q Q0 d1 1 1.0\n", "run.txt:2: expected 6 fields 'qid Q0 docid rank score tag', got 5"),
+    ("q Q0 d1 1 high t\n", "run.txt:2: score: 'high' is not a number"),
+    ("q Q0 d1 1 nan t\n", "run.txt:2: score: 'nan' is not finite"),
+    ("q Q0 d1 1 inf t\n", "run.txt:2: score: 'inf' is not finite"),
+    ("q Q0 d1 first 1.0 t\n", "run.txt:2: rank: 'first' is not an integer"),
+    ("q Q0 d0 2 1.0 t\n", "run.txt:2: docid: 'd0' already listed for query 'q' on line 1"),
+    (b"q Q0 d\xff 2 1.0 t\n", "run.txt:2: line is not valid UTF-8"),
+])
+def test_malformed_run_lines_name_file_line_and_field(tmp_path, monkeypatch, text, message):
+    monkeypatch.chdir(tmp_path)
+    body = b"q Q0 d0 1 2.0 t\n" + (text if isinstance(text, bytes) else text.encode())
+    (tmp_path / "run.txt").write_bytes(body)
+    with pytest.raises(UsageError) as error:
+        read_run(Path("run.txt"))
+    assert str(error.value) == message
+
+
+def test_blank_lines_and_tabs_are_whitespace_like_any_other(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("\nq\tQ0\td1\t1\t0.5\tt\n\n  q Q0 d2 2 0.25 t  \n")
+    assert read_run(path) == {"q": [("d1", 0.5), ("d2", 0.25)]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q 0 d1\n", "qrels.txt:2: expected 4 fields 'qid iteration docid grade', got 3"),
+    ("q 0 d1 yes\n", "qrels.txt:2: grade: 'yes' is not an integer"),
+    ("q 0 d0 2\n", "qrels.txt:2: docid: 'd0' already judged for query 'q' on line 1"),
+])
+def test_malformed_qrels_lines_name_file_line_and_field(tmp_path, monkeypatch, text, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qrels.txt").write_text("q 0 d0 1\n" + text)
+    with pytest.raises(SetError) as error:
+        read_qrels(Path("qrels.txt"))
+    assert str(error.value) == message
+
+
+def test_qrels_keep_zero_and_negative_grades(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 a 2\nq1 0 b 0\nq2 Q0 c -1\n")
+    assert read_qrels(path) == {"q1": {"a": 2, "b": 0}, "q2": {"c": -1}}
+
+
+@pytest.mark.parametrize("field, value", [("ids", ["doc 01"]), ("qid", "tiny 01"), ("ids", [""])])
+def test_ids_the_format_cannot_hold_are_refused(tmp_path, field, value):
+    report = {"sets": [{"name": "tiny", "queries": [{"qid": "tiny-01", "ids": ["doc-01"], "scores": None}]}]}
+    report["sets"][0]["queries"][0][field] = value
+    with pytest.raises(UsageError, match="empty or contains whitespace"):
+        write_run(report, tmp_path / "run.txt")
+    assert not (tmp_path / "run.txt").exists()
+
+
+def test_run_tag_must_be_one_token(tmp_path, tiny):
+    with pytest.raises(UsageError, match="run tag: 'my run'"):
+        write_run(_report([(tiny, TINY_ANSWERS)]), tmp_path / "run.txt", run_tag="my run")
+
+
+def test_answers_from_run_matches_either_spelling_and_lists_the_missing(tiny):
+    run = {"tiny:tiny-01": [("doc-01", 2.0), ("doc-02", 1.0)], "tiny-02": [("doc-02", 5.0)],
+           "tiny-01": [("doc-08", 9.0)], "other:x": [("doc-01", 1.0)], "stray": [("doc-01", 1.0)]}
+    answers = answers_from_run(run, tiny, k=1)
+    assert set(answers) == {q.qid for q in tiny.queries}
+    assert answers["tiny-01"] == Answer(ids=("doc-01",), scores=(2.0,), latency_seconds=0.0)  # prefixed wins, cut at k
+    assert answers["tiny-02"] == Answer(ids=("doc-02",), scores=(5.0,), latency_seconds=0.0)
+    assert answers["tiny-03"] == Answer(ids=(), scores=(), latency_seconds=0.0)
+    assert missing_from_run(run, tiny) == ["tiny-03", "tiny-04", "tiny-05", "tiny-06", "tiny-07"]
+    assert unknown_in_run(run, [tiny]) == ["other:x", "stray"]
+
+
+# ---------------------------------------------------------------- export command
+
+def _write_report(tmp_path, pairs):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(_report(pairs)))
+    return path
+
+
+def test_export_writes_both_files_with_set_prefixes(tmp_path, two_sets, capsys):
+    report = _write_report(tmp_path, [(two_sets[0], TINY_ANSWERS), (two_sets[1], BEIR_ANSWERS)])
+    run_path, qrels_path = tmp_path / "out" / "run.txt", tmp_path / "out" / "qrels.txt"
+    assert export_command.main([str(report), "--trec-run", str(run_path), "--trec-qrels", str(qrels_path),
+                                "--run-tag", "bm25"]) == 0
+    out = capsys.readouterr().out
+    # 13 tiny ids + 2 + 1 + 7 + 1 bakery ids; 7 tiny + 4 bakery queries; 7 + 5 judgments in 6 + 4 queries.
+    assert f"run: {run_path} (24 lines, 11 queries; qids as SET:QID)" in out
+    assert f"qrels: {qrels_path} (12 judgments, 10 judged queries; qids as SET:QID)" in out
+    assert run_path.read_text().splitlines()[0] == "tiny:tiny-01 Q0 doc-03 1 3.5 bm25"
+    assert sorted(read_qrels(qrels_path)) == sorted([f"tiny:tiny-0{i}" for i in range(1, 7)]
+                                                    + [f"bakery:q{i}" for i in range(1, 5)])
+
+
+@needs_trec_eval
+def test_export_scored_only_makes_trec_eval_means_the_reports_aggregates(tmp_path, tiny):
+    report_path = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    report = json.loads(report_path.read_text())
+    run_path, qrels_path = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    assert export_command.main([str(report_path), "--trec-run", str(run_path), "--trec-qrels", str(qrels_path),
+                                "--scored-only"]) == 0
+    with open(run_path) as run_file, open(qrels_path) as qrels_file:
+        run, qrels = pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
+    assert sorted(qrels) == ["tiny-01", "tiny-02", "tiny-03", "tiny-04", "tiny-05"]  # no xfail, no probe
+    trec = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES)).evaluate(run)
+    overall = report["sets"][0]["aggregates"]["overall"]
+    for measure, ours in TREC_MEASURES.items():
+        # trec_eval -c: the mean over every judged query, 0 for one absent from the run (tiny-03).
+        mean = sum(trec.get(qid, {}).get(measure, 0.0) for qid in qrels) / len(qrels)
+        assert overall[ours] == pytest.approx(mean, abs=1e-12), measure
+
+
+def test_export_needs_an_output(tmp_path, tiny):
+    with pytest.raises(UsageError, match="give --trec-run PATH, --trec-qrels PATH or both"):
+        export_command.main([str(_write_report(tmp_path, [(tiny, TINY_ANSWERS)]))])
+
+
+def test_export_refuses_an_incomplete_report(tmp_path, tiny):
+    path = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    path.write_text(path.read_text().replace('"complete": true', '"complete": false', 1))
+    with pytest.raises(UsageError, match="incomplete run"):
+        export_command.main([str(path), "--trec-run", str(tmp_path / "run.txt")])
+    assert not (tmp_path / "run.txt").exists()
+
+
+def test_export_refuses_qrels_from_a_changed_set(tmp_path, tiny_copy):
+    query_set = load_set(tiny_copy)
+    path = _write_report(tmp_path, [(query_set, TINY_ANSWERS)])
+    meta = json.loads((tiny_copy / "set.json").read_text())
+    (tiny_copy / "set.json").write_text(json.dumps(dict(meta, revision=2)))
+    with pytest.raises(UsageError, match="set tiny: revision is 1 in the report but 2 in"):
+        export_command.main([str(path), "--trec-qrels", str(tmp_path / "qrels.txt")])
+    assert not (tmp_path / "qrels.txt").exists()
+
+
+def test_export_finds_a_moved_set_under_sets_dir(tmp_path, tiny_copy):
+    report = _report([(load_set(tiny_copy), TINY_ANSWERS)])
+    report["provenance"]["sets"]["tiny"]["path"] = str(tmp_path / "gone")
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    with pytest.raises(UsageError, match="set tiny: no set.json at"):
+        export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt")])
+    assert export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt"),
+                                "--sets-dir", str(tiny_copy.parent)]) == 0
+    assert len(read_qrels(tmp_path / "q.txt")) == 6
