@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed queries before measuring (default: 0)")
     timing.add_argument("--repeats", type=int, default=1, metavar="N",
                         help="ask each query N times; its latency is the median (default: 1)")
+    timing.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="N adapter processes answer shards of each set at once (throughput on large sets; "
+                             "latency is then measured under concurrency) (default: 1)")
     timing.add_argument("--condition", choices=("cold", "warm"), default=None,
                         help="record the cache condition of this run, as given (never inferred)")
     output = parser.add_argument_group("output")
@@ -135,7 +138,8 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("a command after '--' needs --adapter")
     if args.adapter and args.backend:
         raise UsageError("--adapter and --backend are exclusive: give one backend")
-    for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0)):
+    for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
+                             ("--workers", args.workers, 1)):
         if value is not None and value < low:
             raise UsageError(f"{name}: must be >= {low}, got {value}")
     for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):
@@ -181,7 +185,7 @@ def _run(args_list: list[str]) -> int:
     log_path = args.out.with_name(args.out.stem + ".adapter.log")
     options = RunOptions(argv=argv, label=label, log_path=log_path, expect_banner=expect_banner, k=args.k,
                          query_timeout=args.timeout, startup_timeout=args.startup_timeout,
-                         warmup=args.warmup, repeats=args.repeats, condition=args.condition)
+                         warmup=args.warmup, repeats=args.repeats, condition=args.condition, workers=args.workers)
     if baseline is not None:
         for query_set in query_sets:
             k = args.k or query_set.k

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -9,6 +10,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ class RunOptions:
     warmup: int = 0
     repeats: int = 1
     condition: str | None = None
+    workers: int = 1
 
 
 @dataclass
@@ -79,7 +82,12 @@ def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[st
 
 def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
              progress: Progress | None = None) -> RunOutcome:
-    """Ask every query of every set; on backend failure return what was answered plus the error."""
+    """Ask every query of every set; on backend failure return what was answered plus the error.
+
+    With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
+    (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
+    not depend on scheduling, but latencies are measured under concurrency (the report says so).
+    """
     provenance = base_provenance(options, query_sets)
     results: list[SetResult] = []
     nondeterministic: list[str] = []
@@ -87,28 +95,25 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     started = time.monotonic()
     pending = list(query_sets)
     try:
-        with AdapterProcess(options.argv, log_path=options.log_path, env=env,
-                            expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
-                            query_timeout=options.query_timeout) as adapter:
-            provenance["adapter"]["banner"] = adapter.banner  # type: ignore[index]
-            warmup_seconds = _warm_up(adapter, query_sets, options)
-            provenance["adapter"]["warmup_seconds"] = warmup_seconds  # type: ignore[index]
+        with contextlib.ExitStack() as stack:
+            adapters = [stack.enter_context(AdapterProcess(
+                options.argv, log_path=_worker_log(options.log_path, index, options.workers), env=env,
+                expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
+                query_timeout=options.query_timeout)) for index in range(options.workers)]
+            provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
+                _warm_up(adapter, query_sets, options) for adapter in adapters)
             while pending:
                 query_set = pending[0]
                 k = options.k or query_set.k
                 answers: dict[str, Answer] = {}
                 try:
-                    for index, query in enumerate(query_set.queries, start=1):
-                        answers[query.qid], changed = _ask(adapter, query_set.kind, query.qid, query.query, k, options.repeats)
-                        if changed:
-                            nondeterministic.append(f"{query_set.name}/{query.qid}")
-                        if progress:
-                            progress(query_set.name, index, len(query_set.queries))
+                    _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress)
                 finally:
                     results.append(evaluate_set(query_set, answers, k))
                     pending.pop(0)
-            provenance["adapter"]["banner"] = adapter.banner  # type: ignore[index]
-            provenance["adapter"]["startup_seconds"] = adapter.startup_seconds  # type: ignore[index]
+            provenance["adapter"]["banner"] = adapters[0].banner  # type: ignore[index]
+            startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
+            provenance["adapter"]["startup_seconds"] = max(startups) if startups else None  # type: ignore[index]
     except KeyboardInterrupt:
         return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic)
     except (AdapterError, Interrupted) as error:
@@ -118,10 +123,57 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     return RunOutcome(results, provenance, None, nondeterministic)
 
 
+def _worker_log(log_path: Path, index: int, workers: int) -> Path:
+    """One stderr log per worker; a single worker keeps the plain name."""
+    if workers == 1:
+        return log_path
+    return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
+
+
+def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeats: int,
+             answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None) -> None:
+    """Fill `answers` (qid -> Answer); raise the first AdapterError after every shard has stopped."""
+    total = len(query_set.queries)
+    lock = threading.Lock()
+
+    def shard(worker: int) -> None:
+        adapter = adapters[worker]
+        for index in range(worker, total, len(adapters)):
+            query = query_set.queries[index]
+            answer, changed = _ask(adapter, query_set.kind, query.qid, query.query, k, repeats)
+            with lock:
+                answers[query.qid] = answer
+                if changed:
+                    nondeterministic.append(f"{query_set.name}/{query.qid}")
+                if progress:
+                    progress(query_set.name, len(answers), total)
+
+    if len(adapters) == 1:
+        shard(0)
+        return
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=_capture(shard, worker, errors), daemon=True) for worker in range(len(adapters))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _capture(function, argument, errors: list[BaseException]):
+    def run() -> None:
+        try:
+            function(argument)
+        except BaseException as error:  # re-raised in the main thread
+            errors.append(error)
+    return run
+
+
 def _partial(results, pending, options, provenance, started, error, nondeterministic) -> RunOutcome:
     """The outcome of a run cut short: the sets not reached are present, with no answers."""
     for query_set in pending:
-            results.append(evaluate_set(query_set, {}, options.k or query_set.k))
+        results.append(evaluate_set(query_set, {}, options.k or query_set.k))
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     return RunOutcome(results, provenance, error, nondeterministic)
 
@@ -164,7 +216,8 @@ def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict
         "metric_definitions": METRIC_DEFINITIONS,
         "settings": {"k": options.k, "query_timeout_s": options.query_timeout,
                      "startup_timeout_s": options.startup_timeout, "warmup": options.warmup,
-                     "repeats": options.repeats},
+                     "repeats": options.repeats, "workers": options.workers,
+                     "latency_under_concurrency": options.workers > 1},
         "sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path,
                           "source": s.corpus_source, "documents": len(s.documents)} for s in query_sets},
         "machine": {"platform": platform.platform(), "machine": platform.machine(),

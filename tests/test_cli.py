@@ -203,3 +203,17 @@ def test_update_baseline_shows_changes_keeps_old_values_and_asks_on_a_terminal(t
     monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("must not ask with --yes"))
     assert run(tmp_path, "--update-baseline", "--yes", *argv)[0] == 0
     assert json.loads((tmp_path / "baseline.json").read_text())["sets"]["tiny"]["aggregates"]["overall"]["recall@10"] == 0.8
+
+
+def test_workers_shard_queries_but_keep_results_in_set_order(tmp_path, scripted):
+    argv = scripted(GOOD)
+    code, single = run(tmp_path, "--no-gate", *argv)
+    assert code == 0
+    code, sharded = run(tmp_path, "--no-gate", "--workers", "3", *argv)
+    assert code == 0
+    assert [q["qid"] for q in sharded["sets"][0]["queries"]] == [q["qid"] for q in single["sets"][0]["queries"]]
+    assert [q["ids"] for q in sharded["sets"][0]["queries"]] == [q["ids"] for q in single["sets"][0]["queries"]]
+    assert sharded["sets"][0]["aggregates"] == single["sets"][0]["aggregates"]
+    assert sharded["provenance"]["settings"]["latency_under_concurrency"] is True
+    logs = sorted(p.name for p in (tmp_path / "out").glob("report.adapter.w*.log"))
+    assert logs == ["report.adapter.w1.log", "report.adapter.w2.log", "report.adapter.w3.log"]
