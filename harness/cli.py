@@ -21,7 +21,7 @@ from harness.gates import check
 from harness.junit import render_junit
 from harness.what_if import render_what_if, what_if_min_score
 from harness.report import REPORT_FORMAT, render_markdown, render_text, to_json
-from harness.run import RunOptions, materialise_corpora, run_sets
+from harness.run import RunOptions, materialise_corpora, run_from_file, run_sets
 from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
 from harness.sets import find_sets, load_set
 
@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "metrics": "harness.metrics_command",
     "check-adapter": "harness.check_adapter",
     "compare": "harness.compare_command",
+    "export": "harness.export_command",
 }
 EXAMPLES = f"""\
 examples:
@@ -43,6 +44,9 @@ examples:
   {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
   {PROG} metrics                            list metric names
   {PROG} compare base.json candidate.json   per-query comparison with paired significance
+  {PROG} export report.json --trec-run run.txt --trec-qrels qrels.txt   for trec_eval -c -M 10
+  {PROG} --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
+  {PROG} sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
   {PROG} check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
 
 exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure
@@ -65,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"a built-in reference adapter (default: {DEFAULT_BACKEND})")
     what.add_argument("--adapter", action="store_true",
                       help="run your own adapter: its command follows after '--' (argv, never a shell)")
+    what.add_argument("--run-file", type=Path, default=None, metavar="RUN",
+                      help="evaluate a precomputed TREC run file instead of asking an adapter (latency gates skipped)")
     what.add_argument("--expect-banner", action="store_true",
                       help="fail unless the adapter prints its ready banner first (built-in backends always do)")
     what.add_argument("--k", type=int, default=None, help="ids to ask for per query (default: each set's k)")
@@ -136,8 +142,8 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
     if adapter_argv and not args.adapter:
         raise UsageError("a command after '--' needs --adapter")
-    if args.adapter and args.backend:
-        raise UsageError("--adapter and --backend are exclusive: give one backend")
+    if sum(bool(x) for x in (args.adapter, args.backend, args.run_file)) > 1:
+        raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
     for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
                              ("--workers", args.workers, 1)):
         if value is not None and value < low:
@@ -177,7 +183,9 @@ def _run(args_list: list[str]) -> int:
     if not args.no_gate and not args.update_baseline:
         baseline = read_baseline(args.baseline)
         # Comparability is checked per set after the run, when k is known; fail early on names.
-    if args.adapter:
+    if args.run_file:
+        argv, label, expect_banner = [], f"run-file {args.run_file}", False
+    elif args.adapter:
         argv, label, expect_banner = adapter_argv, " ".join(adapter_argv), args.expect_banner
     else:
         name = args.backend or DEFAULT_BACKEND
@@ -193,14 +201,20 @@ def _run(args_list: list[str]) -> int:
             baseline_entries[query_set.name] = set_entry_for(baseline, probe, str(args.baseline))
     progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
-        materialise_corpora(query_sets, Path(corpus_dir))
-        outcome = run_sets(query_sets, options, Path(corpus_dir), progress)
+    if args.run_file:
+        outcome = run_from_file(query_sets, options, args.run_file)
+    else:
+        with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
+            materialise_corpora(query_sets, Path(corpus_dir))
+            outcome = run_sets(query_sets, options, Path(corpus_dir), progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
+    for warning in outcome.warnings:
+        print(f"harness: warning: {warning}", file=sys.stderr)
     gates = []
     if outcome.error is None and baseline is not None:
-        gates = check(outcome.results, baseline_entries, budgets, default_budget_ms=default_budget)
+        gates = check(outcome.results, baseline_entries, budgets, default_budget_ms=default_budget,
+                      latency_gate=not args.run_file)
     report = {
         "report_format": REPORT_FORMAT,
         "complete": outcome.complete,

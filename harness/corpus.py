@@ -50,6 +50,8 @@ def iter_jsonl(path: Path, label: str):
                 raise SetError(f"{label}:{number}: line is longer than {MAX_LINE_BYTES} bytes")
             if not raw.strip():
                 continue
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # tolerate a UTF-8 byte-order mark
+                raw = raw[3:]
             try:
                 obj = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:

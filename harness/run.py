@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -50,6 +51,7 @@ class RunOutcome:
     provenance: dict[str, object]
     error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
     nondeterministic: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -121,6 +123,29 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     provenance["nondeterministic_queries"] = nondeterministic
     return RunOutcome(results, provenance, None, nondeterministic)
+
+
+def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
+    """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped)."""
+    from harness import trec
+    run = trec.read_run(run_path)
+    provenance = base_provenance(options, query_sets)
+    provenance["run_file"] = str(run_path)
+    results = []
+    warnings = ["latency gates skipped: the rankings come from a run file, not a timed adapter"]
+    for query_set in query_sets:
+        k = options.k or query_set.k
+        missing = trec.missing_from_run(run, query_set)
+        if missing:
+            warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
+                            f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k)
+        results.append(dataclasses.replace(result, latency_ms={"n": 0}))
+    unknown = trec.unknown_in_run(run, query_sets)
+    if unknown:
+        warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "
+                        f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
+    return RunOutcome(results, provenance, None, [], warnings)
 
 
 def _worker_log(log_path: Path, index: int, workers: int) -> Path:

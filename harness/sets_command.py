@@ -24,6 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     verify = actions.add_parser("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
+    beir = actions.add_parser("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
+    beir.add_argument("folder", type=Path)
+    beir.add_argument("--name", required=True, help="the new set's name (a folder under --sets-dir; never overwritten)")
+    beir.add_argument("--split", default="test", help="which qrels/<split>.tsv to import (default: test)")
     pin = actions.add_parser("pin", help="record the content hash of every document the queries name, in set.json")
     pin.add_argument("name")
     return parser
@@ -38,6 +42,11 @@ def main(argv: list[str]) -> int:
         return list_sets(args.sets_dir)
     if args.action == "show":
         return show_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+    if args.action == "import-beir":
+        from harness.beir import convert_beir
+        result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
+        print(f"{result.path}: {result.summary()}")
+        return EXIT_OK
     if args.action == "verify":
         return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
     return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)

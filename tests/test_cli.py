@@ -217,3 +217,22 @@ def test_workers_shard_queries_but_keep_results_in_set_order(tmp_path, scripted)
     assert sharded["provenance"]["settings"]["latency_under_concurrency"] is True
     logs = sorted(p.name for p in (tmp_path / "out").glob("report.adapter.w*.log"))
     assert logs == ["report.adapter.w1.log", "report.adapter.w2.log", "report.adapter.w3.log"]
+
+
+def test_export_then_run_file_reproduces_the_metrics_without_latency_gates(tmp_path, scripted, capsys):
+    answers = dict(GOOD)
+    answers["retry backoff for failed requests"] = ["doc-03", "doc-02"]
+    argv = scripted(answers)
+    assert run(tmp_path, "--update-baseline", *argv)[0] == 0
+    report_path = tmp_path / "out" / "report.json"
+    original = json.loads(report_path.read_text())
+    run_txt = tmp_path / "run.txt"
+    assert main(["export", str(report_path), "--trec-run", str(run_txt), "--trec-qrels", str(tmp_path / "q.txt")]) == 0
+    capsys.readouterr()
+    code, replayed = run(tmp_path, "--run-file", str(run_txt))
+    err = capsys.readouterr().err
+    assert code == 0
+    assert replayed["sets"][0]["aggregates"] == original["sets"][0]["aggregates"]
+    assert "latency gates skipped" in err
+    assert "latency" not in {g["gate"] for g in replayed["gates"]}
+    assert main(["--set", str(TINY_SET), "--run-file", str(run_txt), "--backend", "bm25"]) == 2

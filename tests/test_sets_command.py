@@ -49,3 +49,14 @@ def test_metrics_lists_both_spellings(capsys):
     assert main(["metrics"]) == 0
     names = capsys.readouterr().out.split()
     assert {"recall@10", "R@10", "nDCG@10", "mrr", "RR@10", "P@10"} <= set(names)
+
+
+def test_import_beir_via_the_cli_and_never_overwrite(tmp_path, capsys):
+    from tests.conftest import FIXTURES
+    sets_dir = tmp_path / "sets"
+    assert main(["sets", "--sets-dir", str(sets_dir), "import-beir", str(FIXTURES / "beir"), "--name", "bakery"]) == 0
+    assert "bakery: 4 queries, 7 documents" in capsys.readouterr().out
+    assert main(["sets", "--sets-dir", str(sets_dir), "verify", "bakery"]) == 0
+    before = (sets_dir / "bakery" / "set.json").read_text()
+    assert main(["sets", "--sets-dir", str(sets_dir), "import-beir", str(FIXTURES / "beir"), "--name", "bakery"]) == 2
+    assert (sets_dir / "bakery" / "set.json").read_text() == before
