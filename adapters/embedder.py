@@ -1,0 +1,275 @@
+"""Turn texts into vectors with an ONNX sentence-embedding model: tokenise, run, pool, normalise, cache.
+
+Uses onnxruntime, tokenizers and numpy only; the callers import this module inside their
+`main()` so a missing package becomes an install hint, not a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.fsutil import atomic_write_bytes, cache_dir
+
+POOLING_CHOICES = ("mean", "cls")
+POOLING_CONFIG = Path("1_Pooling") / "config.json"
+# Bump when the meaning of a cached embedding file changes.
+CACHE_FORMAT = 1
+
+_ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+class EmbedderError(RuntimeError):
+    """The model, tokenizer or options cannot be used; one line naming the file or option."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedOptions:
+    """How texts become vectors. `threads` 0 lets onnxruntime choose."""
+
+    pooling: str = "mean"
+    normalize: bool = True
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_length: int = 256
+    batch_size: int = 32
+    threads: int = 0
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Average of the token vectors where mask is 1: sum_t h[b,t] m[b,t] / max(sum_t m[b,t], 1e-9).
+
+    hidden (batch, tokens, dim), mask (batch, tokens) of 0/1; padding never counts.
+    """
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    return (summed / counts).astype(np.float32)
+
+
+def cls_pool(hidden: np.ndarray) -> np.ndarray:
+    """The first token's vector ([CLS] for BERT-style tokenizers)."""
+    return np.ascontiguousarray(hidden[:, 0, :], dtype=np.float32)
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """Each row divided by its Euclidean norm; an all-zero row stays zero (norm floored at 1e-12)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def pooling_from_config(model_dir: Path) -> str | None:
+    """The pooling named by a sentence-transformers `1_Pooling/config.json`, or None without one."""
+    path = model_dir / POOLING_CONFIG
+    if not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EmbedderError(f"{path}: not readable JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise EmbedderError(f"{path}: not a JSON object")
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    enabled = sorted(key for key, value in config.items() if key.startswith("pooling_mode_") and value)
+    raise EmbedderError(f"{path}: pooling {enabled or 'none'} is not supported; "
+                        f"use --pooling with one of {', '.join(POOLING_CHOICES)}")
+
+
+class Embedder:
+    """One loaded model + tokenizer. `embed` is deterministic for fixed options and thread count."""
+
+    def __init__(self, model_path: Path, tokenizer_path: Path, options: EmbedOptions) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        if options.pooling not in POOLING_CHOICES:
+            raise EmbedderError(f"--pooling {options.pooling!r}: expected one of {', '.join(POOLING_CHOICES)}")
+        if options.max_length < 2:
+            raise EmbedderError(f"--max-length {options.max_length}: must be at least 2")
+        if options.batch_size < 1:
+            raise EmbedderError(f"--batch-size {options.batch_size}: must be at least 1")
+        if options.threads < 0:
+            raise EmbedderError(f"--threads {options.threads}: must be 0 (automatic) or more")
+        self.options = options
+        self.model_path = model_path
+        self.tokenizer_path = tokenizer_path
+        try:
+            model_bytes = model_path.read_bytes()
+            tokenizer_bytes = tokenizer_path.read_bytes()
+        except OSError as exc:
+            raise EmbedderError(f"{exc.filename}: cannot read: {exc.strerror}") from None
+        self.model_digest = hashlib.sha256(model_bytes).hexdigest()
+        self.tokenizer_digest = hashlib.sha256(tokenizer_bytes).hexdigest()
+
+        try:
+            self.tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise EmbedderError(f"{tokenizer_path}: not a loadable tokenizer.json: {_first_line(exc)}") from None
+        self.pad_id = _pad_id(self.tokenizer)
+        # tokenizer.json may fix its own truncation/padding (MiniLM's: 128); ours come from options.
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=options.max_length)
+
+        session_options = onnxruntime.SessionOptions()
+        session_options.intra_op_num_threads = options.threads
+        session_options.inter_op_num_threads = 1
+        session_options.log_severity_level = 3
+        try:
+            self.session = onnxruntime.InferenceSession(
+                model_bytes, sess_options=session_options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own pybind error types
+            raise EmbedderError(f"{model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
+        inputs = {node.name: node for node in self.session.get_inputs()}
+        for required in ("input_ids", "attention_mask"):
+            if required not in inputs:
+                raise EmbedderError(f"{model_path}: model has no {required!r} input "
+                                    f"(inputs: {', '.join(sorted(inputs))})")
+        self.input_types = {name: _ONNX_INT_TYPES.get(node.type, np.int64) for name, node in inputs.items()}
+        # Feed token_type_ids only when the model declares it (BERT does, many others do not).
+        self.uses_token_types = "token_type_ids" in inputs
+        self.output_name = self.session.get_outputs()[0].name
+        self._dimensions: int | None = None
+
+    @property
+    def dimensions(self) -> int:
+        """Width of one embedding (probed once with a one-word text when the model leaves it symbolic)."""
+        if self._dimensions is None:
+            self._dimensions = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimensions
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector (the query prefix applied), shape (dim,)."""
+        return self.embed([text], prefix=self.options.query_prefix)[0]
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts, prefix=self.options.passage_prefix)
+
+    def embed(self, texts: Sequence[str], prefix: str = "") -> np.ndarray:
+        """Vectors for `texts` in input order, shape (len(texts), dim), float32.
+
+        Texts are run in batches of similar token length (longest first) so a batch pads
+        little; each batch is padded to its own longest text, never to a fixed width.
+        """
+        if not texts:
+            return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch([prefix + text for text in texts])
+        token_ids = [encoding.ids for encoding in encodings]
+        type_ids = [encoding.type_ids for encoding in encodings]
+        order = sorted(range(len(texts)), key=lambda index: (-len(token_ids[index]), index))
+        size = self.options.batch_size
+        batches = [order[start:start + size] for start in range(0, len(order), size)]
+        outputs = [self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch]) for batch in batches]
+        result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
+        for batch, vectors in zip(batches, outputs):
+            result[batch] = vectors
+        self._dimensions = int(result.shape[1])
+        return result
+
+    def _run(self, token_ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in token_ids)
+        input_ids = np.full((len(token_ids), width), self.pad_id, dtype=self.input_types["input_ids"])
+        attention = np.zeros((len(token_ids), width), dtype=self.input_types["attention_mask"])
+        for row, ids in enumerate(token_ids):
+            input_ids[row, :len(ids)] = ids
+            attention[row, :len(ids)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": attention}
+        if self.uses_token_types:
+            types = np.zeros((len(token_ids), width), dtype=self.input_types["token_type_ids"])
+            for row, ids in enumerate(type_ids):
+                types[row, :len(ids)] = ids
+            feed["token_type_ids"] = types
+        try:
+            output = self.session.run([self.output_name], feed)[0]
+        except Exception as exc:  # onnxruntime raises its own pybind error types
+            raise EmbedderError(f"{self.model_path}: inference failed: {_first_line(exc)}") from None
+        output = np.asarray(output, dtype=np.float32)
+        if output.ndim == 3:
+            pooled = mean_pool(output, attention) if self.options.pooling == "mean" else cls_pool(output)
+        elif output.ndim == 2:  # the export already pools (a `sentence_embedding` output)
+            pooled = output
+        else:
+            raise EmbedderError(f"{self.model_path}: output {self.output_name!r} has shape {output.shape}; "
+                                "expected (batch, tokens, dim) or (batch, dim)")
+        return l2_normalize(pooled) if self.options.normalize else pooled
+
+    def identity(self) -> dict[str, object]:
+        """What decides the vectors of a passage: the embedding cache key and the banner use it."""
+        return {
+            "model_sha256": self.model_digest,
+            "tokenizer_sha256": self.tokenizer_digest,
+            "pooling": self.options.pooling,
+            "normalize": self.options.normalize,
+            "passage_prefix": self.options.passage_prefix,
+            "max_length": self.options.max_length,
+        }
+
+
+def embedding_cache_key(corpus_hash: str, embedder: Embedder) -> str:
+    """sha256 over corpus content, model and tokenizer digests and every option that changes a vector.
+
+    Batch size and thread count are left out: they change no value beyond float noise.
+    """
+    material = {"format": CACHE_FORMAT, "corpus_sha256": corpus_hash, **embedder.identity()}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_hash: str, *,
+                              use_cache: bool = True, folder: Path | None = None,
+                              log: Callable[[str], None] | None = None) -> tuple[np.ndarray, bool]:
+    """Passage vectors for a corpus, from the on-disk cache when it holds a valid entry.
+
+    Returns (matrix, cache_hit). A cache file that does not load or has the wrong shape is
+    treated as a miss and rewritten, never trusted.
+    """
+    say = log or (lambda message: print(message, file=sys.stderr))
+    if not use_cache:
+        return embedder.embed_passages(texts), False
+    folder = folder if folder is not None else cache_dir("embeddings")
+    path = folder / f"{embedding_cache_key(corpus_hash, embedder)}.npy"
+    if path.is_file():
+        matrix = _load_matrix(path, len(texts))
+        if matrix is not None:
+            return matrix, True
+        say(f"{path}: unusable cache entry, embedding again")
+    matrix = embedder.embed_passages(texts)
+    buffer = io.BytesIO()
+    np.save(buffer, matrix, allow_pickle=False)
+    atomic_write_bytes(path, buffer.getvalue())
+    return matrix, False
+
+
+def _load_matrix(path: Path, rows: int) -> np.ndarray | None:
+    try:
+        matrix = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if (not isinstance(matrix, np.ndarray) or matrix.dtype != np.float32 or matrix.ndim != 2
+            or matrix.shape[0] != rows or not np.isfinite(matrix).all()):
+        return None
+    return matrix
+
+
+def _pad_id(tokenizer) -> int:
+    padding = tokenizer.padding
+    if padding and isinstance(padding.get("pad_id"), int):
+        return int(padding["pad_id"])
+    for token in ("[PAD]", "<pad>"):
+        token_id = tokenizer.token_to_id(token)
+        if token_id is not None:
+            return int(token_id)
+    return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,278 @@
+"""Tests for adapters.embedder: pooling, normalisation, batching and the embedding cache on a tiny ONNX model.
+
+The tiny model's hidden state for token t is a row of a random table (plus a token-type row),
+so every expected vector is recomputed here with plain numpy from the token ids.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, processors  # noqa: E402
+
+from adapters.embedder import (  # noqa: E402
+    EmbedderError, EmbedOptions, Embedder, cached_passage_embeddings, pooling_from_config)
+from test_model_store import require_default_model  # noqa: E402
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+VOCAB = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, **{word: 4 + i for i, word in enumerate(WORDS)}}
+DIM = 6
+
+
+def token_ids(text: str, max_length: int = 256) -> list[int]:
+    """What the tiny tokenizer must produce: [CLS] words [SEP], cut to max_length keeping [SEP]."""
+    ids = [VOCAB.get(word, 1) for word in text.split()][: max_length - 2]
+    return [2, *ids, 3]
+
+
+def write_tokenizer(path: Path) -> Path:
+    """A WordLevel tokenizer.json that, like MiniLM's, fixes padding and truncation at 8 tokens."""
+    tokenizer = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer.enable_padding(length=8, pad_id=0, pad_token="[PAD]")
+    tokenizer.enable_truncation(max_length=8)
+    tokenizer.save(str(path))
+    return path
+
+
+def write_model(path: Path, *, token_types: bool = True, seed: int = 7,
+                int32_inputs: bool = False) -> tuple[Path, np.ndarray, np.ndarray]:
+    """hidden[b, t] = E[input_ids[b, t]] (+ T[token_type_ids[b, t]]) + 0 * mask: shape (batch, tokens, DIM).
+
+    The mask is wired in (times zero) so the model declares it; padded positions keep E[pad],
+    which is not zero, so a pooling that counted padding would give a different vector.
+    """
+    rng = np.random.default_rng(seed)
+    table = rng.normal(size=(len(VOCAB), DIM)).astype(np.float32)
+    type_table = rng.normal(size=(2, DIM)).astype(np.float32)
+    int_type = TensorProto.INT32 if int32_inputs else TensorProto.INT64
+    inputs = [helper.make_tensor_value_info("input_ids", int_type, ["batch", "tokens"]),
+              helper.make_tensor_value_info("attention_mask", int_type, ["batch", "tokens"])]
+    initializers = [numpy_helper.from_array(table, "E"), numpy_helper.from_array(np.zeros(1, np.float32), "zero"),
+                    numpy_helper.from_array(np.array([2], np.int64), "axis2")]
+    nodes = [helper.make_node("Gather", ["E", "input_ids"], ["words"]),
+             helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["mask_f", "axis2"], ["mask_3"]),
+             helper.make_node("Mul", ["mask_3", "zero"], ["mask_zero"])]
+    if token_types:
+        inputs.append(helper.make_tensor_value_info("token_type_ids", int_type, ["batch", "tokens"]))
+        initializers.append(numpy_helper.from_array(type_table, "T"))
+        nodes += [helper.make_node("Gather", ["T", "token_type_ids"], ["types"]),
+                  helper.make_node("Add", ["words", "types"], ["summed"])]
+        nodes.append(helper.make_node("Add", ["summed", "mask_zero"], ["last_hidden_state"]))
+    else:
+        nodes.append(helper.make_node("Add", ["words", "mask_zero"], ["last_hidden_state"]))
+    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", DIM])
+    graph = helper.make_graph(nodes, "tiny", inputs, [output], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.write_bytes(model.SerializeToString())
+    return path, table, (type_table if token_types else np.zeros_like(type_table))
+
+
+def reference(texts: list[str], table: np.ndarray, type_table: np.ndarray, *, pooling: str = "mean",
+              normalize: bool = True, max_length: int = 256) -> np.ndarray:
+    """Plain numpy, one text at a time, no padding: the definition the batched code must match."""
+    rows = []
+    for text in texts:
+        hidden = table[token_ids(text, max_length)] + type_table[0]
+        vector = hidden.mean(axis=0) if pooling == "mean" else hidden[0]
+        if normalize:
+            vector = vector / np.sqrt((vector ** 2).sum())
+        rows.append(vector)
+    return np.array(rows, dtype=np.float32)
+
+
+@pytest.fixture
+def tiny(tmp_path: Path):
+    model, table, type_table = write_model(tmp_path / "model.onnx")
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    return model, tokenizer, table, type_table
+
+
+# Lengths 1..9 words, in no order, so length sorting reorders them and batches pad.
+TEXTS = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha beta gamma delta epsilon",
+         "theta theta", "gamma unknownword alpha beta zeta", "eta", "beta alpha"]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 16])
+def test_mean_pooling_and_normalisation_match_numpy(tiny, batch_size):
+    model, tokenizer, table, type_table = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(pooling="mean", normalize=True, batch_size=batch_size))
+    vectors = embedder.embed(TEXTS)
+    expected = reference(TEXTS, table, type_table)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    assert embedder.dimensions == DIM
+
+
+def test_cls_pooling_without_normalisation_matches_numpy(tiny):
+    model, tokenizer, table, type_table = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(pooling="cls", normalize=False, batch_size=4))
+    vectors = embedder.embed(TEXTS)
+    np.testing.assert_allclose(vectors, reference(TEXTS, table, type_table, pooling="cls", normalize=False),
+                               rtol=1e-5, atol=1e-6)
+    # cls without normalisation is exactly E[CLS] + T[0] for every text
+    np.testing.assert_allclose(vectors[0], table[2] + type_table[0], rtol=1e-6)
+
+
+def test_max_length_replaces_the_tokenizer_files_own_truncation_and_padding(tiny):
+    """tokenizer.json says pad and cut at 8; our --max-length (here 5 and 32) decides instead."""
+    model, tokenizer, table, type_table = tiny
+    long_text = "alpha beta gamma delta epsilon zeta eta theta alpha beta"  # 10 words, 12 tokens
+    for max_length in (5, 32):
+        embedder = Embedder(model, tokenizer, EmbedOptions(max_length=max_length, normalize=False))
+        got = embedder.embed([long_text, "eta"])
+        expected = reference([long_text, "eta"], table, type_table, normalize=False, max_length=max_length)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_token_type_ids_fed_only_when_the_model_declares_them(tmp_path):
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    # A model without the input would reject a token_type_ids feed; one with it would fail without it.
+    model, table, _ = write_model(tmp_path / "plain.onnx", token_types=False)
+    plain = Embedder(model, tokenizer, EmbedOptions())
+    assert not plain.uses_token_types
+    np.testing.assert_allclose(plain.embed(TEXTS), reference(TEXTS, table, np.zeros((2, DIM), np.float32)),
+                               rtol=1e-5, atol=1e-6)
+    model, table, type_table = write_model(tmp_path / "typed.onnx", int32_inputs=True)
+    typed = Embedder(model, tokenizer, EmbedOptions())
+    assert typed.uses_token_types
+    np.testing.assert_allclose(typed.embed(TEXTS), reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
+
+
+def test_query_and_passage_prefixes_are_prepended(tiny):
+    model, tokenizer, table, type_table = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(query_prefix="zeta ", passage_prefix="theta eta "))
+    np.testing.assert_allclose(embedder.embed_query("alpha"), reference(["zeta alpha"], table, type_table)[0],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(embedder.embed_passages(["alpha"]),
+                               reference(["theta eta alpha"], table, type_table), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}, "cls"),
+    ({"pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}, "mean"),
+])
+def test_pooling_is_read_from_the_sentence_transformers_config(tmp_path, config, expected):
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    assert pooling_from_config(tmp_path) == expected
+
+
+def test_pooling_config_absent_or_unsupported(tmp_path):
+    assert pooling_from_config(tmp_path) is None
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
+    with pytest.raises(EmbedderError, match=r"1_Pooling/config\.json: pooling \['pooling_mode_max_tokens'\] "
+                                            r"is not supported; use --pooling with one of mean, cls"):
+        pooling_from_config(tmp_path)
+
+
+def test_a_corrupt_model_file_is_a_clear_error(tiny):
+    model, tokenizer, _, _ = tiny
+    model.write_bytes(model.read_bytes()[: len(model.read_bytes()) // 2])
+    with pytest.raises(EmbedderError, match=rf"^{model}: not a loadable ONNX model: "):
+        Embedder(model, tokenizer, EmbedOptions())
+
+
+def test_a_corrupt_tokenizer_or_missing_file_is_a_clear_error(tiny, tmp_path):
+    model, tokenizer, _, _ = tiny
+    tokenizer.write_text('{"version": "1.0", "model": ')
+    with pytest.raises(EmbedderError, match=rf"^{tokenizer}: not a loadable tokenizer\.json: "):
+        Embedder(model, tokenizer, EmbedOptions())
+    with pytest.raises(EmbedderError, match=r"nothing\.onnx: cannot read: No such file"):
+        Embedder(tmp_path / "nothing.onnx", tokenizer, EmbedOptions())
+
+
+def test_bad_options_name_the_option(tiny):
+    model, tokenizer, _, _ = tiny
+    with pytest.raises(EmbedderError, match=r"--batch-size 0: must be at least 1"):
+        Embedder(model, tokenizer, EmbedOptions(batch_size=0))
+    with pytest.raises(EmbedderError, match=r"--max-length 1: must be at least 2"):
+        Embedder(model, tokenizer, EmbedOptions(max_length=1))
+
+
+class CountingEmbedder:
+    """Wraps an Embedder and counts passage embeddings actually computed."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.inner = embedder
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_passages(self, texts):
+        self.calls += 1
+        return self.inner.embed_passages(texts)
+
+
+def test_embedding_cache_reuse_and_invalidation(tiny, tmp_path):
+    model, tokenizer, table, type_table = tiny
+    cache = tmp_path / "embeddings"
+    texts = TEXTS[:4]
+    first = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    matrix, hit = cached_passage_embeddings(first, texts, "corpus-1", folder=cache)
+    assert (hit, first.calls, len(list(cache.glob("*.npy")))) == (False, 1, 1)
+    # Same corpus, model and options, even another batch size and thread count: reused, not recomputed.
+    second = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(batch_size=2, threads=1)))
+    again, hit = cached_passage_embeddings(second, texts, "corpus-1", folder=cache)
+    assert (hit, second.calls) == (True, 0)
+    np.testing.assert_array_equal(again, matrix)
+    # Each of these changes the vectors, so each is a miss with its own entry.
+    changed_corpus = cached_passage_embeddings(second, texts, "corpus-2", folder=cache)[1]
+    prefixed = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(passage_prefix="eta ")))
+    changed_prefix = cached_passage_embeddings(prefixed, texts, "corpus-1", folder=cache)[1]
+    pooled = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(pooling="cls")))
+    changed_pooling = cached_passage_embeddings(pooled, texts, "corpus-1", folder=cache)[1]
+    other_model, _, _ = write_model(tmp_path / "other.onnx", seed=8)
+    retrained = CountingEmbedder(Embedder(other_model, tokenizer, EmbedOptions()))
+    changed_model, _ = cached_passage_embeddings(retrained, texts, "corpus-1", folder=cache)
+    assert (changed_corpus, changed_prefix, changed_pooling) == (False, False, False)
+    assert not np.allclose(changed_model, matrix)
+    assert len(list(cache.glob("*.npy"))) == 5
+    # Turning the cache off computes and writes nothing new.
+    off = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    assert cached_passage_embeddings(off, texts, "corpus-3", folder=cache, use_cache=False)[1] is False
+    assert (off.calls, len(list(cache.glob("*.npy")))) == (1, 5)
+
+
+def test_a_corrupt_cache_entry_is_recomputed_not_trusted(tiny, tmp_path):
+    model, tokenizer, table, type_table = tiny
+    cache = tmp_path / "embeddings"
+    embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)
+    (entry,) = cache.glob("*.npy")
+    entry.write_bytes(entry.read_bytes()[:100])
+    messages: list[str] = []
+    matrix, hit = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache, log=messages.append)
+    assert (hit, embedder.calls) == (False, 2)
+    assert messages == [f"{entry}: unusable cache entry, embedding again"]
+    np.testing.assert_allclose(matrix, reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
+    assert cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)[1] is True
+
+
+def test_default_model_ranks_a_paraphrase_above_an_unrelated_sentence():
+    folder = require_default_model()
+    embedder = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(pooling="mean"))
+    query = embedder.embed_query("How do I read the contents of a file?")
+    passages = embedder.embed_passages([
+        "Open the file and read everything it contains into a string.",  # paraphrase
+        "The festival parade was cancelled because of heavy rain.",      # unrelated
+    ])
+    paraphrase, unrelated = passages @ query
+    assert embedder.dimensions == 384
+    assert paraphrase > unrelated + 0.2, (paraphrase, unrelated)
