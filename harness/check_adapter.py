@@ -38,9 +38,11 @@ DEFAULT_QUERIES = 2000
 DEFAULT_LOG = Path(".retrieval-gate/check-adapter.log")
 EXIT_CHECK_FAILED = EXIT_GATE_FAILED  # 1: at least one check failed
 PIPELINED_REQUESTS = 8          # requests written at once by the order check
+PLAIN_QUERY_COUNT = 12          # queries asked twice by the determinism check
 LONG_QUERY_CHARS = 10_000
 LARGE_K = 1000
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
+MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
 EXIT_WAIT_SECONDS = 2.0         # stdout hit EOF -> wait this long for an exit status to report
 READ_CHUNK_BYTES = 64 * 1024
 UNKNOWN_KIND = "check-adapter-no-such-kind"
@@ -52,6 +54,7 @@ CHECKS = (
     ("banner", "the ready banner, if printed, is well-formed"),
     ("order", f"{PIPELINED_REQUESTS} pipelined requests are answered in request order"),
     ("ids", "every answer: a JSON object, ids unique strings, at most k, valid scores"),
+    ("known-ids", "every id returned is a document id of <kind>.jsonl in $HARNESS_CORPUS_DIR"),
     ("k-range", f"k=1 and k={LARGE_K} are answered"),
     ("unicode", "accents, CJK, emoji, right-to-left and combining-mark queries are answered"),
     ("empty-query", "an empty query is answered (an empty list is fine)"),
@@ -189,6 +192,8 @@ class LiveAdapter:
         self._first_line_pending = False
         self._spawned_at = 0.0
         self._last_loss = ""
+        self._silent_starts = 0     # consecutive starts that ended before printing a line
+        self._given_up = ""
 
     @property
     def pid(self) -> int | None:
@@ -258,9 +263,13 @@ class LiveAdapter:
     def _ensure_started(self) -> None:
         if self._process is not None:
             return
-        if self.starts >= MAX_STARTS:
-            raise _Lost(f"not asked: the adapter was started {MAX_STARTS} times and kept failing "
-                        f"(last: {self._last_loss})")
+        if not self._given_up and self.starts >= MAX_STARTS:
+            self._given_up = f"started {MAX_STARTS} times, it kept failing (last: {self._last_loss})"
+        if not self._given_up and self._silent_starts >= MAX_SILENT_STARTS:
+            self._given_up = (f"it ended before printing a line {MAX_SILENT_STARTS} times in a row "
+                              f"({self._last_loss}); see its stderr")
+        if self._given_up:
+            raise _Lost(f"not asked: the adapter is not restarted any more: {self._given_up}")
         self.starts += 1
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
@@ -283,10 +292,10 @@ class LiveAdapter:
         """The next answer line, the time it could start being timed, and whether it is timed."""
         if not self._first_line_pending:
             return self._read_object(ready_at + self.query_timeout), ready_at, True
-        self._first_line_pending = False
         first = self._read_line(ready_at + self.startup_timeout + self.query_timeout,
                                 f"no banner or answer within {self.startup_timeout + self.query_timeout:g} s "
                                 "(start-up included)")
+        self._first_line_pending = False
         startup = time.perf_counter() - self._spawned_at
         banner = decode_banner(first)
         if banner is None and _is_answer(first):
@@ -376,6 +385,7 @@ class LiveAdapter:
                 pass
         self._process = None
         self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
+        self._silent_starts = self._silent_starts + 1 if self._first_line_pending else 0
 
     def _signal_group(self, signum: int) -> None:
         try:
@@ -452,11 +462,23 @@ class CheckResult:
 
 
 @dataclass
+class Corpus:
+    """The folder given as HARNESS_CORPUS_DIR, where it came from, and the ids the kind's answers must use."""
+
+    folder: Path
+    note: str
+    ids: frozenset[str] | None      # None: not judged (no file for the kind, or a stand-in corpus)
+    not_judged_why: str = ""
+    queries: tuple[str, ...] = PLAIN_QUERIES
+
+
+@dataclass
 class Suite:
     """What the checks share: the adapter, the kind asked and the answers kept across checks."""
 
     adapter: LiveAdapter
     kind: str
+    corpus: Corpus
     queries: int
     max_rss_growth_mib: float | None
     first_pass: list[Exchange] = field(default_factory=list)   # determinism, also the order reference
@@ -498,7 +520,7 @@ def check_order(suite: Suite) -> None:
 def check_k_range(suite: Suite) -> None:
     notes, problems = [], []
     for k in (1, LARGE_K):
-        exchange = suite.adapter.ask_one(suite.request(f"k-range-k{k}", PLAIN_QUERIES[0], k=k))
+        exchange = suite.adapter.ask_one(suite.request(f"k-range-k{k}", suite.corpus.queries[0], k=k))
         problem = exchange.outcome()
         if problem is None:
             count = len(exchange.reply()["ids"])
@@ -508,7 +530,10 @@ def check_k_range(suite: Suite) -> None:
                 notes.append(f"k={k}: {count} id{'s' if count != 1 else ''}")
         if problem:
             problems.append(f"k={k}: {problem}")
-    suite.report("k-range", FAIL if problems else PASS, "; ".join(problems or notes))
+    if problems:
+        suite.report("k-range", FAIL, _join_problems(problems, [f"k={k}" for k in (1, LARGE_K)]))
+    else:
+        suite.report("k-range", PASS, "; ".join(notes))
 
 
 def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> None:
@@ -520,13 +545,13 @@ def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> None
         if problem:
             problems.append(f"{label}: {problem}")
     if problems:
-        suite.report(name, FAIL, "; ".join(problems))
+        suite.report(name, FAIL, _join_problems(problems, [label for label, _ in cases]))
     else:
         suite.report(name, PASS, ", ".join(label for label, _ in cases) + " answered")
 
 
 def check_unknown_kind(suite: Suite) -> None:
-    exchange = suite.adapter.ask_one(suite.request("unknown-kind", PLAIN_QUERIES[0], kind=UNKNOWN_KIND))
+    exchange = suite.adapter.ask_one(suite.request("unknown-kind", suite.corpus.queries[0], kind=UNKNOWN_KIND))
     if exchange.failure is not None:
         suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r}: {exchange.failure}; expected an error reply")
         return
@@ -536,7 +561,7 @@ def check_unknown_kind(suite: Suite) -> None:
         suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r} answered without an 'error' ({count} ids); "
                                            "an unknown kind must be refused")
         return
-    after = suite.adapter.ask_one(suite.request("unknown-kind-after", PLAIN_QUERIES[1]))
+    after = suite.adapter.ask_one(suite.request("unknown-kind-after", suite.corpus.queries[-1]))
     problem = after.outcome()
     if problem:
         suite.report("unknown-kind", FAIL, f"error reply given, but the next query failed: {problem}")
@@ -607,6 +632,29 @@ def check_ids(suite: Suite) -> None:
         suite.report("ids", PASS, f"{len(answered)} answers well-formed")
 
 
+def check_known_ids(suite: Suite) -> None:
+    """Ids returned for the kind must be the corpus's own spelling, or the harness scores them as misses."""
+    if suite.corpus.ids is None:
+        suite.report("known-ids", NOT_JUDGED, suite.corpus.not_judged_why)
+        return
+    returned: list[str] = []
+    for exchange in suite.adapter.exchanges:
+        if exchange.line is None or exchange.request.kind != suite.kind:
+            continue
+        ids = exchange.reply().get("ids")
+        if exchange.reply().get("error") is None and isinstance(ids, list):
+            returned.extend(doc_id for doc_id in ids if isinstance(doc_id, str))
+    unknown = sorted({doc_id for doc_id in returned if doc_id not in suite.corpus.ids})
+    if not returned:
+        suite.report("known-ids", NOT_JUDGED, "no id was returned")
+    elif unknown:
+        named = ", ".join(repr(doc_id) for doc_id in unknown[:SHOWN_QUERIES])
+        suite.report("known-ids", FAIL, f"{len(unknown)} distinct ids are not in {suite.kind}.jsonl ({named}); "
+                                        "return the corpus's ids exactly (docs/adapters.md)")
+    else:
+        suite.report("known-ids", PASS, f"{len(set(returned))} distinct ids returned, all in {suite.kind}.jsonl")
+
+
 def check_timeout(suite: Suite, timeout: float) -> None:
     late = [e for e in suite.adapter.exchanges if e.timed_out]
     timed = [e for e in suite.adapter.exchanges if e.line is not None and e.timed]
@@ -639,7 +687,7 @@ def check_banner(suite: Suite) -> None:
 def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
     """Run every check in an order that lets each build on the last; results in table order."""
     suite.first_pass = [suite.adapter.ask_one(suite.request(f"determinism-1-{n}", query))
-                        for n, query in enumerate(PLAIN_QUERIES, 1)]
+                        for n, query in enumerate(suite.corpus.queries, 1)]
     steps: list[Callable[[], None]] = [
         lambda: check_order(suite),
         lambda: check_k_range(suite),
@@ -650,6 +698,7 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
         lambda: check_endurance(suite),
         lambda: check_determinism(suite),
         lambda: check_ids(suite),
+        lambda: check_known_ids(suite),
         lambda: check_timeout(suite, timeout),
         lambda: check_banner(suite),
     ]
@@ -673,7 +722,7 @@ def _long_query() -> str:
 def build_parser() -> argparse.ArgumentParser:
     listing = "\n".join(f"  {name:<13} {what}" for name, what in CHECKS)
     parser = argparse.ArgumentParser(
-        prog=f"{PROG} [options] --", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=PROG, usage=f"{PROG} [options] -- CMD [ARG ...]", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run a conformance suite against a live adapter (its command after '--', run as an "
                     "argv, never a shell) and print a pass/fail table. Exit 0 when nothing fails, 1 on "
                     "any failure, 2 on usage errors.",
@@ -681,6 +730,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kind", default=None,
                         help=f"the kind (corpus/index) to ask; default {DEFAULT_KIND!r}, served from a small "
                              "corpus the checker writes")
+    parser.add_argument("--set", dest="set_name", default=None, metavar="NAME",
+                        help="check against a query set: its kind, its corpus materialised as "
+                             f"${CORPUS_DIR_ENV}, its first {PLAIN_QUERY_COUNT} queries")
+    parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    parser.add_argument("--offline", action="store_true", help="with --set: never fetch corpus archives")
     parser.add_argument("--corpus-dir", type=Path, default=None, metavar="DIR",
                         help=f"folder passed as ${CORPUS_DIR_ENV} (default: ${CORPUS_DIR_ENV} if set with "
                              "--kind, else a temp folder with the checker's corpus as <kind>.jsonl)")
@@ -717,16 +771,17 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")
     if args.kind is not None and (not args.kind or "/" in args.kind or args.kind.startswith(".")):
         raise UsageError(f"check-adapter: --kind: {args.kind!r} cannot name a <kind>.jsonl file")
-    kind = args.kind or DEFAULT_KIND
+    if args.set_name is not None and args.corpus_dir is not None:
+        raise UsageError("check-adapter: --set and --corpus-dir are exclusive: the set brings its corpus")
     with tempfile.TemporaryDirectory(prefix="retrieval-gate-check-") as scratch:
-        corpus_dir, corpus_note = _corpus_folder(args, kind, Path(scratch))
-        env = {**os.environ, CORPUS_DIR_ENV: str(corpus_dir)}
+        kind, corpus = _corpus(args, Path(scratch))
+        env = {**os.environ, CORPUS_DIR_ENV: str(corpus.folder)}
         args.log.parent.mkdir(parents=True, exist_ok=True)
         args.log.write_bytes(b"")  # this run's log only
         adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout)
         print(f"adapter: {shlex.join(command)}")
-        print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus_dir} ({corpus_note})")
-        suite = Suite(adapter, kind, args.queries, args.max_rss_growth)
+        print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus.folder} ({corpus.note})")
+        suite = Suite(adapter, kind, corpus, args.queries, args.max_rss_growth)
         try:
             results = run_suite(suite, args.timeout)
         finally:
@@ -744,20 +799,67 @@ def main(argv: list[str]) -> int:
     return EXIT_CHECK_FAILED if failed else EXIT_OK
 
 
-def _corpus_folder(args: argparse.Namespace, kind: str, scratch: Path) -> tuple[Path, str]:
-    """The folder given to the adapter as HARNESS_CORPUS_DIR, and a note saying where it came from."""
+def _corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
+    """The kind to ask and the corpus folder given as HARNESS_CORPUS_DIR, with a note saying where it came from."""
+    if args.set_name is not None:
+        return _set_corpus(args, scratch)
+    kind = args.kind or DEFAULT_KIND
     if args.corpus_dir is not None:
         if not args.corpus_dir.is_dir():
             raise UsageError(f"check-adapter: --corpus-dir {args.corpus_dir}: not a folder")
-        return args.corpus_dir.resolve(), "from --corpus-dir"
+        return kind, _given_corpus(args.corpus_dir.resolve(), kind, "from --corpus-dir")
     inherited = os.environ.get(CORPUS_DIR_ENV)
     if args.kind is not None and inherited:
-        return Path(inherited), f"inherited from ${CORPUS_DIR_ENV}"
+        return kind, _given_corpus(Path(inherited), kind, f"inherited from ${CORPUS_DIR_ENV}")
     path = scratch / f"{kind}.jsonl"
-    lines = [json.dumps({"id": f"{kind}-{n:02d}", "text": text}, ensure_ascii=False)
-             for n, text in enumerate(CORPUS_TEXTS, 1)]
+    ids = [f"{kind}-{n:02d}" for n in range(1, len(CORPUS_TEXTS) + 1)]
+    lines = [json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) for doc_id, text in zip(ids, CORPUS_TEXTS)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return scratch, f"written by check-adapter: {path.name}, {len(lines)} documents, deleted afterwards"
+    note = f"written by check-adapter: {path.name}, {len(lines)} documents, deleted afterwards"
+    if args.kind is not None:
+        # A stand-in for the user's kind: an adapter serving its own index for it rightly ignores it.
+        return kind, Corpus(scratch, note, None, f"{path.name} is the checker's stand-in; use --set NAME or "
+                                                 "--corpus-dir DIR to check ids against a real corpus")
+    return kind, Corpus(scratch, note, frozenset(ids))
+
+
+def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
+    path = folder / f"{kind}.jsonl"
+    if not path.is_file():
+        return Corpus(folder, note, None, f"no {path.name} in {folder}")
+    return Corpus(folder, note, frozenset(_corpus_ids(path)))
+
+
+def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
+    """Materialise a query set's corpus, as the harness does for a run, and take its kind and queries."""
+    from harness.run import materialise_corpora
+    from harness.sets import find_sets, load_set
+
+    query_set = load_set(find_sets([args.set_name], args.sets_dir)[0], offline=args.offline)
+    if args.kind is not None and args.kind != query_set.kind:
+        raise UsageError(f"check-adapter: --kind {args.kind!r} differs from set {query_set.name}'s kind "
+                         f"{query_set.kind!r}; drop --kind")
+    materialise_corpora([query_set], scratch)
+    queries = tuple(q.query for q in query_set.queries[:PLAIN_QUERY_COUNT]) or PLAIN_QUERIES
+    note = (f"set {query_set.name} revision {query_set.revision}: {query_set.kind}.jsonl, "
+            f"{len(query_set.documents)} documents, deleted afterwards")
+    return query_set.kind, Corpus(scratch, note, frozenset(doc.id for doc in query_set.documents), queries=queries)
+
+
+def _corpus_ids(path: Path) -> list[str]:
+    ids = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                doc_id = json.loads(line).get("id")
+            except (ValueError, AttributeError):
+                doc_id = None
+            if not isinstance(doc_id, str):
+                raise UsageError(f"check-adapter: {path}:{number}: id: not a JSON object with a string 'id'")
+            ids.append(doc_id)
+    return ids
 
 
 def render_table(results: list[CheckResult]) -> str:
@@ -775,6 +877,14 @@ def _tail(path: Path, lines: int = 10) -> list[str]:
     except OSError:
         return []
     return [line[:300] for line in text.splitlines()[-lines:]]
+
+
+def _join_problems(problems: list[str], labels: list[str]) -> str:
+    """'a: why; b: why', or 'all N: why' when every case failed the same way."""
+    reasons = {problem.split(": ", 1)[1] for problem in problems}
+    if len(problems) == len(labels) > 1 and len(reasons) == 1:
+        return f"all {len(labels)} ({', '.join(labels)}): {reasons.pop()}"
+    return "; ".join(problems)
 
 
 def _preview(line: bytes, limit: int = 120) -> str:
