@@ -279,7 +279,7 @@ def render_run_html(report: dict, baseline_sets: dict[str, dict] | None, budgets
         verdict, css = "measured (no gate)", ""
     else:
         verdict, css = ("FAILED", "fail") if failed else ("passed", "pass")
-    body = [f'<h1>retrieval-gate run: <span class="{css}">{_text(verdict)}</span></h1>',
+    body = [f'<h1>retrieval-gate run: <span class="verdict {css}">{_text(verdict)}</span></h1>',
             _provenance_table(provenance, report)]
     if report.get("error"):
         body.append(f'<p class="warn">Error: {_text(report["error"])}</p>')
@@ -353,7 +353,7 @@ def _not_passed(queries: Sequence[Mapping]) -> list[str]:
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
         out.append(_table(("qid", "outcome", "category", "found", "broken contracts", "query"), ((
-            _text(q["qid"]), f'<span class="{"fail" if q["outcome"] == "fail" else ""}">{_text(q["outcome"])}</span>',
+            _text(q["qid"]), f'<span class="{"fail" if q["outcome"] == "fail" else "xpass"}">{_text(q["outcome"])}</span>',
             _text(q.get("category")), f'<span class="ids">{_text(", ".join(q.get("found") or [])) or "none"}</span>',
             _text("; ".join(f"{c['name']}: {c['detail']}" for c in q.get("contracts") or [] if not c.get("passed"))),
             _text(q.get("query"))) for q in rows), "queries"))
@@ -480,7 +480,7 @@ def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
         for metric in shown:
             if metric in scope.base and metric in scope.candidate:
                 change = scope.candidate[metric] - scope.base[metric]
-                css = "worse" if change < -FLOAT_SLACK else "better" if change > FLOAT_SLACK else ""
+                css = "worse" if change < -FLOAT_SLACK else "better" if change > FLOAT_SLACK else "same"
                 cells.append(("num", f"{scope.base[metric]:.3f} \u2192 {scope.candidate[metric]:.3f} "
                                      f'<span class="{css}">({_signed(change)})</span>'))
             else:
