@@ -149,6 +149,10 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
     for field in ("qid", "query", "category", "source"):
         if not isinstance(obj[field], str) or not obj[field].strip():
             raise SetError(f"{where}: {field}: must be a non-empty string")
+        try:
+            obj[field].encode("utf-8")
+        except UnicodeEncodeError:
+            raise SetError(f"{where}: {field}: holds a lone surrogate (\\ud800-\\udfff escape), not text") from None
     if obj["split"] not in SPLITS:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)

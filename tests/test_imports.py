@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
-PURE_MODULES = ("metrics", "gates", "report", "evaluate", "protocol")
+PURE_MODULES = ("metrics", "gates", "report", "evaluate", "protocol", "stats", "compare", "html_report", "junit")
 FORBIDDEN_IN_PURE = {"subprocess", "os", "harness.runner", "harness.run", "harness.cli"}
 
 

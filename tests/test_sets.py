@@ -95,6 +95,7 @@ def test_missing_field(tiny_copy, field):
     ({"max_score": "high"}, "max_score: must be a finite number"),
     ({"measure_only": "yes"}, "measure_only: must be true or false"),
     ({"colour": "red"}, "colour: unknown field"),
+    ({"query": "caf\ud800"}, "query: holds a lone surrogate"),
 ])
 def test_bad_query_fields(tiny_copy, changes, message):
     rewrite_query(tiny_copy, "tiny-01", **changes)
