@@ -53,7 +53,12 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     from harness.fsutil import cache_dir
 
     check_settings(settings)
-    folder = cache_dir(NAME) if settings.use_cache else None
+    folder = None
+    if settings.use_cache:
+        try:
+            folder = cache_dir(NAME)
+        except OSError as exc:  # an unwritable home must not stop the adapter, only slow it
+            print(f"bm25: no index cache ({exc}); building every time", file=sys.stderr)
     indexes: dict[str, BM25Index] = {}
     for kind, path in paths.items():
         corpus = read_corpus(kind, Path(path))

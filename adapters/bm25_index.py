@@ -64,6 +64,14 @@ def check_settings(settings: BM25Settings) -> None:
         raise ValueError(f"b: must be between 0 and 1, got {settings.b}")
 
 
+class _Numbering(dict):
+    """token -> term id, numbering a new token on first lookup (the lookup stays in C)."""
+
+    def __missing__(self, token: str) -> int:
+        term = self[token] = len(self)
+        return term
+
+
 class BM25Index:
     """An immutable BM25 index over one corpus; build it with `build` or `from_tokens`."""
 
@@ -105,11 +113,12 @@ class BM25Index:
         objects outlive the loop; the rest is array work.
         """
         check_settings(settings)
-        vocab_ids: dict[str, int] = {}
+        vocab_ids = _Numbering()
+        term_of = vocab_ids.__getitem__
         token_terms = array("i")
         doc_lengths = array("i")
         for tokens in docs_tokens:
-            token_terms.extend([vocab_ids.setdefault(token, len(vocab_ids)) for token in tokens])
+            token_terms.extend(map(term_of, tokens))
             doc_lengths.append(len(tokens))
         if len(doc_lengths) != len(ids):
             raise ValueError(f"{len(ids)} ids but {len(doc_lengths)} token lists")
@@ -189,22 +198,19 @@ class BM25Index:
             start, end = int(offsets[terms[0]]), int(offsets[terms[0] + 1])
             candidates, candidate_scores = docs[start:end], contributions[start:end]
         else:
-            # float64 sums of float32 term scores are exact (their exponents differ by far
-            # less than the 29 spare bits), so equal sets of term scores tie exactly whatever
-            # the order of addition, and the id rule decides.
-            scores = np.zeros(len(self.ids), dtype=np.float64)
-            touched = 0
-            for term in terms:
-                start, end = int(offsets[term]), int(offsets[term + 1])
-                # Documents are unique within one posting slice, so fancy-index += is exact.
-                scores[docs[start:end]] += contributions[start:end]
-                touched += end - start
-            if touched * 8 < len(scores):
-                candidates = np.unique(np.concatenate(
-                    [docs[offsets[term]:offsets[term + 1]] for term in terms]))
+            slices = [slice(offsets[term], offsets[term + 1]) for term in terms]
+            hit_docs = np.concatenate([docs[part] for part in slices])
+            hit_scores = np.concatenate([contributions[part] for part in slices])
+            # bincount sums in float64, and float64 sums of float32 term scores are exact
+            # (their exponents differ by far less than the 29 spare bits), so documents with
+            # equal term scores tie exactly whatever the order of addition; the id rule decides.
+            if len(hit_docs) * 16 < len(self.ids):
+                candidates, slot = np.unique(hit_docs, return_inverse=True)
+                candidate_scores = np.bincount(slot, weights=hit_scores, minlength=len(candidates))
             else:
-                candidates = np.flatnonzero(scores)
-            candidate_scores = scores[candidates]
+                dense = np.bincount(hit_docs, weights=hit_scores, minlength=len(self.ids))
+                candidates = np.flatnonzero(dense > 0)
+                candidate_scores = dense[candidates]
         if len(candidates) > k:
             # Keep everything tying with the k-th best score, then order exactly.
             kth = np.partition(candidate_scores, len(candidates) - k)[len(candidates) - k]

@@ -231,11 +231,14 @@ def short_docs_run(folder: Path, k1: float, b: float) -> dict[str, object]:
             "startup_s": startup, "peak_rss_mb": peak, "answered": len(answer.get("ids", []))}
 
 
-def short_docs_worker(engine: str, k1: float, b: float) -> dict[str, object]:
-    """Peak RSS of building `engine` over the 1M short documents (tokens made first, then reset)."""
+def short_docs_worker(engine: str, corpus_path: Path, k1: float, b: float) -> dict[str, object]:
+    """Peak RSS of building `engine` over the short documents (tokens made first, then reset)."""
+    from adapters.corpus_dir import read_corpus
     from adapters.tokenizer import Tokenizer
 
-    ids, texts = short_documents(SHORT_DOCS)
+    corpus = read_corpus("lines", corpus_path)
+    ids, texts = corpus.ids, corpus.texts
+    del corpus
     tokenize = Tokenizer()
     docs_tokens = [tokenize(text) for text in texts]
     del texts
@@ -325,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         if args.worker.endswith("-1m"):
-            result = short_docs_worker(args.worker[:-3], args.k1, args.b)
+            result = short_docs_worker(args.worker[:-3], Path(args.data), args.k1, args.b)
         else:
             result = worker(args.worker, Path(args.data), args.queries, args.k1, args.b)
         print(json.dumps(result))
@@ -357,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             peers = {}
             for engine in ("ours", "bm25s"):
                 done = subprocess.run([sys.executable, "-m", "benchmarks.bm25", "--worker", f"{engine}-1m",
+                                       "--data", str(Path(tmp) / "short" / "lines.jsonl"),
                                        "--k1", str(args.k1), "--b", str(args.b)],
                                       capture_output=True, text=True, cwd=_repo_root())
                 peers[engine] = json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr[-500:]}

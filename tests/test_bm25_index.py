@@ -18,6 +18,7 @@ def reference_ranking(ids: list[str], docs: list[list[str]], query: list[str],
     """Lucene BM25 written out plainly, in float64, one document and one query token at a time."""
     n_docs = len(docs)
     avgdl = sum(len(doc) for doc in docs) / n_docs
+    df = {token: sum(1 for doc in docs if token in doc) for token in query}
     scored = []
     for doc_id, doc in zip(ids, docs):
         score = 0.0
@@ -25,8 +26,7 @@ def reference_ranking(ids: list[str], docs: list[list[str]], query: list[str],
             tf = doc.count(token)
             if tf == 0:
                 continue
-            df = sum(1 for other in docs if token in other)
-            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            idf = math.log(1 + (n_docs - df[token] + 0.5) / (df[token] + 0.5))
             score += idf * tf / (tf + k1 * (1 - b + b * len(doc) / avgdl))
         if score > 0:
             scored.append((doc_id, score))
@@ -66,6 +66,25 @@ def test_matches_the_plain_reference_on_random_corpora(seed: int, k1: float, b: 
             got = index.search_tokens(query, k)
             assert [doc_id for doc_id, _ in got] == [doc_id for doc_id, _ in expected[:k]]
             assert [score for _, score in got] == pytest.approx([s for _, s in expected[:k]], abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_matches_the_reference_with_rare_and_common_terms(seed: int) -> None:
+    # Zipf-like word use over 600 documents: rare-term queries take the sparse path
+    # (few postings), common ones the dense path; both must agree with the reference.
+    rng = random.Random(100 + seed)
+    words = [f"t{i}" for i in range(400)]
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    ids = [f"d{i:04d}" for i in rng.sample(range(10_000), 600)]
+    docs = [rng.choices(words, weights, k=rng.randint(1, 20)) for _ in ids]
+    index = BM25Index.from_tokens(ids, docs, BM25Settings())
+    queries = [["t0", "t1"], ["t300", "t350", "t399"], ["t2", "t390"], ["t5", "t5", "t120"]]
+    queries += [rng.sample(words, rng.randint(2, 5)) for _ in range(15)]
+    for query in queries:
+        expected = reference_ranking(ids, docs, query)
+        got = index.search_tokens(query, 10)
+        assert [doc_id for doc_id, _ in got] == [doc_id for doc_id, _ in expected[:10]], query
+        assert [score for _, score in got] == pytest.approx([s for _, s in expected[:10]], abs=1e-6)
 
 
 def test_ties_break_by_id_ascending_even_inside_the_cut() -> None:
