@@ -1,4 +1,4 @@
-"""`python -m adapters.http --url http://127.0.0.1:PORT/PATH`: protocol v1 bridged to a backend's local JSON search endpoint.
+"""`python -m adapters.http --url http://127.0.0.1:PORT/PATH`: bridge protocol v1 to a local JSON search endpoint.
 
 Each request becomes one HTTP call (POST with a JSON body, or GET with query parameters)
 whose field names are configurable, and the answer's ids (and scores) are read at

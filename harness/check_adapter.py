@@ -195,10 +195,6 @@ class LiveAdapter:
         self._silent_starts = 0     # consecutive starts that ended before printing a line
         self._given_up = ""
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
     def ask(self, requests: list[Request]) -> list[Exchange]:
         """Write all requests at once (pipelined when several), then read one answer for each."""
         exchanges = [Exchange(request) for request in requests]
@@ -248,14 +244,9 @@ class LiveAdapter:
             process.stdin.close()
         except OSError:
             pass
-        try:
-            process.wait(STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
+        if self._exit_status(STOP_GRACE_SECONDS) is None:
             self._signal_group(signal.SIGTERM)
-            try:
-                process.wait(TERM_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
+            self._exit_status(TERM_GRACE_SECONDS)
         self._kill()
 
     # -- internals -------------------------------------------------------------------------
@@ -360,9 +351,8 @@ class LiveAdapter:
             poller.poll(math.ceil(remaining * 1000))
 
     def _how_it_ended(self) -> str:
-        try:
-            status = self._process.wait(EXIT_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
+        status = self._exit_status(EXIT_WAIT_SECONDS)
+        if status is None:
             return "closed its stdout (still running)"
         if status < 0:
             try:
@@ -370,6 +360,24 @@ class LiveAdapter:
             except ValueError:
                 return f"adapter was killed by signal {-status}"
         return f"adapter exited with status {status}"
+
+    def _exit_status(self, timeout: float) -> int | None:
+        """The leader's exit status (negative: killed by that signal), without reaping it.
+
+        Left unreaped until `_kill` has signalled its group, its pid (the group id) cannot be
+        taken by an unrelated process meanwhile.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return self._process.wait()
+            if info is not None:
+                return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
 
     def _kill(self) -> None:
         """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""

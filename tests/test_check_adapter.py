@@ -152,12 +152,13 @@ def test_kind_option_keeps_an_inherited_corpus_dir(capsys, tmp_path, monkeypatch
 
 
 def test_set_option_uses_the_sets_kind_corpus_and_queries(capsys, tmp_path):
-    status, table, out, _ = check(capsys, tmp_path, fixture("good"), "--set", str(FIXTURES.parent / "sets" / "tiny"))
+    tiny = str(FIXTURES.parent / "sets" / "tiny")
+    status, table, out, _ = check(capsys, tmp_path, fixture("good"), "--set", tiny)
     assert status == 0, out
     assert "kind: tiny;" in out and "(set tiny revision 1: tiny.jsonl, 8 documents, deleted afterwards)" in out
     assert table["known-ids"] == ("pass", "8 distinct ids returned, all in tiny.jsonl")
     assert table["determinism"][1] == "7 queries asked twice, same rankings"  # the set's 7 queries
-    status, table, out, _ = check(capsys, tmp_path, fixture("wrong_ids"), "--set", str(FIXTURES.parent / "sets" / "tiny"))
+    status, table, out, _ = check(capsys, tmp_path, fixture("wrong_ids"), "--set", tiny)
     assert failing(table) == {"known-ids"} and "'./doc-01'" in table["known-ids"][1]
 
 
@@ -167,7 +168,8 @@ def test_set_option_uses_the_sets_kind_corpus_and_queries(capsys, tmp_path):
     (["--timeout", "0", "--", "x"], "--timeout: must be a positive number of seconds, got 0.0"),
     (["--kind", "../etc", "--", "x"], "--kind: '../etc' cannot name a <kind>.jsonl file"),
     (["--", "/nonexistent/adapter-binary"], "cannot start the adapter /nonexistent/adapter-binary"),
-    (["--set", str(FIXTURES.parent / "sets" / "tiny"), "--kind", "code", "--", "x"], "differs from set tiny's kind 'tiny'"),
+    (["--set", str(FIXTURES.parent / "sets" / "tiny"), "--kind", "code", "--", "x"],
+     "differs from set tiny's kind 'tiny'"),
     (["--set", "tiny", "--corpus-dir", ".", "--", "x"], "--set and --corpus-dir are exclusive"),
 ])
 def test_usage_errors_exit_2_with_one_line(capsys, tmp_path, args, message):
