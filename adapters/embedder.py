@@ -40,7 +40,28 @@ class EmbedOptions:
     passage_prefix: str = ""
     max_length: int = 256
     batch_size: int = 32
+    batch_tokens: int = 256
     threads: int = 0
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
+    """Cut positions 0..n-1 (texts already sorted longest first) into consecutive batches.
+
+    A batch holds at most `batch_size` texts and, once padded to its first (longest) text,
+    at most `batch_tokens` tokens, but always at least one text. Long texts thus go in
+    small batches: attention tensors grow with batch x length^2, and past the CPU caches a
+    big batch of long texts is slower per text than one text at a time.
+    """
+    batches: list[list[int]] = []
+    for position, length in enumerate(lengths):
+        if batches:
+            batch = batches[-1]
+            width = lengths[batch[0]]
+            if len(batch) < batch_size and (len(batch) + 1) * width <= batch_tokens:
+                batch.append(position)
+                continue
+        batches.append([position])
+    return batches
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -98,6 +119,8 @@ class Embedder:
             raise EmbedderError(f"--max-length {options.max_length}: must be at least 2")
         if options.batch_size < 1:
             raise EmbedderError(f"--batch-size {options.batch_size}: must be at least 1")
+        if options.batch_tokens < 1:
+            raise EmbedderError(f"--batch-tokens {options.batch_tokens}: must be at least 1")
         if options.threads < 0:
             raise EmbedderError(f"--threads {options.threads}: must be 0 (automatic) or more")
         self.options = options
@@ -157,8 +180,9 @@ class Embedder:
     def embed(self, texts: Sequence[str], prefix: str = "") -> np.ndarray:
         """Vectors for `texts` in input order, shape (len(texts), dim), float32.
 
-        Texts are run in batches of similar token length (longest first) so a batch pads
-        little; each batch is padded to its own longest text, never to a fixed width.
+        Texts are run in batches of similar token length (longest first, see `plan_batches`)
+        so a batch pads little; each batch is padded to its own longest text, never to a
+        fixed width.
         """
         if not texts:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
@@ -166,8 +190,9 @@ class Embedder:
         token_ids = [encoding.ids for encoding in encodings]
         type_ids = [encoding.type_ids for encoding in encodings]
         order = sorted(range(len(texts)), key=lambda index: (-len(token_ids[index]), index))
-        size = self.options.batch_size
-        batches = [order[start:start + size] for start in range(0, len(order), size)]
+        batches = plan_batches([len(token_ids[index]) for index in order], self.options.batch_size,
+                               self.options.batch_tokens)
+        batches = [[order[position] for position in batch] for batch in batches]
         outputs = [self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch]) for batch in batches]
         result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
         for batch, vectors in zip(batches, outputs):

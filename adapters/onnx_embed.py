@@ -28,6 +28,8 @@ VERSION = "1"
 INSTALL_HINT = "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenizers)"
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_BATCH_SIZE = 32
+# Measured on the stdlib docstrings (benchmarks/embed.py): larger budgets were no faster and used more memory.
+DEFAULT_BATCH_TOKENS = 256
 
 
 class ConfigError(ValueError):
@@ -56,6 +58,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"tokens per text, special tokens included (default {DEFAULT_MAX_LENGTH})")
     group.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
                        help=f"texts per model call when embedding a corpus (default {DEFAULT_BATCH_SIZE})")
+    group.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
+                       help="at most this many tokens per model call, padding included; long texts "
+                            f"go in smaller batches (default {DEFAULT_BATCH_TOKENS})")
     group.add_argument("--threads", type=int, default=0,
                        help="onnxruntime intra-op threads; 0 lets onnxruntime choose (default)")
     group.add_argument("--offline", action="store_true",
@@ -102,7 +107,8 @@ def build_embedder(args: argparse.Namespace) -> tuple[Embedder, ModelFiles]:
     pooling = args.pooling or (pooling_from_config(files.folder) if files.folder else None) or "mean"
     options = EmbedOptions(pooling=pooling, normalize=args.normalize, query_prefix=args.query_prefix,
                            passage_prefix=args.passage_prefix, max_length=args.max_length,
-                           batch_size=args.batch_size, threads=args.threads)
+                           batch_size=args.batch_size, batch_tokens=args.batch_tokens,
+                           threads=args.threads)
     return Embedder(files.model, files.tokenizer, options), files
 
 

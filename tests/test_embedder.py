@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers, processors  # noqa: E402
 
 from adapters.embedder import (  # noqa: E402
-    EmbedderError, EmbedOptions, Embedder, cached_passage_embeddings, pooling_from_config)
+    EmbedderError, EmbedOptions, Embedder, cached_passage_embeddings, plan_batches, pooling_from_config)
 from test_model_store import require_default_model  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -107,15 +107,27 @@ TEXTS = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha beta gamma d
          "theta theta", "gamma unknownword alpha beta zeta", "eta", "beta alpha"]
 
 
-@pytest.mark.parametrize("batch_size", [1, 3, 16])
-def test_mean_pooling_and_normalisation_match_numpy(tiny, batch_size):
+@pytest.mark.parametrize("batch_size, batch_tokens", [(1, 256), (3, 256), (16, 256), (16, 12)])
+def test_mean_pooling_and_normalisation_match_numpy(tiny, batch_size, batch_tokens):
     model, tokenizer, table, type_table = tiny
-    embedder = Embedder(model, tokenizer, EmbedOptions(pooling="mean", normalize=True, batch_size=batch_size))
+    embedder = Embedder(model, tokenizer, EmbedOptions(pooling="mean", normalize=True, batch_size=batch_size,
+                                                       batch_tokens=batch_tokens))
     vectors = embedder.embed(TEXTS)
     expected = reference(TEXTS, table, type_table)
     np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     assert embedder.dimensions == DIM
+
+
+def test_batches_respect_both_the_text_and_the_token_cap():
+    lengths = [10, 9, 4, 4, 3, 2, 2, 2, 1]  # sorted longest first, as embed() sorts them
+    # Token cap 20: [10, 9] pads to 2 x 10 = 20; [4, 4, 3, 2, 2] pads to 5 x 4 = 20; then [2, 2, 1].
+    assert plan_batches(lengths, 32, 20) == [[0, 1], [2, 3, 4, 5, 6], [7, 8]]
+    # Text cap 3 binds first.
+    assert plan_batches(lengths, 3, 1000) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    # A text longer than the token cap still goes alone, never dropped.
+    assert plan_batches([300, 5], 32, 256) == [[0], [1]]
+    assert plan_batches([], 32, 256) == []
 
 
 def test_cls_pooling_without_normalisation_matches_numpy(tiny):
@@ -201,6 +213,8 @@ def test_bad_options_name_the_option(tiny):
     model, tokenizer, _, _ = tiny
     with pytest.raises(EmbedderError, match=r"--batch-size 0: must be at least 1"):
         Embedder(model, tokenizer, EmbedOptions(batch_size=0))
+    with pytest.raises(EmbedderError, match=r"--batch-tokens 0: must be at least 1"):
+        Embedder(model, tokenizer, EmbedOptions(batch_tokens=0))
     with pytest.raises(EmbedderError, match=r"--max-length 1: must be at least 2"):
         Embedder(model, tokenizer, EmbedOptions(max_length=1))
 

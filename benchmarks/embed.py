@@ -1,0 +1,209 @@
+"""Embedding benchmark: our length-sorted batching against a naive onnxruntime loop and unsorted batching.
+
+Same texts for every configuration (stdlib docstrings, 2,000 by default, max length 256),
+one thread and two. Each configuration runs in its own child process so its peak memory
+(ru_maxrss) is its own. Reports corpus encode throughput (docs/s), query latency p50/p95
+(embed the query, exact top-10 over the corpus) and peak RSS.
+
+    python -m benchmarks.embed                      # default model, from the cache (fetched if missing)
+    python -m benchmarks.embed --limit 500 --threads 1 --batch-sizes 16,32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY_K = 10
+CHILD_TIMEOUT_SECONDS = 1800
+NO_TOKEN_CAP = 1 << 30
+
+
+def nearest_rank(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile, as the harness reports latency: the value at rank ceil(fraction * n)."""
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(fraction * len(ordered))) - 1]
+
+
+# ---- child side -------------------------------------------------------------------------------
+
+def _naive_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int):
+    """The loop people write first: texts in corpus order, `batch_size` at a time, mean pool, normalise.
+
+    Batch 1 pads nothing; larger batches pad every text to the longest in its (unsorted) batch.
+    """
+    import numpy as np
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(model_dir / "model.onnx"), options,
+                                           providers=["CPUExecutionProvider"])
+    names = {node.name for node in session.get_inputs()}
+
+    def encode(texts: list[str]):
+        out = []
+        for start in range(0, len(texts), batch_size):
+            encodings = [tokenizer.encode(text) for text in texts[start:start + batch_size]]
+            width = max(len(encoding.ids) for encoding in encodings)
+            ids = np.zeros((len(encodings), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, encoding in enumerate(encodings):
+                ids[row, :len(encoding.ids)] = encoding.ids
+                mask[row, :len(encoding.ids)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in names:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            hidden = session.run(None, feed)[0]
+            pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
+        return np.concatenate(out).astype(np.float32)
+
+    return encode, lambda text: encode([text])[0]
+
+
+def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int, batch_tokens: int):
+    from adapters.embedder import EmbedOptions, Embedder
+
+    embedder = Embedder(model_dir / "model.onnx", model_dir / "tokenizer.json",
+                        EmbedOptions(pooling="mean", normalize=True, max_length=max_length,
+                                     batch_size=batch_size, batch_tokens=batch_tokens, threads=threads))
+    return embedder.embed_passages, embedder.embed_query
+
+
+def run_child(config: dict) -> dict:
+    """Measure one configuration in this process; returns the row as a dict."""
+    import numpy as np
+
+    from adapters.onnx_embed import EmbeddingIndex
+    from benchmarks.stdlib_corpus import load_items
+
+    documented = [item for item in load_items() if item.query is not None]  # docstrings only
+    items = documented[: config["limit"]]
+    texts = [item.text for item in items]
+    queries = [item.query for item in items[:: max(1, len(items) // config["queries"])]][: config["queries"]]
+    if config["method"] == "sorted":
+        encode, encode_query = _our_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
+                                            config["batch_size"], config["batch_tokens"])
+    else:
+        encode, encode_query = _naive_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
+                                              config["batch_size"])
+    encode(texts[:8])  # warm-up: the first run allocates
+    started = time.perf_counter()
+    matrix = encode(texts)
+    encode_seconds = time.perf_counter() - started
+    index = EmbeddingIndex([item.id for item in items], matrix)
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        index.search(encode_query(query), QUERY_K)
+        latencies.append((time.perf_counter() - started) * 1000)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {**config, "docs": len(texts), "docs_per_s": len(texts) / encode_seconds,
+            "p50_ms": nearest_rank(latencies, 0.50), "p95_ms": nearest_rank(latencies, 0.95),
+            "peak_mib": peak_kib / 1024, "checksum": float(np.abs(matrix).sum())}
+
+
+# ---- parent side ------------------------------------------------------------------------------
+
+def measure(config: dict) -> dict:
+    """Run one configuration in a fresh child (tokenizers' thread pool capped to the same thread count)."""
+    env = {**os.environ, "RAYON_RS_NUM_CPUS": str(config["threads"]), "OMP_NUM_THREADS": str(config["threads"])}
+    completed = subprocess.run([sys.executable, "-m", "benchmarks.embed", "--child", json.dumps(config)],
+                               capture_output=True, text=True, cwd=ROOT, env=env,
+                               timeout=CHILD_TIMEOUT_SECONDS, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"child failed for {config}: {completed.stderr.strip()[-2000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def label(row: dict) -> str:
+    if row["method"] == "sorted":
+        budget = "no token cap" if row["batch_tokens"] >= NO_TOKEN_CAP else f"<= {row['batch_tokens']} tokens"
+        return f"ours: length-sorted, batch {row['batch_size']}, {budget}"
+    if row["batch_size"] == 1:
+        return "naive: batch 1, corpus order"
+    return f"unsorted batching, batch {row['batch_size']}"
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| threads | configuration | docs/s | vs naive | query p50 ms | query p95 ms | peak RSS MiB |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        naive = next(other for other in rows if other["threads"] == row["threads"]
+                     and other["method"] == "naive" and other["batch_size"] == 1)
+        lines.append(f"| {row['threads']} | {label(row)} | {row['docs_per_s']:.1f} | "
+                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {row['p50_ms']:.1f} | "
+                     f"{row['p95_ms']:.1f} | {row['peak_mib']:.0f} |")
+    return "\n".join(lines)
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.embed", description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, help="default: the pinned model in the cache")
+    parser.add_argument("--limit", type=int, default=2000, help="texts to embed (default 2000)")
+    parser.add_argument("--queries", type=int, default=200, help="queries timed one by one (default 200)")
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--threads", type=_int_list, default=[1, 2], help="comma list (default 1,2)")
+    parser.add_argument("--batch-sizes", type=_int_list, default=[1, 16, 32, 64],
+                        help="our batch sizes to try (default 1,16,32,64; 32 is the adapter default)")
+    parser.add_argument("--batch-tokens", type=int, default=256, help="our token cap per batch (default 256, as the adapter)")
+    parser.add_argument("--unsorted-batch", type=int, default=16, help="batch size of the unsorted run (default 16)")
+    parser.add_argument("--uncapped-batch", type=int, default=16,
+                        help="also run ours at this batch size without the token cap (0: skip; default 16)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_child(json.loads(args.child))))
+        return 0
+
+    model_dir = args.model_dir
+    if model_dir is None:
+        from adapters import model_store
+
+        model_dir = model_store.model_dir()
+        if not model_store.is_fetched(folder=model_dir):
+            model_store.fetch(folder=model_dir, log=lambda message: print(message, file=sys.stderr))
+        model_store.verify(folder=model_dir)
+    base = {"model_dir": str(model_dir), "limit": args.limit, "queries": args.queries,
+            "max_length": args.max_length}
+    plan = []
+    for threads in args.threads:
+        plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
+        plan.append({**base, "threads": threads, "method": "naive", "batch_size": args.unsorted_batch})
+        plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens}
+                 for size in args.batch_sizes]
+        if args.uncapped_batch:
+            plan.append({**base, "threads": threads, "method": "sorted", "batch_size": args.uncapped_batch,
+                         "batch_tokens": NO_TOKEN_CAP})
+    print(f"# {args.limit} stdlib docstrings, max length {args.max_length}, model {model_dir}; "
+          f"cpus {os.cpu_count()}, load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    rows = []
+    for config in plan:
+        rows.append(measure(config))
+        print(f"  {config['threads']} thread(s) {label(rows[-1])}: {rows[-1]['docs_per_s']:.1f} docs/s",
+              file=sys.stderr, flush=True)
+    print(table(rows))
+    print(f"# load average at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
