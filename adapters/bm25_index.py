@@ -113,6 +113,8 @@ class BM25Index:
         objects outlive the loop; the rest is array work.
         """
         check_settings(settings)
+        if len(set(ids)) != len(ids):
+            raise ValueError("ids: must be unique")
         vocab_ids = _Numbering()
         term_of = vocab_ids.__getitem__
         token_terms = array("i")

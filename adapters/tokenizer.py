@@ -17,6 +17,10 @@ from harness.text import STOP_WORDS
 # and of the adapter banner, so a baseline records which tokeniser made it.
 TOKENIZER_VERSION = 1
 
+# Chunks remembered by one Tokenizer before its memo is dropped (a corpus of 1M short
+# documents has ~250k distinct chunks).
+MEMO_LIMIT = 2_000_000
+
 # An identifier-ish chunk: runs of word characters (letters, digits, underscore, any script)
 # joined by single dots, so "http.client.HTTPResponse" is one chunk, "end. Next" is two.
 _CHUNK = re.compile(r"\w+(?:\.\w+)*")
@@ -112,6 +116,8 @@ class Tokenizer:
             # split the word, since a combining mark is not a word character.
             text = unicodedata.normalize("NFC", text)
         memo = self._memo
+        if len(memo) > MEMO_LIMIT:  # a long-lived adapter sees endless new query words
+            memo.clear()
         tokens: list[str] = []
         for chunk in self._findall(text):
             found = memo.get(chunk)

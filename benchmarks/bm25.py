@@ -260,6 +260,15 @@ def _overlap(ours: list[list[str]], theirs: list[list[str]]) -> tuple[float, flo
     return (statistics.fmean(shares) if shares else 1.0), statistics.fmean(exact)
 
 
+def _same_up_to_ties(ours: list[tuple[str, float]], theirs: list[tuple[str, float]], tolerance: float = 1e-4) -> bool:
+    """The same score at every rank (float32 noise allowed): the lists differ at most inside ties.
+
+    bm25s orders equal scores arbitrarily and we order them by id, so lists whose scores
+    agree rank by rank are the same ranking even where their ids differ.
+    """
+    return len(ours) == len(theirs) and all(abs(a - c) <= tolerance for (_, a), (_, c) in zip(ours, theirs))
+
+
 def _recall(results: list[list[tuple[str, float]]], chosen) -> float:
     return statistics.fmean(any(doc == item.id for doc, _ in hits) for hits, item in zip(results, chosen))
 
@@ -287,6 +296,8 @@ def compare(size: int, items, docs_tokens, n_queries: int, n_slow: int, folder: 
     ours_ids = [[doc for doc, _ in hits] for hits in rows["ours"]["results"]]
     bm25s_ids = [[doc for doc, _ in hits] for hits in rows["bm25s"]["results"]]
     share, exact = _overlap(ours_ids, bm25s_ids)
+    up_to_ties = statistics.fmean(_same_up_to_ties(a, c) for a, c in zip(rows["ours"]["results"],
+                                                                        rows["bm25s"]["results"]))
     proto_same = statistics.fmean(p == o for p, o in zip(proto["results"], ours_ids))
     score_gap = max((abs(a[1] - c[1]) for x, y in zip(rows["ours"]["results"], rows["bm25s"]["results"])
                      for a, c in zip(x, y) if a[0] == c[0]), default=0.0)
@@ -308,6 +319,7 @@ def compare(size: int, items, docs_tokens, n_queries: int, n_slow: int, folder: 
     lines.append(f"recall@10 on the {slow} queries rank_bm25 ran: " + ", ".join(
         f"{engine} {_recall(rows[engine]['results'][:slow], chosen[:slow]):.3f}" for engine in ENGINES))
     lines.append(f"top-10 agreement with bm25s: {share:.4f} of bm25s's hits (exact same list {exact:.4f}); "
+                 f"same scores rank by rank (differences only among ties) {up_to_ties:.4f}; "
                  f"max |score diff| on shared hits {score_gap:.2e}; protocol top-10 == in-process: {proto_same:.4f}")
     lines.append(f"protocol start-up (tokenise + build + cache write) {proto['startup_miss_s']:.2f} s, "
                  f"from cache {proto['startup_hit_s']:.2f} s; adapter peak RSS {proto['peak_rss_miss_mb']:.0f} MB "
