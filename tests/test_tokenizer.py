@@ -107,3 +107,13 @@ def test_tokens_are_lowercase_nonempty_and_compose_over_whitespace(left: str, ri
     tokens = tokenize(left)
     assert all(token and token == token.lower() for token in tokens)
     assert tokenize(left + " " + right) == tokens + tokenize(right)
+
+
+def test_memo_is_bounded_and_answers_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    import adapters.tokenizer as tokenizer_module
+
+    monkeypatch.setattr(tokenizer_module, "MEMO_LIMIT", 3)
+    shared = Tokenizer()
+    texts = [f"word{i} parseConfig{i}" for i in range(20)]
+    assert [shared(text) for text in texts] == [tokenize(text) for text in texts]
+    assert len(shared._memo) <= 3 + 2  # cleared once over the limit, then refilled by one text
