@@ -185,3 +185,16 @@ def test_default_model_adapter_end_to_end(tmp_path):
     assert banner["embedder"]["model_sha256"] == model_store.DEFAULT_MODEL.wheels[0].files[0].sha256
     assert (banner["embedder"]["dimensions"], banner["embedder"]["pooling"]) == (384, "mean")
     assert answer["ids"] == ["paraphrase", "unrelated"]
+
+
+@pytest.mark.parametrize("module", ["adapters.onnx_embed", "adapters.hybrid"])
+def test_a_missing_package_is_an_install_hint_not_a_traceback(module, tmp_path):
+    """onnxruntime made unimportable in a real child: one line naming it and the extra to install, exit 2."""
+    code = (f"import sys; sys.modules['onnxruntime'] = None; from {module} import main; "
+            "sys.exit(main(['--corpus', 'x=unused.jsonl']))")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                               env={**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path)}, timeout=60, check=False)
+    name = module.split(".")[1]
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (f"{name}: error: missing onnxruntime; install with: "
+                                "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenizers)\n")
