@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check_adapter import CHECKS, group_rss_kib
+from harness.check_adapter import CHECKS
+from harness.live_adapter import group_rss_kib
 from harness.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_adapters"

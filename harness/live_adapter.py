@@ -1,0 +1,390 @@
+"""A raw-line driver for a live adapter, for the conformance suite (`check-adapter`).
+
+Unlike `harness.runner.AdapterProcess`, which rightly turns the first violation into a
+terminal error, this driver hands back each raw line so every violation can be attributed
+to the right check, and restarts an adapter whose stream can no longer be trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import UsageError
+from harness.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
+from harness.runner import MAX_LINE_BYTES, STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
+
+MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
+MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
+EXIT_WAIT_SECONDS = 2.0         # stdout hit EOF -> wait this long for an exit status to report
+READ_CHUNK_BYTES = 64 * 1024
+
+
+# -- talking to the adapter -------------------------------------------------------------------
+
+@dataclass
+class Exchange:
+    """One request and what came back: a raw JSON-object line, or why no usable line came."""
+
+    request: Request
+    line: bytes | None = None
+    failure: str | None = None
+    seconds: float = 0.0
+    timed: bool = True        # False for a first answer without a banner: it pays the start-up
+    timed_out: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.request.qid or "?"
+
+    def reply(self) -> dict | None:
+        """The answer as a JSON object, or None when there was no usable line."""
+        if self.line is None:
+            return None
+        return json.loads(self.line)
+
+    def outcome(self) -> str | None:
+        """Why this exchange did not give a usable answer (failure, error reply, no id list), or None."""
+        if self.failure is not None:
+            return self.failure
+        reply = self.reply()
+        if reply.get("error") is not None:
+            return f"answered with an error: {shorten(str(reply['error']))}"
+        if not isinstance(reply.get("ids"), list):
+            return f"answer has no 'ids' list: {_preview(self.line)}"
+        return None
+
+    def ranking(self) -> tuple | None:
+        """What two answers must share to be the same: the id list, or the error text."""
+        if self.line is None:
+            return None
+        reply = self.reply()
+        if reply.get("error") is not None:
+            return ("error", str(reply["error"]))
+        ids = reply.get("ids")
+        return ("ids", json.dumps(ids, sort_keys=True)) if isinstance(ids, list) else None
+
+
+@dataclass
+class BannerOutcome:
+    """What the first line of the first start said about the banner."""
+
+    problem: str | None        # None when absent or well-formed
+    banner: dict | None
+    startup_seconds: float
+
+
+class _Lost(Exception):
+    """No usable line: the adapter timed out, ended or broke the stream. Carries what happened."""
+
+    def __init__(self, what: str, timed_out: bool = False) -> None:
+        super().__init__(what)
+        self.timed_out = timed_out
+
+
+class LiveAdapter:
+    """The adapter under test: started on demand, killed when its stream can no longer be trusted.
+
+    stderr goes straight to the log file (a file never fills up and blocks the adapter).
+    Runs in its own session so stopping it signals its whole process group.
+    """
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
+                 startup_timeout: float, query_timeout: float) -> None:
+        self.argv = argv
+        self.env = env
+        self.log_path = log_path
+        self.startup_timeout = startup_timeout
+        self.query_timeout = query_timeout
+        self.starts = 0
+        self.banner_outcome: BannerOutcome | None = None
+        self.exchanges: list[Exchange] = []   # every exchange, for the ids and timeout checks
+        self._process: subprocess.Popen[bytes] | None = None
+        self._buffer = bytearray()
+        self._first_line_pending = False
+        self._spawned_at = 0.0
+        self._last_loss = ""
+        self._silent_starts = 0     # consecutive starts that ended before printing a line
+        self._given_up = ""
+
+    def ask(self, requests: list[Request]) -> list[Exchange]:
+        """Write all requests at once (pipelined when several), then read one answer for each."""
+        exchanges = [Exchange(request) for request in requests]
+        self.exchanges.extend(exchanges)
+        try:
+            self._ensure_started()
+        except _Lost as lost:
+            for exchange in exchanges:
+                exchange.failure = str(lost)
+            return exchanges
+        written_at = time.perf_counter()
+        try:
+            self._write(b"".join(encode_request(r) for r in requests), written_at + self.query_timeout)
+        except _Lost as lost:
+            for exchange in exchanges:
+                exchange.failure, exchange.timed_out = str(lost), lost.timed_out
+            self._kill()
+            return exchanges
+        ready_at = written_at
+        for number, exchange in enumerate(exchanges):
+            try:
+                exchange.line, ready_at, exchange.timed = self._read_answer(ready_at)
+                exchange.seconds = time.perf_counter() - ready_at
+                ready_at = time.perf_counter()
+            except _Lost as lost:
+                exchange.failure, exchange.timed_out = str(lost), lost.timed_out
+                exchange.seconds = time.perf_counter() - ready_at
+                self._kill()
+                for rest in exchanges[number + 1:]:
+                    rest.failure = "not answered: the adapter failed on an earlier request of the batch"
+                break
+        return exchanges
+
+    def ask_one(self, request: Request) -> Exchange:
+        return self.ask([request])[0]
+
+    def rss_kib(self) -> int | None:
+        """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
+        return group_rss_kib(self._process.pid) if self._process is not None else None
+
+    def stop(self) -> None:
+        """Close stdin, let it exit by itself, then SIGTERM, then SIGKILL the group."""
+        process = self._process
+        if process is None:
+            return
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        if self._exit_status(STOP_GRACE_SECONDS) is None:
+            self._signal_group(signal.SIGTERM)
+            self._exit_status(TERM_GRACE_SECONDS)
+        self._kill()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._process is not None:
+            return
+        if not self._given_up and self.starts >= MAX_STARTS:
+            self._given_up = f"started {MAX_STARTS} times, it kept failing (last: {self._last_loss})"
+        if not self._given_up and self._silent_starts >= MAX_SILENT_STARTS:
+            self._given_up = (f"it ended before printing a line {MAX_SILENT_STARTS} times in a row "
+                              f"({self._last_loss}); see its stderr")
+        if self._given_up:
+            raise _Lost(f"not asked: the adapter is not restarted any more: {self._given_up}")
+        self.starts += 1
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            if self.starts > 1:
+                log.write(f"--- check-adapter: start #{self.starts} ---\n".encode())
+                log.flush()
+            try:
+                self._process = subprocess.Popen(
+                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                    env=self.env, start_new_session=True, bufsize=0)
+            except OSError as exc:
+                raise UsageError(f"check-adapter: cannot start the adapter {shlex.join(self.argv)}: "
+                                 f"{exc.strerror or exc}") from None
+        self._spawned_at = time.perf_counter()
+        self._buffer.clear()
+        self._first_line_pending = True
+        os.set_blocking(self._process.stdin.fileno(), False)  # a stuck adapter must not block our write
+
+    def _read_answer(self, ready_at: float) -> tuple[bytes, float, bool]:
+        """The next answer line, the time it could start being timed, and whether it is timed."""
+        if not self._first_line_pending:
+            return self._read_object(ready_at + self.query_timeout), ready_at, True
+        first = self._read_line(ready_at + self.startup_timeout + self.query_timeout,
+                                f"no banner or answer within {self.startup_timeout + self.query_timeout:g} s "
+                                "(start-up included)")
+        self._first_line_pending = False
+        startup = time.perf_counter() - self._spawned_at
+        banner = decode_banner(first)
+        if banner is None and _is_answer(first):
+            self._note_banner(BannerOutcome(None, None, startup))
+            return first, ready_at, False
+        problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
+        self._note_banner(BannerOutcome(problem, banner, startup))
+        now = time.perf_counter()
+        return self._read_object(now + self.query_timeout), now, True
+
+    def _note_banner(self, outcome: BannerOutcome) -> None:
+        if self.banner_outcome is None:  # the first start speaks for the adapter
+            self.banner_outcome = outcome
+
+    def _read_object(self, deadline: float) -> bytes:
+        line = self._read_line(deadline, f"no answer within {self.query_timeout:g} s")
+        if not _is_json_object(line):
+            raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
+                        f"{_preview(line)}")
+        return line
+
+    def _read_line(self, deadline: float, late: str) -> bytes:
+        process = self._process
+        fd = process.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[:end + 1]
+                return line
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise _Lost(f"answer line longer than {MAX_LINE_BYTES} bytes")
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _Lost(late, timed_out=True)
+            if not poller.poll(math.ceil(remaining * 1000)):
+                continue
+            chunk = os.read(fd, READ_CHUNK_BYTES)
+            if not chunk:
+                raise _Lost(self._how_it_ended())
+            self._buffer += chunk
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        fd = self._process.stdin.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT | select.POLLERR)
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+                continue
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                raise _Lost(self._how_it_ended()) from None
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _Lost(f"could not write the request within {self.query_timeout:g} s "
+                            "(adapter not reading stdin)", timed_out=True)
+            poller.poll(math.ceil(remaining * 1000))
+
+    def _how_it_ended(self) -> str:
+        status = self._exit_status(EXIT_WAIT_SECONDS)
+        if status is None:
+            return "closed its stdout (still running)"
+        if status < 0:
+            try:
+                return f"adapter was killed by {signal.Signals(-status).name}"
+            except ValueError:
+                return f"adapter was killed by signal {-status}"
+        return f"adapter exited with status {status}"
+
+    def _exit_status(self, timeout: float) -> int | None:
+        """The leader's exit status (negative: killed by that signal), without reaping it.
+
+        Left unreaped until `_kill` has signalled its group, its pid (the group id) cannot be
+        taken by an unrelated process meanwhile.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return self._process.wait()
+            if info is not None:
+                return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+
+    def _kill(self) -> None:
+        """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""
+        process = self._process
+        if process is None:
+            return
+        self._signal_group(signal.SIGKILL)
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._process = None
+        self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
+        self._silent_starts = self._silent_starts + 1 if self._first_line_pending else 0
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self._process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def banner_problem(banner: dict) -> str | None:
+    """What is wrong with a `{"ready": true, ...}` banner, or None: text fields must be strings."""
+    for name in ("name", "version", "model"):
+        if name in banner and not isinstance(banner[name], str):
+            return f"banner field {name!r} must be a string, got {json.dumps(banner[name])}"
+    if "protocol" in banner and banner["protocol"] != PROTOCOL_VERSION:
+        return f"banner says protocol {json.dumps(banner['protocol'])}; this harness speaks {PROTOCOL_VERSION}"
+    return None
+
+
+def _not_a_banner(line: bytes) -> str:
+    """Why a first line that is no answer is no banner either."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        obj = None
+    if isinstance(obj, dict) and "ready" in obj:
+        return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
+    return f"first line is neither a ready banner nor an answer: {_preview(line)}"
+
+
+def group_rss_kib(group_id: int) -> int | None:
+    """Sum of VmRSS over the processes of a process group, from /proc; None where /proc is missing."""
+    proc = Path("/proc")
+    if not (proc / "self" / "status").exists():
+        return None
+    total = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            # Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
+            if int(stat[stat.rindex(")") + 2:].split()[2]) != group_id:
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+    return total
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _is_answer(line: bytes) -> bool:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and ("ids" in obj or "error" in obj)
+
+
+def _preview(line: bytes, limit: int = 120) -> str:
+    text = line.decode("utf-8", errors="replace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def shorten(text: str, limit: int = 160) -> str:
+    """`text`, cut to `limit` characters for a one-line detail."""
+    return text if len(text) <= limit else text[:limit] + "..."
