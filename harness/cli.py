@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "check-adapter": "harness.check_adapter",
     "compare": "harness.compare_command",
     "export": "harness.export_command",
+    "baselines": "harness.baselines_command",
 }
 EXAMPLES = f"""\
 examples:
@@ -43,6 +44,7 @@ examples:
   {PROG} --set dedupe --no-gate --out run.json --summary summary.md --junit gates.xml --html report.html
   {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
   {PROG} metrics                            list metric names
+  {PROG} baselines                          committed baselines side by side (Markdown)
   {PROG} compare base.json candidate.json   per-query comparison with paired significance
   {PROG} export report.json --trec-run run.txt --trec-qrels qrels.txt   for trec_eval -c -M 10
   {PROG} --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)

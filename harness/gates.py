@@ -112,6 +112,8 @@ def _contract_gate(result: SetResult) -> GateResult:
               for c in q.contracts if not c.passed]
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
+        if not checked:
+            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set")
         return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold")
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})

@@ -71,3 +71,13 @@ def test_not_comparable_when_revision_or_corpus_changed(tmp_path):
         set_entry_for(document, result, "b.json")
     with pytest.raises(BaselineError, match="no baseline for set 'tiny'"):
         set_entry_for({"sets": {}}, result, "b.json")
+
+
+def test_baselines_command_prints_the_overall_row(tmp_path, capsys):
+    from harness.cli import main
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    path = tmp_path / "current.json"
+    write_baseline(path, build_baseline([result], {"backend": {"label": "bm25"}}))
+    assert main(["baselines", str(path)]) == 0
+    # every scored tiny query answered with all its relevant docs: all 1.000; latency 2 ms each
+    assert "| tiny | bm25 (current.json) | 5 | 1.000 | 1.000 | 1.000 | 1.000 | 2.0 |" in capsys.readouterr().out
