@@ -37,7 +37,8 @@ def _set_entry(result: SetResult) -> dict[str, object]:
         "latency_ms": result.latency_ms,
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
                             "scored": q.scored,
-                            "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found)}
+                            "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found),
+                            "broken": [c.key for c in q.contracts if not c.passed]}
                     for q in result.queries},
     }
 

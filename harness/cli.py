@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="write this run's numbers to --baseline (atomically; complete runs only)")
     gate.add_argument("--yes", action="store_true",
                       help="with --update-baseline: write without asking (asked only when stdin is a terminal)")
+    gate.add_argument("--known-contract-failures", action="store_true",
+                      help="contracts the baseline already records as broken (same query) are reported, not "
+                           "failed; only new breaks fail (for backends with known, tracked limitations)")
     gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")
     timing = parser.add_argument_group("timing")
     timing.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
@@ -216,7 +219,7 @@ def _run(args_list: list[str]) -> int:
     gates = []
     if outcome.error is None and baseline is not None:
         gates = check(outcome.results, baseline_entries, budgets, default_budget_ms=default_budget,
-                      latency_gate=not args.run_file)
+                      latency_gate=not args.run_file, known_contract_failures=args.known_contract_failures)
     report = {
         "report_format": REPORT_FORMAT,
         "complete": outcome.complete,

@@ -52,17 +52,19 @@ def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | 
     rank = {doc_id: position for position, doc_id in enumerate(top, start=1)}
     for doc_id in query.forbid:
         if doc_id in rank:
-            yield ContractResult("forbid", False, f"forbidden {doc_id} at rank {rank[doc_id]}")
+            yield ContractResult("forbid", False, f"forbidden {doc_id} at rank {rank[doc_id]}", doc_id)
         else:
-            yield ContractResult("forbid", True, f"{doc_id} absent")
+            yield ContractResult("forbid", True, f"{doc_id} absent", doc_id)
     for rule in query.rank_before:
         before, after = rank.get(rule.before), rank.get(rule.after)
+        subject = f"{rule.before}>{rule.after}"
         if before is None:
-            yield ContractResult("rank_before", False, f"{rule.before} not retrieved (must rank above {rule.after})")
+            yield ContractResult("rank_before", False, f"{rule.before} not retrieved (must rank above {rule.after})", subject)
         elif after is not None and after < before:
-            yield ContractResult("rank_before", False, f"{rule.after} at rank {after} above {rule.before} at rank {before}")
+            yield ContractResult("rank_before", False, f"{rule.after} at rank {after} above {rule.before} at rank {before}",
+                                 subject)
         else:
-            yield ContractResult("rank_before", True, f"{rule.before} at rank {before} above {rule.after}")
+            yield ContractResult("rank_before", True, f"{rule.before} at rank {before} above {rule.after}", subject)
     if query.max_score is not None:
         yield _max_score_contract(query, top, scores)
     elif query.no_relevant:

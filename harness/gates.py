@@ -21,8 +21,13 @@ MAX_FLIPS_LISTED = 10
 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets_ms: Mapping[str, float],
-          *, default_budget_ms: float = DEFAULT_P95_BUDGET_MS, latency_gate: bool = True) -> list[GateResult]:
-    """Every gate for every set; `baseline_sets` maps set name -> comparable baseline entry."""
+          *, default_budget_ms: float = DEFAULT_P95_BUDGET_MS, latency_gate: bool = True,
+          known_contract_failures: bool = False) -> list[GateResult]:
+    """Every gate for every set; `baseline_sets` maps set name -> comparable baseline entry.
+
+    With `known_contract_failures`, a contract the baseline already recorded as broken for the
+    same query is reported as known instead of failing (a ratchet: only new breaks fail).
+    """
     gates: list[GateResult] = []
     for result in results:
         entry = baseline_sets[result.name]
@@ -30,7 +35,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
         gates.extend(_recall_gates(result, entry))
         if latency_gate:
             gates.append(_latency_gate(result, budgets_ms.get(result.name, default_budget_ms)))
-        gates.append(_contract_gate(result))
+        gates.append(_contract_gate(result, entry if known_contract_failures else None))
     return gates
 
 
@@ -107,9 +112,19 @@ def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
                       f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms")
 
 
-def _contract_gate(result: SetResult) -> GateResult:
+def _contract_gate(result: SetResult, entry: Mapping | None) -> GateResult:
     broken = [(q.qid, c) for q in result.queries if q.outcome not in ("xfail", "xpass")
               for c in q.contracts if not c.passed]
+    known = []
+    if entry is not None:
+        recorded = {(qid, key) for qid, row in entry["queries"].items() for key in row.get("broken", [])}
+        known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
+        broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
+    if known and not broken:
+        qids = sorted({qid for qid, _ in known})
+        return GateResult(result.name, "contract", True,
+                          f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
+                          f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
         if not checked:

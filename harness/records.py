@@ -75,9 +75,15 @@ class ContractResult:
     name: str
     passed: bool
     detail: str = ""
+    subject: str = ""  # what the contract is about (a forbidden id, "before>after"); stable across runs
+
+    @property
+    def key(self) -> str:
+        """Identifies the contract within its query, e.g. `forbid:fact-027` (for known-failure matching)."""
+        return f"{self.name}:{self.subject}" if self.subject else self.name
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+        return {"name": self.name, "passed": self.passed, "detail": self.detail, "key": self.key}
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,3 +104,21 @@ def test_flipped_queries_compare_found_sets():
     base = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x", "y"), "a-1": ("z",)})
     now = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x",), "a-1": ("z", "w")})
     assert flipped_queries(now, entry_for(base)) == ["a-0"]
+
+
+def test_known_contract_failures_ratchet():
+    answers = dict(GOOD)
+    answers["tiny-05"] = Answer(("doc-07", "doc-08"), None, 0.001)  # breaks forbid doc-08
+    broken = evaluate_set(TINY, answers, k=10)
+    entry = entry_for(broken)
+    assert entry["queries"]["tiny-05"]["broken"] == ["forbid:doc-08"]
+    # strict by default: the known break still fails
+    assert [g.gate for g in failed(check([broken], {"tiny": entry}, {}))] == ["contract"]
+    # ratchet: the same break passes as known ...
+    gates = check([broken], {"tiny": entry}, {}, known_contract_failures=True)
+    assert failed(gates) == [] and "1 known from the baseline (tiny-05)" in gates[-1].message
+    # ... but a new break (a different contract) still fails
+    answers["tiny-04"] = Answer(("doc-05", "doc-04"), None, 0.001)
+    worse = evaluate_set(TINY, answers, k=10)
+    bad = failed(check([worse], {"tiny": entry}, {}, known_contract_failures=True))
+    assert len(bad) == 1 and "tiny-04 rank_before" in bad[0].message
