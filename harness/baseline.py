@@ -68,6 +68,8 @@ def read_baseline(path: Path) -> dict[str, object]:
         document = json.loads(text)
     except ValueError as exc:
         raise BaselineError(f"{label}: corrupt baseline, not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BaselineError(f"{label}: corrupt baseline, JSON nested too deeply") from None
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:

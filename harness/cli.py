@@ -27,6 +27,7 @@ from harness.sets import find_sets, load_set
 
 PROG = "python -m harness"
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
+MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
 SUBCOMMANDS = {
     "sets": "harness.sets_command",
     "metrics": "harness.metrics_command",
@@ -149,6 +150,8 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("a command after '--' needs --adapter")
     if sum(bool(x) for x in (args.adapter, args.backend, args.run_file)) > 1:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
+    if args.k is not None and args.k > MAX_K:
+        raise UsageError(f"--k: at most {MAX_K} ids per query, got {args.k}")
     for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
                              ("--workers", args.workers, 1)):
         if value is not None and value < low:

@@ -12,6 +12,7 @@ from harness.records import Document, Query, QuerySet, RankBefore
 
 SET_FORMAT = 1
 SPLITS = ("development", "held-out")
+MAX_SET_K = 10_000  # the same bound as --k: no response may carry more ids
 REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "source")
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes")
@@ -99,6 +100,8 @@ def _read_meta(path: Path, where: str) -> dict:
         raise SetError(f"{where}: cannot read: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise SetError(f"{where}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise SetError(f"{where}: JSON nested too deeply") from None
     if not isinstance(meta, dict):
         raise SetError(f"{where}: must be a JSON object")
     if meta.get("format") != SET_FORMAT:
@@ -107,8 +110,8 @@ def _read_meta(path: Path, where: str) -> dict:
         value = meta.get(field)
         if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
             raise SetError(f"{where}: {field}: missing or not a {kind.__name__}")
-    if meta["k"] < 1:
-        raise SetError(f"{where}: k: must be >= 1")
+    if not 1 <= meta["k"] <= MAX_SET_K:
+        raise SetError(f"{where}: k: must be between 1 and {MAX_SET_K}")
     if "description" in meta and not isinstance(meta["description"], str):
         raise SetError(f"{where}: description: must be a string")
     return meta

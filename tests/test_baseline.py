@@ -81,3 +81,10 @@ def test_baselines_command_prints_the_overall_row(tmp_path, capsys):
     assert main(["baselines", str(path)]) == 0
     # every scored tiny query answered with all its relevant docs: all 1.000; latency 2 ms each
     assert "| tiny | bm25 (current.json) | 5 | 1.000 | 1.000 | 1.000 | 1.000 | 2.0 |" in capsys.readouterr().out
+
+
+def test_deeply_nested_baseline_is_a_clear_error(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(BaselineError, match="nested too deeply|not valid JSON"):
+        read_baseline(path)

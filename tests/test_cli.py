@@ -236,3 +236,8 @@ def test_export_then_run_file_reproduces_the_metrics_without_latency_gates(tmp_p
     assert "latency gates skipped" in err
     assert "latency" not in {g["gate"] for g in replayed["gates"]}
     assert main(["--set", str(TINY_SET), "--run-file", str(run_txt), "--backend", "bm25"]) == 2
+
+
+def test_k_is_capped(capsys):
+    assert main(["--set", str(TINY_SET), "--k", "10001"]) == 2
+    assert "--k: at most 10000 ids per query" in capsys.readouterr().err

@@ -120,7 +120,8 @@ def test_unpinned_reference_is_rejected(tiny_copy):
 
 @pytest.mark.parametrize("changes, message", [
     ({"format": 2}, "format: expected 1"),
-    ({"k": 0}, "k: must be >= 1"),
+    ({"k": 0}, "k: must be between 1 and 10000"),
+    ({"k": 10_001}, "k: must be between 1 and 10000"),
     ({"kind": ""}, "kind: missing"),
     ({"corpus": {"source": "ftp"}}, "corpus.source: 'ftp' is not one of"),
 ])
