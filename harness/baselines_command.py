@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.baseline import read_baseline
-from harness.errors import EXIT_OK, UsageError
+from harness.errors import EXIT_OK, UsageError, parse_arguments
 
 COLUMNS = ("recall@5", "recall@10", "mrr", "ndcg@10")
 
@@ -15,10 +15,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness baselines",
                                      description="Print baselines side by side (default: baselines/*.json), per set.")
     parser.add_argument("files", nargs="*", type=Path)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse_arguments(parser, argv)
     files = args.files or sorted(Path("baselines").glob("*.json"))
     if not files:
         raise UsageError("no baseline files given and none in baselines/")

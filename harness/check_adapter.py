@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import EXIT_GATE_FAILED, EXIT_OK, ProtocolError, UsageError
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK, ProtocolError, UsageError, parse_arguments
 from harness.protocol import Request, decode_response
 from harness.live_adapter import Exchange, LiveAdapter, shorten
 from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
@@ -406,10 +406,7 @@ def main(argv: list[str]) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1:]
-    try:
-        args = build_parser().parse_args(args_list)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse_arguments(build_parser(), args_list)
     if not command:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
     for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):

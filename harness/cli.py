@@ -15,7 +15,7 @@ from harness.baseline import build_baseline, read_baseline, set_entry_for, write
 from harness.budgets import load_budgets
 from harness.compare import compare, run_view
 from harness.compare import render_text as render_comparison
-from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError, parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.gates import check
 from harness.junit import render_junit
@@ -140,10 +140,7 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
         cut = args_list.index("--")
         args_list, adapter_argv = args_list[:cut], args_list[cut + 1:]
     parser = build_parser()
-    try:
-        args = parser.parse_args(args_list)
-    except SystemExit as exit_:
-        raise _ArgparseExit(int(exit_.code or 0)) from None
+    args = parse_arguments(parser, args_list)
     if args.adapter and not adapter_argv:
         raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
     if adapter_argv and not args.adapter:
@@ -162,14 +159,6 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
     return args, adapter_argv
-
-
-class _ArgparseExit(HarnessError):
-    """argparse already printed its message (or --help); carry its exit status."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__("")
-        self.exit_code = code
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.compare import compare, load_run, mismatches, render_text
-from harness.errors import EXIT_OK, UsageError
+from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.stats import RESAMPLES
 
@@ -25,10 +25,7 @@ def main(argv: list[str]) -> int:
                         help="compare even when set revisions, corpora, k or metric definitions differ (labelled)")
     parser.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON")
     parser.add_argument("--html", type=Path, default=None, help="also write a self-contained HTML page")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse_arguments(parser, argv)
     if args.resamples < 1:
         raise UsageError("--resamples: must be >= 1")
     base, candidate = load_run(args.base), load_run(args.candidate)

@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from harness.errors import EXIT_OK, UsageError
+from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.records import QuerySet
 from harness.sets import load_set
 from harness.trec import DEFAULT_RUN_TAG, write_qrels, write_run
@@ -37,10 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse_arguments(build_parser(), argv)
     if args.trec_run is None and args.trec_qrels is None:
         raise UsageError("export: give --trec-run PATH, --trec-qrels PATH or both")
     report = read_report(args.report)

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import EXIT_OK
+from harness.errors import EXIT_OK, parse_arguments
 from harness.metrics import metric_names
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness metrics",
                                      description="List the metric names accepted (ours and ir_measures spellings).")
-    try:
-        parser.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    parse_arguments(parser, argv)
     for name in metric_names():
         print(name)
     return EXIT_OK

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from harness.errors import EXIT_OK, SetError
+from harness.errors import EXIT_OK, parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
 from harness.sets import compute_pins, find_sets, load_set, read_set_metadata
@@ -34,10 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse_arguments(build_parser(), argv)
     if args.action == "list":
         return list_sets(args.sets_dir)
     if args.action == "show":
