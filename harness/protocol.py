@@ -1,7 +1,8 @@
 """Wire protocol v1: encode and decode the JSON lines exchanged with an adapter. No processes here.
 
 Request  `{"kind": "code", "query": "parse a config file", "k": 10, "qid": "code-017"}`
-Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?}`
+Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?, "qid": "code-017"?}`
+         (an echoed `qid` must be the request's: it catches answers out of step)
 Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ...}` (optional,
          first line, before any request is read)
 """
@@ -78,9 +79,15 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
 
     Rules (DESIGN.md, protocol v1): `ids` a list of unique strings, at most k; `scores`,
     when present, finite numbers of the same length, non-increasing; `error`, when present,
-    a string (then `ids` may be absent). Anything else raises ProtocolError naming the query.
+    a string (then `ids` may be absent); `qid`, when present, the query's own. Anything else
+    raises ProtocolError naming the query.
     """
     obj = _load_object(line, f"query {qid}")
+    echoed = obj.get("qid")
+    if echoed is not None and echoed != qid:
+        # An adapter that echoes the qid lets a desync (answers lagging by one) be caught here.
+        raise ProtocolError(f"query {qid}: answer is for query {_preview(str(echoed))} "
+                            f"(answers out of step with requests?)")
     error = obj.get("error")
     if error is not None:
         if not isinstance(error, str):
@@ -128,7 +135,9 @@ def _load_object(line: bytes | str, where: str) -> dict[str, object]:
         raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
     try:
         obj = _DECODE(text)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise ProtocolError(f"{where}: JSON nested too deeply for the parser") from None
+    except ValueError:
         raise ProtocolError(f"{where}: line is not JSON: {_preview(text)}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"{where}: line is not a JSON object: {_preview(text)}")

@@ -69,6 +69,7 @@ class AdapterProcess:
         self._buffer = bytearray()
         self._seen_first_line = False
         self._asked = 0
+        self._last_label: str | None = None
         self._failure: str | None = None  # set once the stream can no longer be trusted
         self._stopped = False
         self._log = None
@@ -91,7 +92,17 @@ class AdapterProcess:
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        self._stop(grace=STOP_GRACE_SECONDS)
+        if self._failure is not None:
+            self._stop(grace=0.0)  # it already failed: no point waiting for a clean exit
+            return
+        unread = self._stop(grace=STOP_GRACE_SECONDS)
+        if exc_type is None and unread.strip():
+            # Lines nobody asked for, found once it exited: its answers were one (or more) off,
+            # so the run's answers cannot be trusted.
+            lines = unread.strip().split(b"\n")
+            raise self._error(self._last_label, f"adapter printed {len(lines)} line(s) on stdout after "
+                              f"its last answer, answering no request (answers out of step?): "
+                              f"{_preview(lines[0])}")
 
     def _start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,14 +153,13 @@ class AdapterProcess:
         """
         self._asked += 1
         label = request.qid if request.qid is not None else f"#{self._asked}"
+        self._last_label = label
         if self._failure is not None:
             raise self._error(label, f"not asked: the adapter already failed ({self._failure})")
         if self._process is None or self._stopped:
             raise self._error(label, "not asked: the adapter is not running")
-        if self._buffer:
-            stray = bytes(self._buffer).split(b"\n", 1)[0]
-            raise self._failed(label, "adapter printed a line on stdout that answers no request: "
-                                      f"{_preview(stray)}")
+        if self._seen_first_line:
+            self._check_no_stray(label)
         line = encode_request(request)
         if self._seen_first_line:
             stage, allowed = _ANSWER, self.query_timeout
@@ -183,6 +193,22 @@ class AdapterProcess:
         if response.error is not None:
             raise self._error(label, f"adapter answered with an error: {response.error}")
         return response, latency
+
+    def _check_no_stray(self, label: str) -> None:
+        """Nothing may wait on stdout before a request: an extra line puts every later answer one off.
+
+        Looks at the buffer and, without waiting, at the pipe (one poll), so a line that arrived
+        on its own after the last answer is caught too, not read as the next query's answer.
+        """
+        if not self._buffer and self._read_poll.poll(0):
+            chunk = os.read(self._stdout_fd, READ_CHUNK_BYTES)
+            if not chunk:
+                raise self._ended(label, _ANSWER)
+            self._buffer += chunk
+        if self._buffer:
+            stray = bytes(self._buffer).split(b"\n", 1)[0]
+            raise self._failed(label, "adapter printed a line on stdout that answers no request "
+                                      f"(answers out of step?): {_preview(stray)}")
 
     def _allowed(self, stage: str) -> float:
         """Seconds allowed for a stage; a first answer may also pay the adapter's start-up."""
@@ -285,15 +311,17 @@ class AdapterProcess:
 
     # -- stopping ----------------------------------------------------------------------------
 
-    def _stop(self, *, grace: float) -> None:
+    def _stop(self, *, grace: float) -> bytes:
         """Close stdin, let it exit within `grace`, then SIGTERM, then SIGKILL the group.
+
+        Returns what stdout held unread at the end (nothing, for an adapter in step).
 
         The leader is left unreaped (a zombie) until the group has been signalled, so its
         pid, which is the group id, cannot be reused by an unrelated process meanwhile.
         A SIGKILL to the group always ends it: processes the adapter left behind are orphans.
         """
         if self._stopped or self._process is None:
-            return
+            return b""
         self._stopped = True
         process = self._process
         try:
@@ -306,11 +334,27 @@ class AdapterProcess:
         self._signal_group(signal.SIGKILL)
         process.wait()
         self._finish_stderr()
+        unread = self._unread_stdout()
         process.stdout.close()
         os.close(self._wake_read)
         os.close(self._wake_write)
         if self._log is not None:
             self._log.close()
+        return unread
+
+    def _unread_stdout(self) -> bytes:
+        """The buffer plus what the pipe holds now, without waiting (bounded by MAX_LINE_BYTES)."""
+        data = bytearray(self._buffer)
+        self._buffer.clear()
+        while len(data) <= MAX_LINE_BYTES and self._read_poll.poll(0):
+            try:
+                chunk = os.read(self._stdout_fd, READ_CHUNK_BYTES)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return bytes(data)
 
     def _signal_group(self, signum: int) -> None:
         try:
