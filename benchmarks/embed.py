@@ -2,8 +2,10 @@
 
 Same texts for every configuration (stdlib docstrings, 2,000 by default, max length 256),
 one thread and two. Each configuration runs in its own child process so its peak memory
-(ru_maxrss) is its own. Reports corpus encode throughput (docs/s), query latency p50/p95
-(embed the query, exact top-10 over the corpus) and peak RSS.
+(ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
+CPU second, which other jobs on a shared machine disturb less), query latency p50/p95
+(embed the query, exact top-10 over the corpus) and peak RSS. `--rounds N` repeats every
+configuration in rotated order and reports medians.
 
     python -m benchmarks.embed                      # default model, from the cache (fetched if missing)
     python -m benchmarks.embed --limit 500 --threads 1 --batch-sizes 16,32
@@ -16,6 +18,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -102,9 +105,12 @@ def run_child(config: dict) -> dict:
         encode, encode_query = _naive_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
                                               config["batch_size"])
     encode(texts[:8])  # warm-up: the first run allocates
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     matrix = encode(texts)
     encode_seconds = time.perf_counter() - started
+    # CPU seconds of all this process's threads: robust to other jobs sharing the machine,
+    # but they also count time onnxruntime's worker threads spend spinning.
+    encode_cpu_seconds = time.process_time() - cpu_started
     index = EmbeddingIndex([item.id for item in items], matrix)
     latencies = []
     for query in queries:
@@ -113,6 +119,7 @@ def run_child(config: dict) -> dict:
         latencies.append((time.perf_counter() - started) * 1000)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {**config, "docs": len(texts), "docs_per_s": len(texts) / encode_seconds,
+            "docs_per_cpu_s": len(texts) / encode_cpu_seconds,
             "p50_ms": nearest_rank(latencies, 0.50), "p95_ms": nearest_rank(latencies, 0.95),
             "peak_mib": peak_kib / 1024, "checksum": float(np.abs(matrix).sum())}
 
@@ -139,14 +146,26 @@ def label(row: dict) -> str:
     return f"unsorted batching, batch {row['batch_size']}"
 
 
+def combine(runs: list[dict]) -> dict:
+    """One row from repeated runs of a configuration: median throughputs and latencies, max memory."""
+    row = dict(runs[0])
+    for field in ("docs_per_s", "docs_per_cpu_s", "p50_ms", "p95_ms"):
+        row[field] = statistics.median(run[field] for run in runs)
+    row["peak_mib"] = max(run["peak_mib"] for run in runs)
+    row["rounds"] = len(runs)
+    return row
+
+
 def table(rows: list[dict]) -> str:
-    lines = ["| threads | configuration | docs/s | vs naive | query p50 ms | query p95 ms | peak RSS MiB |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| threads | configuration | docs/s (wall) | vs naive | docs per CPU-s | vs naive "
+             "| query p50 ms | query p95 ms | peak RSS MiB |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         naive = next(other for other in rows if other["threads"] == row["threads"]
                      and other["method"] == "naive" and other["batch_size"] == 1)
         lines.append(f"| {row['threads']} | {label(row)} | {row['docs_per_s']:.1f} | "
-                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {row['p50_ms']:.1f} | "
+                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {row['docs_per_cpu_s']:.1f} | "
+                     f"{row['docs_per_cpu_s'] / naive['docs_per_cpu_s']:.2f}x | {row['p50_ms']:.1f} | "
                      f"{row['p95_ms']:.1f} | {row['peak_mib']:.0f} |")
     return "\n".join(lines)
 
@@ -168,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unsorted-batch", type=int, default=16, help="batch size of the unsorted run (default 16)")
     parser.add_argument("--uncapped-batch", type=int, default=16,
                         help="also run ours at this batch size without the token cap (0: skip; default 16)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every configuration this many times, in rotated order; report medians (default 1)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -195,12 +216,17 @@ def main(argv: list[str] | None = None) -> int:
                          "batch_tokens": NO_TOKEN_CAP})
     print(f"# {args.limit} stdlib docstrings, max length {args.max_length}, model {model_dir}; "
           f"cpus {os.cpu_count()}, load average at start {os.getloadavg()[0]:.2f}", flush=True)
-    rows = []
-    for config in plan:
-        rows.append(measure(config))
-        print(f"  {config['threads']} thread(s) {label(rows[-1])}: {rows[-1]['docs_per_s']:.1f} docs/s",
-              file=sys.stderr, flush=True)
-    print(table(rows))
+    runs: list[list[dict]] = [[] for _ in plan]
+    for round_number in range(args.rounds):
+        # Rotate the order each round so slow drift in machine load hits every configuration alike.
+        shift = round_number % len(plan)
+        for position in [*range(shift, len(plan)), *range(shift)]:
+            runs[position].append(measure(plan[position]))
+            last = runs[position][-1]
+            print(f"  round {round_number + 1}: {last['threads']} thread(s) {label(last)}: "
+                  f"{last['docs_per_s']:.1f} docs/s, {last['docs_per_cpu_s']:.1f} docs per CPU-s",
+                  file=sys.stderr, flush=True)
+    print(table([combine(config_runs) for config_runs in runs]))
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
 
