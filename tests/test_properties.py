@@ -1,0 +1,250 @@
+"""Property tests (hypothesis): the response parser, the set loader and the recall gate on generated input.
+
+Metric properties live in tests/test_metrics_properties.py. No deadlines: timing is not
+asserted; a parser that hung would hang the test run, which CI notices.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.baseline import build_baseline
+from harness.errors import ProtocolError, SetError
+from harness.gates import check
+from harness.protocol import Response, decode_response
+from harness.records import QueryResult, QuerySet, SetResult
+from harness.sets import load_set
+from tests.conftest import TINY_SET
+
+SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+# -- protocol response parser -------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12)
+id_lists = st.lists(st.sampled_from(["a", "b", "c", "d", "", "é", "a\n"]) | st.integers() | st.none(), max_size=12)
+response_objects = st.fixed_dictionaries(
+    {}, optional={"ids": id_lists | json_values,
+                  "scores": st.lists(st.floats(allow_nan=True) | st.integers() | st.booleans(), max_size=12) | json_values,
+                  "error": st.text(max_size=5) | json_values,
+                  "qid": st.sampled_from(["q1", "q2"]) | json_values})
+
+
+def lines_from_objects(obj) -> bytes:
+    return json.dumps(obj, allow_nan=True).encode("utf-8")
+
+
+response_lines = (st.binary(max_size=200)
+                  | response_objects.map(lines_from_objects)
+                  | json_values.map(lines_from_objects)
+                  | st.integers(1, 200_000).map(lambda depth: b'{"ids": ' + b"[" * depth + b"]" * depth + b"}"))
+
+
+def check_valid_response(response: Response, k: int) -> None:
+    """What DESIGN.md promises about any response the parser lets through."""
+    assert isinstance(response, Response)
+    if response.error is not None:
+        assert isinstance(response.error, str) and response.ids == () and response.scores is None
+        return
+    assert all(type(doc_id) is str for doc_id in response.ids)
+    assert len(response.ids) <= k and len(set(response.ids)) == len(response.ids)
+    if response.scores is not None:
+        assert len(response.scores) == len(response.ids)
+        assert all(type(s) is float and math.isfinite(s) for s in response.scores)
+        assert all(a >= b for a, b in zip(response.scores, response.scores[1:]))
+
+
+@SETTINGS
+@given(line=response_lines, k=st.integers(1, 20))
+def test_response_parser_returns_a_valid_response_or_raises_protocol_error(line, k):
+    try:
+        response = decode_response(line, qid="q1", k=k)
+    except ProtocolError as error:
+        message = str(error)
+        assert message.startswith("query q1: ") and "\n" not in message
+        return
+    check_valid_response(response, k)
+
+
+@SETTINGS
+@given(obj=response_objects, k=st.integers(1, 20))
+def test_an_echoed_qid_other_than_the_request_s_is_refused(obj, k):
+    line = lines_from_objects(obj)
+    try:
+        decode_response(line, qid="q1", k=k)
+    except ProtocolError:
+        return
+    assert obj.get("qid") in (None, "q1")  # accepted: no echo, or the right one
+
+
+# -- set loader on mutated copies of the tiny set ---------------------------------------------------
+
+SET_FILES = ("set.json", "queries.jsonl", "corpus.jsonl")
+
+
+def byte_mutation():
+    """A function bytes -> bytes: flip, delete, insert, truncate, duplicate a line, or a pathological line."""
+    position = st.floats(0, 1)
+    return st.one_of(
+        st.tuples(st.just("flip"), position, st.integers(0, 255)),
+        st.tuples(st.just("delete"), position, st.integers(1, 40)),
+        st.tuples(st.just("insert"), position, st.binary(min_size=1, max_size=12)),
+        st.tuples(st.just("truncate"), position, st.none()),
+        st.tuples(st.just("duplicate-line"), position, st.none()),
+        st.tuples(st.just("replace-line"), position, st.sampled_from(
+            [b"[" * 100_000, b'{"a": ' * 50_000, b"x" * ((1 << 20) + 1), b"\xff\xfe", b"{}", b"[]", b"null",
+             b'{"qid": "\\ud800", "query": "q"}'])),
+    )
+
+
+def apply_mutation(data: bytes, mutation) -> bytes:
+    kind, where, arg = mutation
+    at = int(where * len(data))
+    if kind == "flip":
+        return data[:at] + bytes([arg]) + data[at + 1:]
+    if kind == "delete":
+        return data[:at] + data[at + arg:]
+    if kind == "insert":
+        return data[:at] + arg + data[at:]
+    if kind == "truncate":
+        return data[:at]
+    lines = data.split(b"\n")
+    index = min(int(where * len(lines)), len(lines) - 1)
+    if kind == "duplicate-line":
+        return b"\n".join(lines[:index + 1] + lines[index:])
+    return b"\n".join(lines[:index] + [arg] + lines[index + 1:])
+
+
+def value_mutation():
+    """Replace or drop one field of one JSON line with an arbitrary JSON value."""
+    return st.tuples(st.sampled_from(SET_FILES), st.floats(0, 1), st.floats(0, 1), st.booleans(), json_values)
+
+
+def apply_value_mutation(folder: Path, mutation) -> None:
+    name, line_at, field_at, drop, value = mutation
+    path = folder / name
+    if name == "set.json":
+        objects = [json.loads(path.read_text())]
+    else:
+        objects = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    target = objects[min(int(line_at * len(objects)), len(objects) - 1)]
+    keys = sorted(target)
+    key = keys[min(int(field_at * len(keys)), len(keys) - 1)]
+    if drop:
+        del target[key]
+    else:
+        target[key] = value
+    if name == "set.json":
+        path.write_text(json.dumps(objects[0]))
+    else:
+        path.write_text("\n".join(json.dumps(obj) for obj in objects) + "\n")
+
+
+def load_or_set_error(folder: Path) -> None:
+    """The only two outcomes allowed: a loaded set, or one SetError line."""
+    try:
+        loaded = load_set(folder, offline=True)
+    except SetError as error:
+        assert str(error) and "\n" not in str(error), repr(str(error))
+        return
+    assert isinstance(loaded, QuerySet) and loaded.queries and loaded.documents
+
+
+@settings(deadline=None, max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+@given(target=st.sampled_from(SET_FILES), mutations=st.lists(byte_mutation(), min_size=1, max_size=3))
+def test_set_loader_on_byte_mutations_loads_or_raises_one_set_error(target, mutations):
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "tiny"
+        shutil.copytree(TINY_SET, folder)
+        data = (folder / target).read_bytes()
+        for mutation in mutations:
+            data = apply_mutation(data, mutation)
+        (folder / target).write_bytes(data)
+        load_or_set_error(folder)
+
+
+@settings(deadline=None, max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+@given(mutation=value_mutation())
+def test_set_loader_on_field_mutations_loads_or_raises_one_set_error(mutation):
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "tiny"
+        shutil.copytree(TINY_SET, folder)
+        apply_value_mutation(folder, mutation)
+        load_or_set_error(folder)
+
+
+# -- the recall gate on random baseline / current pairs ------------------------------------------
+
+# One query = (category, relevant count r, hits at baseline, hits now): recall is hits / r, so every
+# mean is an exact fraction and the reference below decides "more than 2 points" without floats.
+query_rows = st.integers(1, 4).flatmap(lambda r: st.tuples(
+    st.sampled_from(["a", "b", "c"]), st.just(r), st.integers(0, r), st.integers(0, r)))
+
+
+def set_result(rows, which: int) -> SetResult:
+    """A SetResult built directly, as tests/test_gates.py does; `which` 2 = baseline hits, 3 = now."""
+    queries = []
+    for index, row in enumerate(rows):
+        category, relevant, hits = row[0], row[1], row[which]
+        queries.append(QueryResult(
+            qid=f"q{index}", query=f"q{index}", category=category, split="development", ids=(), scores=None,
+            latency_seconds=0.001, metrics={"recall@10": hits / relevant},
+            found=tuple(f"d{index}-{n}" for n in range(hits)), contracts=(), outcome="pass", scored=True))
+    by_category: dict[str, list[float]] = {}
+    for query in queries:
+        by_category.setdefault(query.category, []).append(query.metrics["recall@10"])
+    values = [q.metrics["recall@10"] for q in queries]
+    aggregates = {"overall": {"n": len(values), "recall@10": sum(values) / len(values)},
+                  "category": {c: {"n": len(v), "recall@10": sum(v) / len(v)} for c, v in by_category.items()},
+                  "split": {}}
+    return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10, query_count=len(queries), complete=True,
+                     aggregates=aggregates, latency_ms={"n": len(queries), "p50": 1.0, "p95": 1.0, "max": 1.0},
+                     queries=tuple(queries))
+
+
+def reference_recall_failures(rows) -> set[str | None]:
+    """Scopes (None = overall, else a category) whose exact mean recall dropped by more than 2 points."""
+    scopes: dict[str | None, list[tuple[Fraction, Fraction]]] = {None: []}
+    for category, relevant, before, now in rows:
+        pair = (Fraction(before, relevant), Fraction(now, relevant))
+        scopes[None].append(pair)
+        scopes.setdefault(category, []).append(pair)
+    failing = set()
+    for scope, pairs in scopes.items():
+        drop = sum(b for b, _ in pairs) / len(pairs) - sum(n for _, n in pairs) / len(pairs)
+        if drop > Fraction(2, 100):
+            failing.add(scope)
+    return failing
+
+
+@settings(deadline=None, max_examples=300)
+@given(rows=st.lists(query_rows, min_size=1, max_size=40))
+def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows):
+    baseline, current = set_result(rows, 2), set_result(rows, 3)
+    entry = build_baseline([baseline], {"started": "t"})["sets"]["s"]
+    with mock.patch("harness.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
+        gates = check([current], {"s": entry}, {})
+    failed = [g for g in gates if not g.passed]
+    assert all(g.gate == "recall" for g in failed), [g.message for g in failed]
+    assert {g.category for g in failed} == reference_recall_failures(rows)
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2])
+def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
+    # 50 queries in one category, `shift` of them lose their only relevant document:
+    # a drop of exactly shift * 2 points (0, 2 or 4); only 4 is over the limit.
+    rows = [("a", 1, 1, 1)] * (50 - shift) + [("a", 1, 1, 0)] * shift
+    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]}, {})
+    assert (not all(g.passed for g in gates)) == (shift == 2)
