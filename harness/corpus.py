@@ -45,7 +45,13 @@ def iter_jsonl(path: Path, label: str):
     except OSError as exc:
         raise SetError(f"{label}: cannot read: {exc.strerror}") from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while True:
+            # Bounded read: a huge file without newlines is refused after MAX_LINE_BYTES, not loaded whole.
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            number += 1
             if len(raw) > MAX_LINE_BYTES:
                 raise SetError(f"{label}:{number}: line is longer than {MAX_LINE_BYTES} bytes")
             if not raw.strip():

@@ -248,3 +248,13 @@ def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
     rows = [("a", 1, 1, 1)] * (50 - shift) + [("a", 1, 1, 0)] * shift
     gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]}, {})
     assert (not all(g.passed for g in gates)) == (shift == 2)
+
+
+def test_an_endless_queries_file_is_refused_after_one_mib_not_read_whole(tmp_path):
+    # /dev/zero has no newline and no end: a loader reading whole lines would never return.
+    folder = tmp_path / "tiny"
+    shutil.copytree(TINY_SET, folder)
+    (folder / "queries.jsonl").unlink()
+    (folder / "queries.jsonl").symlink_to("/dev/zero")
+    with pytest.raises(SetError, match=r"queries\.jsonl:1: line is longer than 1048576 bytes"):
+        load_set(folder, offline=True)
