@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from harness.errors import BaselineError
@@ -78,7 +79,7 @@ def read_baseline(path: Path) -> dict[str, object]:
     if not isinstance(sets, dict):
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
-        _check_entry(entry, f"{label}: sets.{name}")
+        _check_entry(entry, f"{label}: sets.{_key(name)}")
     return document
 
 
@@ -90,11 +91,32 @@ def _check_entry(entry: object, where: str) -> None:
         if not isinstance(entry.get(field), kind):
             raise BaselineError(f"{where}.{field}: missing or not a {kind.__name__}")
     overall = entry["aggregates"].get("overall")
-    if not isinstance(overall, dict) or not isinstance(entry["aggregates"].get("category"), dict):
+    categories = entry["aggregates"].get("category")
+    if not isinstance(overall, dict) or not isinstance(categories, dict):
         raise BaselineError(f"{where}.aggregates: needs 'overall' and 'category'")
+    _check_numbers(overall, f"{where}.aggregates.overall")
+    for category, values in categories.items():
+        if not isinstance(values, dict):
+            raise BaselineError(f"{where}.aggregates.category.{_key(category)}: must be an object")
+        _check_numbers(values, f"{where}.aggregates.category.{_key(category)}")
     for qid, row in entry["queries"].items():
         if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
-            raise BaselineError(f"{where}.queries.{qid}: needs 'found' and 'metrics'")
+            raise BaselineError(f"{where}.queries.{_key(qid)}: needs 'found' and 'metrics'")
+        if not all(isinstance(doc_id, str) for doc_id in row["found"]):
+            raise BaselineError(f"{where}.queries.{_key(qid)}.found: must be a list of document ids")
+        _check_numbers(row["metrics"], f"{where}.queries.{_key(qid)}.metrics")
+
+
+def _key(name: str) -> str:
+    """A key as it appears in an error line: as is when printable, else quoted, so the message stays one line."""
+    return name if name.isprintable() and name.strip() == name and name else repr(name)
+
+
+def _check_numbers(values: dict, where: str) -> None:
+    """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {value!r}")
 
 
 def set_entry_for(baseline: dict[str, object], result: SetResult, label: str) -> dict[str, object]:

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.baseline import build_baseline
-from harness.errors import ProtocolError, SetError
+from harness.baseline import build_baseline, read_baseline, set_entry_for
+from harness.errors import BaselineError, ProtocolError, SetError
 from harness.gates import check
 from harness.protocol import Response, decode_response
 from harness.records import QueryResult, QuerySet, SetResult
@@ -258,3 +258,36 @@ def test_an_endless_queries_file_is_refused_after_one_mib_not_read_whole(tmp_pat
     (folder / "queries.jsonl").symlink_to("/dev/zero")
     with pytest.raises(SetError, match=r"queries\.jsonl:1: line is longer than 1048576 bytes"):
         load_set(folder, offline=True)
+
+
+# -- baselines read back: a hand-edited value is a BaselineError, never a crash in the gates -------
+
+@settings(deadline=None, max_examples=200)
+@given(path_at=st.floats(0, 1), value=json_values)
+def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path_factory, path_at, value):
+    rows = [("a", 1, 1, 1), ("a", 2, 1, 0), ("b", 1, 0, 1)]
+    document = build_baseline([set_result(rows, 2)], {"started": "t"})
+    document = json.loads(json.dumps(document))
+    # Every (container, key) inside the set entry; replace the one picked by path_at.
+    slots = []
+
+    def walk(node):
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in items:
+            slots.append((node, key))
+            walk(child)
+
+    walk(document["sets"]["s"])
+    container, key = slots[min(int(path_at * len(slots)), len(slots) - 1)]
+    container[key] = value
+    path = tmp_path_factory.mktemp("baseline") / "baseline.json"
+    path.write_text(json.dumps(document))
+    try:
+        entry = read_baseline(path)["sets"]["s"]
+        comparable = set_entry_for(read_baseline(path), set_result(rows, 3), str(path))
+    except BaselineError as error:
+        assert "\n" not in str(error)
+        return
+    with mock.patch("harness.gates.RESAMPLES", 50):
+        gates = check([set_result(rows, 3)], {"s": comparable}, {})
+    assert gates and entry is not None
