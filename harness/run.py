@@ -104,6 +104,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 query_timeout=options.query_timeout)) for index in range(options.workers)]
             provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
                 _warm_up(adapter, query_sets, options) for adapter in adapters)
+            asking_started = time.monotonic()
             while pending:
                 query_set = pending[0]
                 k = options.k or query_set.k
@@ -113,6 +114,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 finally:
                     results.append(evaluate_set(query_set, answers, k))
                     pending.pop(0)
+            provenance["asking_seconds"] = round(time.monotonic() - asking_started, 6)
             provenance["adapter"]["banner"] = adapters[0].banner  # type: ignore[index]
             startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
             provenance["adapter"]["startup_seconds"] = max(startups) if startups else None  # type: ignore[index]
