@@ -148,7 +148,8 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
             raise SetError(f"{where}: {field}: missing")
     unknown = sorted(set(obj) - set(REQUIRED_QUERY_FIELDS) - set(OPTIONAL_QUERY_FIELDS))
     if unknown:
-        raise SetError(f"{where}: {unknown[0]}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
+        name = unknown[0] if unknown[0].isprintable() and unknown[0].strip() else repr(unknown[0])  # keep one line
+        raise SetError(f"{where}: {name}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
     for field in ("qid", "query", "category", "source"):
         if not isinstance(obj[field], str) or not obj[field].strip():
             raise SetError(f"{where}: {field}: must be a non-empty string")

@@ -128,12 +128,14 @@ def apply_mutation(data: bytes, mutation) -> bytes:
 
 
 def value_mutation():
-    """Replace or drop one field of one JSON line with an arbitrary JSON value."""
-    return st.tuples(st.sampled_from(SET_FILES), st.floats(0, 1), st.floats(0, 1), st.booleans(), json_values)
+    """Replace or drop one field of one JSON line, or add one under an arbitrary name, with an arbitrary JSON value."""
+    return st.tuples(st.sampled_from(SET_FILES), st.floats(0, 1), st.floats(0, 1),
+                     st.sampled_from(["replace", "drop", "add"]), json_values,
+                     st.text(max_size=6) | st.sampled_from(["x\ny", "\r", " ", ""]))
 
 
 def apply_value_mutation(folder: Path, mutation) -> None:
-    name, line_at, field_at, drop, value = mutation
+    name, line_at, field_at, action, value, new_key = mutation
     path = folder / name
     if name == "set.json":
         objects = [json.loads(path.read_text())]
@@ -142,8 +144,10 @@ def apply_value_mutation(folder: Path, mutation) -> None:
     target = objects[min(int(line_at * len(objects)), len(objects) - 1)]
     keys = sorted(target)
     key = keys[min(int(field_at * len(keys)), len(keys) - 1)]
-    if drop:
+    if action == "drop":
         del target[key]
+    elif action == "add":
+        target[new_key] = value
     else:
         target[key] = value
     if name == "set.json":
