@@ -23,6 +23,8 @@ def load_budgets(path: Path, *, required: bool) -> tuple[dict[str, float], float
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read budgets ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: budgets JSON nested too deeply") from None
     if not isinstance(document, dict) or document.get("format") != 1:
         raise UsageError(f"{path}: format: expected 1")
     default = document.get("default_p95_ms", DEFAULT_P95_BUDGET_MS)

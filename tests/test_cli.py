@@ -241,3 +241,15 @@ def test_export_then_run_file_reproduces_the_metrics_without_latency_gates(tmp_p
 def test_k_is_capped(capsys):
     assert main(["--set", str(TINY_SET), "--k", "10001"]) == 2
     assert "--k: at most 10000 ids per query" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["budgets", "compare", "export"])
+def test_deeply_nested_inputs_are_one_line_errors(tmp_path, capsys, command):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    argv = {"budgets": ["--set", str(TINY_SET), "--budgets", str(deep), "--no-gate"],
+            "compare": ["compare", str(deep), str(deep)],
+            "export": ["export", str(deep), "--trec-run", str(tmp_path / "r.txt")]}[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested too deeply" in err

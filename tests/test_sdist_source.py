@@ -439,24 +439,27 @@ def test_fetched_archive_with_wrong_hash_never_enters_the_cache(local_index, cac
     with pytest.raises(SetError) as caught:
         load(tiny_spec(pinned))
 
+    # pip itself refuses it (--require-hashes) before running any of the package's build code
     assert str(caught.value) == (
-        f"{WHERE}: corpus.packages[0].sha256: pip downloaded tinypkg-1.0.tar.gz with sha256 {actual}, "
-        f"expected {pinned}; the index serves a different archive than the pin")
+        f"{WHERE}: corpus.packages[0].sha256: the index serves tinypkg==1.0 with sha256 {actual}, "
+        f"expected {pinned}; pip refused it before building anything (the archive differs from the pin)")
     assert list((cache / "archives").iterdir()) == []
 
 
 def test_pip_failure_shows_its_stderr_tail(local_index, cache):
+    spec = tiny_spec("e" * 64)
+    spec["packages"][0]["version"] = "9.9"  # not in the index
     with pytest.raises(SetError) as caught:
-        load(tiny_spec("e" * 64))
+        load(spec)
     message = str(caught.value)
-    assert message.startswith(f"{WHERE}: corpus.packages[0]: pip download of tinypkg==1.0 failed (exit 1): ")
-    assert "tinypkg==1.0" in message.split("failed", 1)[1]  # pip's own last lines name the requirement
+    assert message.startswith(f"{WHERE}: corpus.packages[0]: pip download of tinypkg==9.9 failed (exit 1): ")
+    assert "tinypkg==9.9" in message.split("failed", 1)[1]  # pip's own last lines name the requirement
     assert "\n" not in message
 
 
 def test_pip_timeout_is_reported(cache, monkeypatch):
     monkeypatch.setattr(sdist_source, "FETCH_TIMEOUT_SECONDS", 0.5)
-    monkeypatch.setattr(sdist_source, "fetch_command", lambda package, destination: [
+    monkeypatch.setattr(sdist_source, "fetch_command", lambda package, destination, requirements=None: [
         sys.executable, "-c", "import sys, time; sys.stderr.write('stuck\\n'); sys.stderr.flush(); time.sleep(60)"])
 
     with pytest.raises(SetError, match=r"pip download of demo==1.0 timed out after 0.5 s"):
