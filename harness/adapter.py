@@ -46,18 +46,19 @@ def _answer(search: SearchFunction, line: bytes) -> bytes:
         request = decode_request(line)
     except ProtocolError as exc:
         return encode_response([], error=str(exc))
+    qid = request.qid  # echoed, so the harness can tell an answer given to the wrong query
     try:
         hits = list(search(request.kind, request.query, request.k))[: request.k]
     except UnknownKind as exc:
-        return encode_response([], error=f"unknown kind {request.kind!r}: {exc}")
+        return encode_response([], error=f"unknown kind {request.kind!r}: {exc}", qid=qid)
     except Exception as exc:  # the loop must survive a failing backend call
         traceback.print_exc(file=sys.stderr)
-        return encode_response([], error=f"{type(exc).__name__}: {exc}")
+        return encode_response([], error=f"{type(exc).__name__}: {exc}", qid=qid)
     if hits and not isinstance(hits[0], str):
         ids = [str(doc_id) for doc_id, _ in hits]
         scores = [float(score) for _, score in hits]
-        return encode_response(ids, scores)
-    return encode_response([str(doc_id) for doc_id in hits])
+        return encode_response(ids, scores, qid=qid)
+    return encode_response([str(doc_id) for doc_id in hits], qid=qid)
 
 
 def _write(writer: BinaryIO, data: bytes) -> None:

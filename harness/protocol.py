@@ -64,9 +64,10 @@ def decode_request(line: bytes | str) -> Request:
 
 
 def encode_response(ids: list[str] | tuple[str, ...], scores: list[float] | None = None,
-                    error: str | None = None) -> bytes:
-    """Adapter side: one response line. An error reply carries an empty id list."""
-    payload: dict[str, object] = {"ids": list(ids)}
+                    error: str | None = None, qid: str | None = None) -> bytes:
+    """Adapter side: one response line. An error reply carries an empty id list; `qid` echoes the request's."""
+    payload: dict[str, object] = {"qid": qid} if qid is not None else {}
+    payload["ids"] = list(ids)
     if scores is not None:
         payload["scores"] = [float(s) for s in scores]
     if error is not None:

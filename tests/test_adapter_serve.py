@@ -25,6 +25,13 @@ def test_answers_in_order_cut_to_k_and_with_scores():
     assert replies == [{"ids": ["x", "y"]}, {"ids": ["a", "b"], "scores": [3.0, 1.0]}]
 
 
+def test_the_request_qid_is_echoed():
+    replies = run_serve(lambda kind, query, k: ["a"], ['{"kind":"c","query":"q","k":1,"qid":"code-017"}',
+                                                        '{"kind":"nope","query":"q","k":1,"qid":"x-1"}'])
+    assert replies[0] == {"qid": "code-017", "ids": ["a"]}
+    assert replies[1]["qid"] == "x-1"
+
+
 def test_banner_first_then_answers():
     replies = run_serve(lambda kind, query, k: [], ['{"kind":"c","query":"q","k":1}'], banner={"name": "t"})
     assert replies[0]["ready"] is True and replies[0]["name"] == "t"

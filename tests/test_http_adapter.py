@@ -107,7 +107,7 @@ def test_post_with_field_mapping_ids_and_scores(server):
                                              {"kind": "notes", "query": "ünïcode 🚀", "k": 10}])
     assert status == 0
     assert banner["ready"] is True and banner["index"] == {"url": url(server, "/search"), "method": "POST"}
-    assert replies == [{"ids": ["code/a.py", "code/b.py"], "scores": [10.0, 9.0]},
+    assert replies == [{"qid": "q1", "ids": ["code/a.py", "code/b.py"], "scores": [10.0, 9.0]},
                        {"ids": ["n1", "n2"], "scores": [10.0, 9.0]}]
     assert [seen["body"] for seen in server.seen] == [{"q": "parse cfg", "limit": 2, "index": "code"},
                                                       {"q": "ünïcode 🚀", "limit": 10, "index": "notes"}]
