@@ -21,7 +21,9 @@ from harness.fsutil import atomic_write_bytes, cache_dir
 POOLING_CHOICES = ("mean", "cls")
 POOLING_CONFIG = Path("1_Pooling") / "config.json"
 # Bump when the meaning of a cached embedding file changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: a header line with the payload's sha256 precedes the .npy bytes
+CACHE_SUFFIX = ".emb"
+_CACHE_MAGIC = b"retrieval-gate-embeddings"
 
 _ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
@@ -260,7 +262,7 @@ def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_h
     if not use_cache:
         return embedder.embed_passages(texts), False
     folder = folder if folder is not None else cache_dir("embeddings")
-    path = folder / f"{embedding_cache_key(corpus_hash, embedder)}.npy"
+    path = folder / f"{embedding_cache_key(corpus_hash, embedder)}{CACHE_SUFFIX}"
     if path.is_file():
         matrix = _load_matrix(path, len(texts))
         if matrix is not None:
@@ -269,13 +271,25 @@ def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_h
     matrix = embedder.embed_passages(texts)
     buffer = io.BytesIO()
     np.save(buffer, matrix, allow_pickle=False)
-    atomic_write_bytes(path, buffer.getvalue())
+    payload = buffer.getvalue()
+    header = b"%s %d %s\n" % (_CACHE_MAGIC, CACHE_FORMAT, hashlib.sha256(payload).hexdigest().encode())
+    atomic_write_bytes(path, header + payload)
     return matrix, False
 
 
 def _load_matrix(path: Path, rows: int) -> np.ndarray | None:
+    """The cached matrix, or None unless its header, payload sha256, dtype, shape and values all check out."""
     try:
-        matrix = np.load(path, allow_pickle=False)
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header, _, payload = data.partition(b"\n")
+    fields = header.split(b" ")
+    if (len(fields) != 3 or fields[0] != _CACHE_MAGIC or fields[1] != str(CACHE_FORMAT).encode()
+            or fields[2] != hashlib.sha256(payload).hexdigest().encode()):
+        return None  # truncated, tampered or from another format: rebuilt, never trusted
+    try:
+        matrix = np.load(io.BytesIO(payload), allow_pickle=False)
     except (OSError, ValueError, EOFError):
         return None
     if (not isinstance(matrix, np.ndarray) or matrix.dtype != np.float32 or matrix.ndim != 2

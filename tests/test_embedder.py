@@ -240,7 +240,7 @@ def test_embedding_cache_reuse_and_invalidation(tiny, tmp_path):
     texts = TEXTS[:4]
     first = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
     matrix, hit = cached_passage_embeddings(first, texts, "corpus-1", folder=cache)
-    assert (hit, first.calls, len(list(cache.glob("*.npy")))) == (False, 1, 1)
+    assert (hit, first.calls, len(list(cache.glob("*.emb")))) == (False, 1, 1)
     # Same corpus, model and options, even another batch size and thread count: reused, not recomputed.
     second = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(batch_size=2, threads=1)))
     again, hit = cached_passage_embeddings(second, texts, "corpus-1", folder=cache)
@@ -257,11 +257,11 @@ def test_embedding_cache_reuse_and_invalidation(tiny, tmp_path):
     changed_model, _ = cached_passage_embeddings(retrained, texts, "corpus-1", folder=cache)
     assert (changed_corpus, changed_prefix, changed_pooling) == (False, False, False)
     assert not np.allclose(changed_model, matrix)
-    assert len(list(cache.glob("*.npy"))) == 5
+    assert len(list(cache.glob("*.emb"))) == 5
     # Turning the cache off computes and writes nothing new.
     off = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
     assert cached_passage_embeddings(off, texts, "corpus-3", folder=cache, use_cache=False)[1] is False
-    assert (off.calls, len(list(cache.glob("*.npy")))) == (1, 5)
+    assert (off.calls, len(list(cache.glob("*.emb")))) == (1, 5)
 
 
 def test_a_corrupt_cache_entry_is_recomputed_not_trusted(tiny, tmp_path):
@@ -269,7 +269,7 @@ def test_a_corrupt_cache_entry_is_recomputed_not_trusted(tiny, tmp_path):
     cache = tmp_path / "embeddings"
     embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
     cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)
-    (entry,) = cache.glob("*.npy")
+    (entry,) = cache.glob("*.emb")
     entry.write_bytes(entry.read_bytes()[:100])
     messages: list[str] = []
     matrix, hit = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache, log=messages.append)
@@ -277,6 +277,21 @@ def test_a_corrupt_cache_entry_is_recomputed_not_trusted(tiny, tmp_path):
     assert messages == [f"{entry}: unusable cache entry, embedding again"]
     np.testing.assert_allclose(matrix, reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
     assert cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)[1] is True
+
+
+def test_a_tampered_cache_entry_of_the_right_shape_is_detected(tiny, tmp_path):
+    model, tokenizer, table, type_table = tiny
+    cache = tmp_path / "embeddings"
+    embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    honest, _ = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)
+    (entry,) = cache.glob("*.emb")
+    data = bytearray(entry.read_bytes())
+    data[-4:] = np.float32(123.0).tobytes()  # one value changed; shape and dtype intact
+    entry.write_bytes(bytes(data))
+    messages: list[str] = []
+    matrix, hit = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache, log=messages.append)
+    assert (hit, embedder.calls) == (False, 2) and len(messages) == 1
+    np.testing.assert_array_equal(matrix, honest)
 
 
 def test_default_model_ranks_a_paraphrase_above_an_unrelated_sentence():
