@@ -1,5 +1,6 @@
 """Shared fixtures: the tiny committed set and a copy of it that a test may break."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,3 +17,19 @@ def tiny_copy(tmp_path: Path) -> Path:
     target = tmp_path / "sets" / "tiny"
     shutil.copytree(TINY_SET, target)
     return target
+
+
+def require_default_model() -> Path:
+    """The verified default model folder; skip when it is not cached, except under CI=true, where it fails.
+
+    The one place that decides this, so CI can never pass without the tests that need the model.
+    """
+    from adapters import model_store  # needs the [onnx] extra only when a test asks for the model
+
+    folder = model_store.model_dir()
+    if not model_store.is_fetched(folder=folder):
+        message = f"default model not in {folder}; run `{model_store.FETCH_COMMAND}`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: .ci/run must fetch it before the tests)")
+        pytest.skip(message)
+    return model_store.verify(folder=folder)

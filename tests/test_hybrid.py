@@ -57,7 +57,7 @@ def setup(tmp_path: Path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tokenizers")
     pytest.importorskip("onnx")
-    from test_embedder import write_model, write_tokenizer
+    from tests.tiny_onnx import write_model, write_tokenizer
 
     model_dir = tmp_path / "model"
     model_dir.mkdir()

@@ -15,24 +15,11 @@ import pytest
 
 from adapters import model_store
 from adapters.model_store import ModelStoreError, PinnedFile, PinnedModel, PinnedWheel
+from tests.conftest import require_default_model
 
 MODEL_BYTES = b"not really onnx, but bytes with a known hash"
 TOKENIZER_BYTES = b'{"fake": "tokenizer"}'
 POOLING_BYTES = b'{"pooling_mode_mean_tokens": true}'
-
-
-def require_default_model() -> Path:
-    """The verified default model folder; skip when it is not cached, except under CI=true, where it fails.
-
-    The one place that decides this, so CI can never pass without the tests that need the model.
-    """
-    folder = model_store.model_dir()
-    if not model_store.is_fetched(folder=folder):
-        message = f"default model not in {folder}; run `{model_store.FETCH_COMMAND}`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: .ci/run must fetch it before the tests)")
-        pytest.skip(message)
-    return model_store.verify(folder=folder)
 
 
 def sha(data: bytes) -> str:

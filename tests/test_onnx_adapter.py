@@ -17,8 +17,8 @@ pytest.importorskip("onnx")
 
 from adapters import model_store  # noqa: E402
 from adapters.onnx_embed import EmbeddingIndex, top_k_indices  # noqa: E402
-from test_embedder import DIM, reference, write_model, write_tokenizer  # noqa: E402
-from test_model_store import require_default_model  # noqa: E402
+from tests.tiny_onnx import DIM, reference, write_model, write_tokenizer  # noqa: E402
+from tests.conftest import require_default_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
