@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from harness.errors import BaselineError
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, read_json_file
 from harness.records import SetResult
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
@@ -58,19 +58,9 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
 def read_baseline(path: Path) -> dict[str, object]:
     """Read and validate a baseline; any defect is a BaselineError naming file and field."""
     label = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{label}: no baseline file; record one with --update-baseline "
-                            f"(or run with --no-gate)") from None
-    except OSError as exc:
-        raise BaselineError(f"{label}: cannot read: {exc.strerror}") from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(f"{label}: corrupt baseline, not valid JSON ({exc})") from None
-    except RecursionError:
-        raise BaselineError(f"{label}: corrupt baseline, JSON nested too deeply") from None
+    if not path.exists():
+        raise BaselineError(f"{label}: no baseline file; record one with --update-baseline (or run with --no-gate)")
+    document = read_json_file(path, BaselineError, label, what="corrupt baseline")
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from harness.fsutil import read_json_file
 from harness.errors import UsageError
 from harness.gates import DEFAULT_P95_BUDGET_MS
 
@@ -19,12 +19,7 @@ def load_budgets(path: Path, *, required: bool) -> tuple[dict[str, float], float
         if required:
             raise UsageError(f"{path}: budgets file not found")
         return {}, DEFAULT_P95_BUDGET_MS
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read budgets ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"{path}: budgets JSON nested too deeply") from None
+    document = read_json_file(path, UsageError, what="budgets")
     if not isinstance(document, dict) or document.get("format") != 1:
         raise UsageError(f"{path}: format: expected 1")
     default = document.get("default_p95_ms", DEFAULT_P95_BUDGET_MS)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.fsutil import read_json_file
 from harness.errors import UsageError
 from harness.evaluate import REPORTED_METRICS
 from harness.stats import RESAMPLES, PairedTest, holm, paired_test
@@ -70,13 +70,7 @@ class Comparison:
 
 def load_run(path: Path) -> RunView:
     """Read a JSON report (--out) or a baseline file; UsageError when it is neither."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read as JSON ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"{path}: JSON nested too deeply") from None
-    return run_view(document, str(path))
+    return run_view(read_json_file(path, UsageError, what="report or baseline"), str(path))
 
 
 def run_view(document: object, path: str) -> RunView:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
+from harness.fsutil import read_json_file
 from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.records import QuerySet
 from harness.sets import load_set
@@ -61,14 +61,7 @@ def main(argv: list[str]) -> int:
 
 def read_report(path: Path) -> dict:
     """A complete JSON run report; UsageError naming the path otherwise."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"{path}: JSON nested too deeply") from None
+    report = read_json_file(path, UsageError, what="run report")
     if not isinstance(report, dict) or "report_format" not in report or not isinstance(report.get("sets"), list):
         raise UsageError(f"{path}: not a retrieval-gate run report (written by a run's --out)")
     if not report.get("complete"):

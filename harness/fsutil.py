@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -58,3 +59,25 @@ def cache_dir(*parts: str) -> Path:
     folder = base.joinpath(*parts)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:
+    """Parse a JSON file; every way it can fail is one `error` line naming the file.
+
+    `what` names the document in the message ("corrupt baseline, not valid JSON ...").
+    """
+    label = label or str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{label}: file not found") from None
+    except OSError as exc:
+        raise error(f"{label}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{label}: {what} is not valid UTF-8") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise error(f"{label}: {what}, not valid JSON ({exc})") from None
+    except RecursionError:
+        raise error(f"{label}: {what}, JSON nested too deeply") from None

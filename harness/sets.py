@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from harness.fsutil import read_json_file
 from harness.corpus import _label, corpus_hash, iter_jsonl, load_corpus
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
@@ -94,14 +94,7 @@ def check_pinned(pins: object, queries: list[Query], by_id: dict[str, Document],
 
 
 def _read_meta(path: Path, where: str) -> dict:
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SetError(f"{where}: cannot read: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SetError(f"{where}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise SetError(f"{where}: JSON nested too deeply") from None
+    meta = read_json_file(path, SetError, where, what="set.json")
     if not isinstance(meta, dict):
         raise SetError(f"{where}: must be a JSON object")
     if meta.get("format") != SET_FORMAT:
