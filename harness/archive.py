@@ -60,6 +60,16 @@ class Member:
     read: Callable[[int], bytes]  # read(limit): at most limit + 1 bytes, so overruns show
 
 
+def check_source_spec(spec: object, source: str, allowed: Iterable[str], where: str) -> dict:
+    """The `corpus` object of set.json, checked to be of `source` and to hold only `allowed` keys."""
+    if not isinstance(spec, dict):
+        raise SetError(f"{where}: corpus: must be an object")
+    check_keys(spec, allowed, where, "corpus")
+    if spec.get("source") != source:
+        raise SetError(f"{where}: corpus.source: expected {source!r}, got {spec.get('source')!r}")
+    return spec
+
+
 def check_keys(spec: dict, allowed: Iterable[str], where: str, field: str) -> None:
     """Reject keys a source does not know: a misspelt `inclde` must not be silently ignored."""
     allowed_keys = set(allowed)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.archive import (FILE, OTHER, SELECTION_KEYS, SUBMODULE, SYMLINK, Member, Selection, Selector,
-                             check_keys, parse_selection)
+                             check_source_spec, parse_selection)
 from harness.errors import SetError
 from harness.records import Document
 
@@ -47,11 +47,7 @@ def load_documents(spec: dict, set_dir: Path, where: str) -> list[Document]:
 
 
 def _parse_spec(spec: object, set_dir: Path, where: str) -> tuple[Path, str, Selection]:
-    if not isinstance(spec, dict):
-        raise SetError(f"{where}: corpus: must be an object")
-    check_keys(spec, _SPEC_KEYS, where, "corpus")
-    if spec.get("source") != SOURCE:
-        raise SetError(f"{where}: corpus.source: expected {SOURCE!r}, got {spec.get('source')!r}")
+    spec = check_source_spec(spec, SOURCE, _SPEC_KEYS, where)
     repo_value = spec.get("repo")
     if not isinstance(repo_value, str) or not repo_value:
         raise SetError(f"{where}: corpus.repo: must be a path to a git repository (absolute or relative to "

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.archive import SELECTION_KEYS, Selection, Selector, archive_members, check_keys, parse_selection
+from harness.archive import (SELECTION_KEYS, Selection, Selector, archive_members, check_keys, check_source_spec,
+                             parse_selection)
 from harness.errors import SetError
 from harness.fsutil import cache_dir
 from harness.records import Document
@@ -62,11 +63,7 @@ def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = Fal
 
 def parse_spec(spec: object, where: str) -> tuple[list[dict[str, str]], Selection]:
     """Validate a `pypi-sdist` corpus object; return its packages and its `Selection`."""
-    if not isinstance(spec, dict):
-        raise SetError(f"{where}: corpus: must be an object")
-    check_keys(spec, _SPEC_KEYS, where, "corpus")
-    if spec.get("source") != SOURCE:
-        raise SetError(f"{where}: corpus.source: expected {SOURCE!r}, got {spec.get('source')!r}")
+    spec = check_source_spec(spec, SOURCE, _SPEC_KEYS, where)
     packages = spec.get("packages")
     if not isinstance(packages, list) or not packages:
         raise SetError(f"{where}: corpus.packages: must be a non-empty list of "
