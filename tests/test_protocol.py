@@ -77,3 +77,17 @@ def test_encode_response_round_trip():
     line = encode_response(["x", "y"], [3, 1.5])
     assert decode_response(line, qid="q", k=2).scores == (3.0, 1.5)
     assert decode_response(encode_response([], error="boom"), qid="q", k=2).error == "boom"
+
+
+@pytest.mark.parametrize("request_", [
+    Request("code", 'say "hi"\\ and\n tab\t', 10, "code-017"),
+    Request("memory", "città 東京 🚀 \u2028 \x00", 1),
+    Request("k", "", 10_000, ""),
+])
+def test_fast_request_encoding_equals_json_dumps(request_):
+    payload = {"kind": request_.kind, "query": request_.query, "k": request_.k}
+    if request_.qid is not None:
+        payload["qid"] = request_.qid
+    expected = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert encode_request(request_) == expected.encode("utf-8")
+    assert decode_request(encode_request(request_)) == request_
