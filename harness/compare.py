@@ -54,6 +54,7 @@ class Comparison:
     only_in_one: list[str]
     seed: int
     resamples: int
+    tested: tuple[str, ...] = TESTED_METRICS
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -106,8 +107,9 @@ def mismatches(base: RunView, candidate: RunView) -> list[str]:
     return problems
 
 
-def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int = RESAMPLES) -> Comparison:
-    """Deltas per set / category / split, paired tests on recall@10 and nDCG@10 (Holm across all shown)."""
+def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int = RESAMPLES,
+            tested: tuple[str, ...] = TESTED_METRICS) -> Comparison:
+    """Deltas per set / category / split, paired tests on `tested` metrics (Holm across all shown)."""
     scopes: list[ScopeComparison] = []
     flips: list[Flip] = []
     shared = sorted(set(base.sets) & set(candidate.sets))
@@ -119,7 +121,7 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
                   and base_rows[qid].get("metrics")]
         groups = {qid: base_rows[qid].get("group") or qid for qid in common}
         for scope, members in _scopes(common, base_rows):
-            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples))
+            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested))
         for qid in sorted(set(base_rows) & set(cand_rows)):
             lost = tuple(d for d in base_rows[qid].get("found", []) if d not in cand_rows[qid].get("found", []))
             gained = tuple(d for d in cand_rows[qid].get("found", []) if d not in base_rows[qid].get("found", []))
@@ -129,7 +131,8 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
     adjusted = holm([scope.tests[metric].p_value for scope, metric in all_tests])
     for (scope, metric), p_value in zip(all_tests, adjusted):
         scope.adjusted_p[metric] = p_value
-    return Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed, resamples)
+    return Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed, resamples,
+                      tuple(tested))
 
 
 def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, list[str]]]:
@@ -140,12 +143,12 @@ def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, lis
     return scopes
 
 
-def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples) -> ScopeComparison:
+def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested) -> ScopeComparison:
     def means(rows):
         return {m: sum(rows[q]["metrics"][m] for q in members) / len(members)
                 for m in REPORTED_METRICS if members and all(m in rows[q]["metrics"] for q in members)}
     result = ScopeComparison(name, scope, len(members), means(base_rows), means(cand_rows))
-    for metric in TESTED_METRICS:
+    for metric in tested:
         if metric in result.base and metric in result.candidate:
             result.tests[metric] = paired_test({q: base_rows[q]["metrics"][metric] for q in members},
                                                {q: cand_rows[q]["metrics"][metric] for q in members},
@@ -164,11 +167,9 @@ def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
         if scope.set_name != current:
             current = scope.set_name
             lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>13}" for m in REPORTED_METRICS[:4])
-                      + "   recall@10 change, 95% CI, p (Holm)"]
+                      + "".join(f"   {m} change, 95% CI, p (Holm)" for m in comparison.tested)]
         cells = "".join(f"{_delta(scope, m):>13}" for m in REPORTED_METRICS[:4])
-        test = scope.tests.get("recall@10")
-        stats = (f"   {test.mean_difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}] "
-                 f"p={test.p_value:.3f} ({scope.adjusted_p['recall@10']:.3f})") if test else ""
+        stats = "".join(_test_cell(scope, m) for m in comparison.tested)
         lines.append(f"{scope.scope:<24}{scope.n:>5}{cells}{stats}")
     if comparison.flips:
         lines += ["", "flipped queries (relevant found in one run, lost in the other):"]
@@ -183,6 +184,14 @@ def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
     lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed}, resampling by query group; "
                  f"p adjusted with Holm across the {sum(len(s.tests) for s in comparison.scopes)} tests shown")
     return "\n".join(lines) + "\n"
+
+
+def _test_cell(scope: ScopeComparison, metric: str) -> str:
+    test = scope.tests.get(metric)
+    if test is None:
+        return "   -"
+    return (f"   {test.mean_difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}] "
+            f"p={test.p_value:.3f} ({scope.adjusted_p[metric]:.3f})")
 
 
 def _delta(scope: ScopeComparison, metric: str) -> str:

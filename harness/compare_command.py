@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.compare import compare, load_run, mismatches, render_text
+from harness.compare import TESTED_METRICS, compare, load_run, mismatches, render_text
+from harness.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.stats import RESAMPLES
@@ -21,6 +22,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("candidate", type=Path)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default: 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"resamples (default: {RESAMPLES})")
+    parser.add_argument("--metric", action="append", default=None, metavar="NAME",
+                        help="metric to test for significance (repeatable; ours or ir_measures spelling: "
+                             "R@10, nDCG@10, RR@10, P@10; default recall@10 and ndcg@10)")
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare even when set revisions, corpora, k or metric definitions differ (labelled)")
     parser.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON")
@@ -32,7 +36,13 @@ def main(argv: list[str]) -> int:
     problems = mismatches(base, candidate)
     if problems and not args.allow_mismatch:
         raise UsageError("runs are not comparable: " + "; ".join(problems) + " (use --allow-mismatch to compare anyway)")
-    comparison = compare(base, candidate, seed=args.seed, resamples=args.resamples)
+    tested = TESTED_METRICS
+    if args.metric:
+        try:
+            tested = tuple(dict.fromkeys(report_metric_name(name) for name in args.metric))
+        except ValueError as exc:
+            raise UsageError(f"--metric: {exc}") from None
+    comparison = compare(base, candidate, seed=args.seed, resamples=args.resamples, tested=tested)
     print(render_text(comparison), end="")
     if args.json:
         import json

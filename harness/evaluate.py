@@ -25,6 +25,19 @@ class Answer:
     latency_seconds: float
 
 
+def report_metric_name(name: str) -> str:
+    """The report's key for a metric named in any accepted spelling (`R@10`, `nDCG@10`, `RR@10`, `mrr`).
+
+    Raises ValueError when the name is unknown or not one the reports carry per query.
+    """
+    canonical = metrics.parse_metric(name).name
+    key = "mrr" if canonical == "mrr@10" else canonical
+    if key not in REPORTED_METRICS:
+        raise ValueError(f"{name!r} ({canonical}) is not kept per query in reports; "
+                         f"choose one of {', '.join(REPORTED_METRICS)}")
+    return key
+
+
 def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
     """Metrics (only for queries with relevant documents), contracts and the outcome."""
     top = answer.ids[:k]

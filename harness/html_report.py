@@ -472,8 +472,9 @@ def _comparison_bar_groups(scopes: Sequence[ScopeComparison]) -> list[tuple[str,
 
 def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
     shown = TABLE_METRICS
+    tested = [m for m in dict.fromkeys(m for scope in scopes for m in scope.tests)] or list(TESTED_METRICS)
     headers = ("scope", "n", *(f"{m} base \u2192 cand" for m in shown),
-               *(f"{m} change [95% CI], p, p Holm" for m in TESTED_METRICS))
+               *(f"{m} change [95% CI], p, p Holm" for m in tested))
     rows = []
     for scope in scopes:
         cells: list = [_text(scope.scope), ("num", _text(scope.n))]
@@ -485,7 +486,7 @@ def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
                                      f'<span class="{css}">({_signed(change)})</span>'))
             else:
                 cells.append(("num", "-"))
-        for metric in TESTED_METRICS:
+        for metric in tested:
             test = scope.tests.get(metric)
             if test is None:
                 cells.append(("num", "-"))

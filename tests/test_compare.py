@@ -84,3 +84,21 @@ def test_incomplete_or_foreign_files_are_usage_errors(tmp_path, capsys):
     foreign.write_text("{}")
     assert main(["compare", str(foreign), str(foreign)]) == 2
     assert "neither a retrieval-gate report nor a baseline" in capsys.readouterr().err
+
+
+def test_metric_names_in_ir_measures_spelling_choose_the_tests(tmp_path, monkeypatch, capsys):
+    a = make_report(tmp_path, monkeypatch, "a", GOOD)
+    worse = dict(GOOD)
+    worse["how is the config file parsed"] = ["doc-02", "doc-01"]  # MRR drops, recall holds
+    b = make_report(tmp_path, monkeypatch, "b", worse)
+    capsys.readouterr()
+    out_json = tmp_path / "c.json"
+    assert main(["compare", str(a), str(b), "--resamples", "200", "--metric", "RR@10", "--metric", "P@10",
+                 "--json", str(out_json)]) == 0
+    overall = json.loads(out_json.read_text())["scopes"][0]
+    assert sorted(overall["tests"]) == ["mrr", "precision@10"]
+    # MRR over 5 queries: 1.0 -> (0.5 + 4) / 5 = 0.9
+    assert overall["tests"]["mrr"]["mean_difference"] == pytest.approx(-0.1)
+    assert "mrr change, 95% CI" in capsys.readouterr().out
+    assert main(["compare", str(a), str(b), "--metric", "MAP"]) == 2
+    assert "--metric:" in capsys.readouterr().err
