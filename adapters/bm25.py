@@ -77,25 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print(f"bm25: error: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    from adapters.corpus_dir import CORPUS_DIR_ENV, CorpusFileError, corpus_paths
-    from harness.adapter import UnknownKind, serve
+    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
+    from harness.adapter import index_for, serve
 
     settings = settings_from_args(args)
     try:
-        paths = corpus_paths(args.corpus)
-        if not paths:
-            raise CorpusFileError(f"no corpus: set {CORPUS_DIR_ENV} to a folder of <kind>.jsonl files "
-                                  "or pass --corpus KIND=PATH")
-        indexes = load_indexes(paths, settings)
+        indexes = load_indexes(required_corpus_paths(args.corpus), settings)
     except (CorpusFileError, ValueError) as exc:
         print(f"bm25: error: {exc}", file=sys.stderr)
         return 2
 
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        index = indexes.get(kind)
-        if index is None:
-            raise UnknownKind(f"this adapter serves {sorted(indexes)}")
-        return index.search(query, k)
+        return index_for(indexes, kind).search(query, k)
 
     banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),
               "index": {kind: index.provenance for kind, index in indexes.items()}}

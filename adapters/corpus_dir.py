@@ -45,6 +45,15 @@ def corpus_paths(overrides: list[str] | None = None) -> dict[str, Path]:
     return paths
 
 
+def required_corpus_paths(overrides: list[str] | None = None) -> dict[str, Path]:
+    """`corpus_paths`, where finding none is an error: an adapter with nothing to search is misconfigured."""
+    paths = corpus_paths(overrides)
+    if not paths:
+        raise CorpusFileError(f"no corpus: set {CORPUS_DIR_ENV} to a folder of <kind>.jsonl files "
+                              "or pass --corpus KIND=PATH")
+    return paths
+
+
 def read_corpus(kind: str, path: Path) -> CorpusFile:
     """Load one corpus file; reject bad JSON, missing/empty ids or text, and duplicate ids."""
     try:

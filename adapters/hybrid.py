@@ -72,16 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{NAME}: error: missing {exc.name}; install with: {INSTALL_HINT}", file=sys.stderr)
         return 2
     from adapters import bm25, model_store, onnx_embed
-    from adapters.corpus_dir import CORPUS_DIR_ENV, CorpusFileError, corpus_paths
+    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
     from adapters.embedder import EmbedderError
-    from harness.adapter import UnknownKind, serve
+    from harness.adapter import index_for, serve
 
     settings = bm25.settings_from_args(args)
     try:
-        paths = corpus_paths(args.corpus)
-        if not paths:
-            raise CorpusFileError(f"no corpus: set {CORPUS_DIR_ENV} to a folder of <kind>.jsonl files "
-                                  "or pass --corpus KIND=PATH")
+        paths = required_corpus_paths(args.corpus)
         lexical = bm25.load_indexes(paths, settings)
         embedder, files = onnx_embed.build_embedder(args)
         semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache)
@@ -91,10 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        if kind not in lexical:
-            raise UnknownKind(f"this adapter serves {sorted(lexical)}")
         depth = max(args.candidates, k)
-        lexical_ids = [doc_id for doc_id, _ in lexical[kind].search(query, depth)]
+        lexical_ids = [doc_id for doc_id, _ in index_for(lexical, kind).search(query, depth)]
         semantic_ids = [doc_id for doc_id, _ in semantic[kind].search(embedder.embed_query(query), depth)]
         return reciprocal_rank_fusion([lexical_ids, semantic_ids], args.rrf_k)[:k]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters import model_store
-from adapters.corpus_dir import CORPUS_DIR_ENV, CorpusFileError, corpus_paths, read_corpus
-from harness.adapter import UnknownKind, serve
+from adapters.corpus_dir import CorpusFileError, read_corpus, required_corpus_paths
+from harness.adapter import index_for, serve
 
 if TYPE_CHECKING:
     import numpy as np
@@ -245,10 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     from adapters.embedder import EmbedderError
 
     try:
-        paths = corpus_paths(args.corpus)
-        if not paths:
-            raise ConfigError(f"no corpus: set {CORPUS_DIR_ENV} to a folder of <kind>.jsonl files "
-                              "or pass --corpus KIND=PATH")
+        paths = required_corpus_paths(args.corpus)
         embedder, files = build_embedder(args)
         indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache)
         banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
@@ -257,10 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{NAME}: error: {exc}", file=sys.stderr)
         return 2
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        index = indexes.get(kind)
-        if index is None:
-            raise UnknownKind(f"this adapter serves {sorted(indexes)}")
-        return index.search(embedder.embed_query(query), k)
+        return index_for(indexes, kind).search(embedder.embed_query(query), k)
 
     return serve(search, banner)
 

@@ -8,18 +8,27 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from typing import BinaryIO, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import BinaryIO, TypeVar, Union
 
 from harness.errors import ProtocolError
 from harness.protocol import decode_request, encode_banner, encode_response
 
 Hit = Union[str, tuple[str, float]]
 SearchFunction = Callable[[str, str, int], Sequence[Hit]]
+IndexT = TypeVar("IndexT")
 
 
 class UnknownKind(LookupError):
     """Raise from a search function for a kind it does not serve; answered as an error reply."""
+
+
+def index_for(indexes: Mapping[str, IndexT], kind: str) -> IndexT:
+    """The index serving `kind`; an unknown kind raises UnknownKind (an error reply, the loop goes on)."""
+    index = indexes.get(kind)
+    if index is None:
+        raise UnknownKind(f"this adapter serves {sorted(indexes)}")
+    return index
 
 
 def serve(search: SearchFunction, banner: dict[str, object] | None = None, *,

@@ -64,3 +64,11 @@ def test_real_process_exits_cleanly_on_eof(tmp_path):
                                capture_output=True, timeout=30)
     assert completed.returncode == 0
     assert json.loads(completed.stdout) == {"ids": ["HI"]}
+
+
+def test_index_for_names_the_kinds_served():
+    from harness.adapter import index_for
+    indexes = {"code": "code-index", "memory": "memory-index"}
+    assert index_for(indexes, "code") == "code-index"
+    replies = run_serve(lambda kind, query, k: [index_for(indexes, kind)], ['{"kind":"dedupe","query":"q","k":1}'])
+    assert replies[0]["error"] == "unknown kind 'dedupe': this adapter serves ['code', 'memory']"
