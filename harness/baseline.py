@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text, read_json_file
-from harness.records import SetResult
+from harness.records import QuerySet, SetResult
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
 BASELINE_VERSION = 1
@@ -109,14 +109,19 @@ def _check_numbers(values: dict, where: str) -> None:
             raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {value!r}")
 
 
-def set_entry_for(baseline: dict[str, object], result: SetResult, label: str) -> dict[str, object]:
-    """The baseline entry comparable with `result`, or a BaselineError saying why not."""
-    entry = baseline["sets"].get(result.name)  # type: ignore[union-attr]
+def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, label: str, *,
+                  k: int | None = None) -> dict[str, object]:
+    """The baseline entry comparable with a set or its result, or a BaselineError saying why not.
+
+    Called with the loaded set before the run (k as asked), so a mismatch stops it before the adapter starts.
+    """
+    name, k = result.name, k if k is not None else result.k  # type: ignore[union-attr]
+    entry = baseline["sets"].get(name)  # type: ignore[union-attr]
     if entry is None:
-        raise BaselineError(f"{label}: sets: no baseline for set {result.name!r}; record it with --update-baseline")
-    for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", result.k)):
+        raise BaselineError(f"{label}: sets: no baseline for set {name!r}; record it with --update-baseline")
+    for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", k)):
         if entry[field] != now:
             raise BaselineError(
-                f"{label}: sets.{result.name}.{field}: baseline has {entry[field]!r}, this run has {now!r}; "
+                f"{label}: sets.{name}.{field}: baseline has {entry[field]!r}, this run has {now!r}; "
                 f"the numbers are not comparable: re-baseline deliberately with --update-baseline")
     return entry

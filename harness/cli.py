@@ -179,7 +179,6 @@ def _run(args_list: list[str]) -> int:
     baseline = None
     if not args.no_gate and not args.update_baseline:
         baseline = read_baseline(args.baseline)
-        # Comparability is checked per set after the run, when k is known; fail early on names.
     if args.run_file:
         argv, label, expect_banner = [], f"run-file {args.run_file}", False
     elif args.adapter:
@@ -194,8 +193,7 @@ def _run(args_list: list[str]) -> int:
     if baseline is not None:
         for query_set in query_sets:
             k = args.k or query_set.k
-            probe = _identity(query_set, k)
-            baseline_entries[query_set.name] = set_entry_for(baseline, probe, str(args.baseline))
+            baseline_entries[query_set.name] = set_entry_for(baseline, query_set, str(args.baseline), k=k)
     progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if args.run_file:
@@ -284,14 +282,6 @@ def _status(error: HarnessError | None, gates: list) -> int:
     if error is not None:
         return error.exit_code
     return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
-
-
-def _identity(query_set, k: int):
-    """A stand-in SetResult carrying just what comparability checks read (name, revision, hash, k)."""
-    from harness.records import SetResult
-    return SetResult(name=query_set.name, kind=query_set.kind, revision=query_set.revision,
-                     corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),
-                     complete=False, aggregates={}, latency_ms={}, queries=())
 
 
 def _progress_printer():
