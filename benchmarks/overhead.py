@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.protocol import Request, decode_response, encode_request
-from harness.runner import AdapterProcess
+from harness.adapter.protocol import Request, decode_response, encode_request
+from harness.adapter.driver import AdapterProcess
 
 # The instant adapter: one fixed response line per request line, flushed.
 INSTANT_ADAPTER = r"""

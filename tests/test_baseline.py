@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from harness.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.errors import BaselineError
-from harness.evaluate import Answer, evaluate_set
-from harness.sets import load_set
+from harness.scoring.evaluate import Answer, evaluate_set
+from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)
@@ -74,7 +74,7 @@ def test_not_comparable_when_revision_or_corpus_changed(tmp_path):
 
 
 def test_baselines_command_prints_the_overall_row(tmp_path, capsys):
-    from harness.cli import main
+    from harness.commands.cli import main
     result = evaluate_set(TINY, ANSWERS, k=10)
     path = tmp_path / "current.json"
     write_baseline(path, build_baseline([result], {"backend": {"label": "bm25"}}))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import harness.beir
-from harness.beir import convert_beir, import_beir
+import harness.sets.beir
+from harness.sets.beir import convert_beir, import_beir
 from harness.errors import SetError, UsageError
-from harness.sets import load_set
+from harness.sets.loader import load_set
 from tests.conftest import FIXTURES
 
 BEIR = FIXTURES / "beir"
@@ -76,7 +76,7 @@ def test_refuses_to_overwrite_and_leaves_the_folder_alone(tmp_path):
 def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
     def broken_load(folder, **_):
         raise SetError("simulated")
-    monkeypatch.setattr(harness.beir, "load_set", broken_load)
+    monkeypatch.setattr(harness.sets.beir, "load_set", broken_load)
     with pytest.raises(SetError, match="simulated"):
         import_beir(BEIR, "bakery", tmp_path)
     assert list(tmp_path.iterdir()) == []  # neither the set nor the staging folder

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.check_adapter import CHECKS
-from harness.live_adapter import group_rss_kib
-from harness.cli import main
+from harness.adapter.checks import CHECKS
+from harness.adapter.probe import group_rss_kib
+from harness.commands.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_adapters"
 REPO = Path(__file__).resolve().parent.parent

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from harness.cli import main
-from harness.sets import load_set
+from harness.commands.cli import main
+from harness.sets.loader import load_set
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 TINY = load_set(TINY_SET)

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from harness.cli import main
+from harness.commands.cli import main
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 import sys
 
-from harness.sets import load_set
+from harness.sets.loader import load_set
 
 TINY = load_set(TINY_SET)
 GOOD = {q.query: list(q.relevant) for q in TINY.queries}

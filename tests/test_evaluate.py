@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.evaluate import Answer, evaluate_query, evaluate_set, latency_summary
-from harness.sets import load_set
+from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, latency_summary
+from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)

@@ -1,10 +1,10 @@
 """The four gates: recall drop (rounding rule), latency budget, query count, hard contracts."""
 
-from harness.evaluate import Answer, evaluate_set
-from harness.gates import check, flipped_queries
+from harness.scoring.evaluate import Answer, evaluate_set
+from harness.gating.gates import check, flipped_queries
 from harness.records import QueryResult, SetResult
-from harness.baseline import build_baseline
-from harness.sets import load_set
+from harness.gating.baseline import build_baseline
+from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import git_source
+from harness.sets import git_source
 from harness.errors import SetError
 
 WHERE = "sets/mine/set.json"

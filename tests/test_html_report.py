@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from harness.cli import main
-from harness.compare import compare, load_run
-from harness.html_report import render_comparison_html, render_run_html
+from harness.commands.cli import main
+from harness.scoring.compare import compare, load_run
+from harness.report.html import render_comparison_html, render_run_html
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 # Query text and a category name that would break HTML or XML if written raw; \x01 is not allowed

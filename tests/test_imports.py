@@ -1,12 +1,31 @@
-"""harness/ imports only the standard library, and the import direction of STYLE.md holds."""
+"""Architecture rules: harness/ imports only the standard library, and imports point one way.
+
+The stages (docs/design.md): `sets`, `adapter`, `scoring`, `gating`, `report`, then the API
+(`harness.api`) and `commands` on top. Shared mechanisms (errors, fsutil, records, text) sit
+below every stage and import none of them.
+"""
 
 import ast
 import sys
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
-PURE_MODULES = ("metrics", "gates", "report", "evaluate", "protocol", "stats", "compare", "html_report", "junit")
-FORBIDDEN_IN_PURE = {"subprocess", "os", "harness.runner", "harness.run", "harness.cli"}
+BASE = {"errors", "fsutil", "records", "text", "__init__"}
+# package -> the packages it may import (besides itself and the shared base modules)
+ALLOWED = {
+    "base": set(),
+    "sets": set(),
+    "scoring": set(),
+    "gating": {"scoring"},
+    "report": {"scoring", "gating", "sets"},
+    "adapter": {"sets", "scoring", "report"},
+    "api": {"sets", "adapter", "scoring", "gating", "report"},
+    "commands": {"sets", "adapter", "scoring", "gating", "report", "api"},
+    "__main__": {"commands"},
+}
+NO_PROCESSES = ("scoring", "report")
+PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.adapter.driver", "harness.adapter.probe",
+                   "harness.adapter.asking"}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -16,17 +35,36 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+            if node.module == "harness":
+                found.extend((node.lineno, f"harness.{alias.name}") for alias in node.names)
+            else:
+                found.append((node.lineno, node.module))
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
             if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 found.append((node.lineno, node.args[0].value))
     return found
 
 
+def package_of(module: str) -> str:
+    """The stage a `harness.x.y` module (or a harness/ file path's dotted name) belongs to."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "base"
+    if parts[1] in BASE or parts[1] == "__version__":
+        return "base"
+    return parts[1]
+
+
+def harness_files():
+    for path in sorted(HARNESS.rglob("*.py")):
+        dotted = "harness." + ".".join(path.relative_to(HARNESS).with_suffix("").parts)
+        yield path, dotted.removesuffix(".__init__")
+
+
 def test_harness_imports_only_the_standard_library():
     allowed = set(sys.stdlib_module_names) | {"harness", "__future__"}
     offenders = [f"{path.name}:{line}: {name}"
-                 for path in sorted(HARNESS.rglob("*.py"))
+                 for path, _ in harness_files()
                  for line, name in imported_modules(path) if name.split(".")[0] not in allowed]
     assert offenders == []
 
@@ -39,14 +77,43 @@ def test_the_check_itself_catches_a_third_party_import(tmp_path):
     assert not set(names) & set(sys.stdlib_module_names)
 
 
-def test_pure_modules_do_not_reach_for_processes_or_the_filesystem():
-    offenders = [f"{name}.py:{line}: {module}"
-                 for name in PURE_MODULES
-                 for line, module in imported_modules(HARNESS / f"{name}.py") if module in FORBIDDEN_IN_PURE]
+def test_every_stage_is_known_to_the_rules():
+    stages = {package_of(dotted) for _, dotted in harness_files()}
+    assert stages <= set(ALLOWED), stages - set(ALLOWED)
+
+
+def test_imports_point_one_way():
+    offenders = []
+    for path, dotted in harness_files():
+        here = package_of(dotted)
+        for line, module in imported_modules(path):
+            if not module.startswith("harness"):
+                continue
+            there = package_of(module)
+            if there not in (here, "base") and there not in ALLOWED[here]:
+                offenders.append(f"{path.relative_to(HARNESS)}:{line}: {here} imports {module}")
     assert offenders == []
 
 
-def test_nothing_imports_the_cli():
-    offenders = [f"{path.name}:{line}" for path in HARNESS.rglob("*.py") if path.name not in ("cli.py", "__main__.py")
-                 for line, module in imported_modules(path) if module == "harness.cli"]
+def test_the_rule_catches_an_upward_import():
+    assert "commands" not in ALLOWED["scoring"] and package_of("harness.commands.cli") == "commands"
+    assert package_of("harness.errors") == "base" and package_of("harness.scoring.metrics") == "scoring"
+
+
+def test_scoring_and_report_never_start_processes():
+    offenders = [f"{path.relative_to(HARNESS)}:{line}: {module}"
+                 for path, dotted in harness_files() if package_of(dotted) in NO_PROCESSES
+                 for line, module in imported_modules(path) if module in PROCESS_MODULES]
     assert offenders == []
+
+
+def test_nothing_imports_the_commands():
+    offenders = [f"{path.relative_to(HARNESS)}:{line}" for path, dotted in harness_files()
+                 if package_of(dotted) not in ("commands", "__main__")
+                 for line, module in imported_modules(path) if package_of(module) == "commands"]
+    assert offenders == []
+
+
+def test_adapter_authors_import_serve_from_harness_adapter():
+    from harness.adapter import serve
+    assert callable(serve)

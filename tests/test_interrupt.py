@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.sets import load_set
+from harness.sets.loader import load_set
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 TINY = load_set(TINY_SET)

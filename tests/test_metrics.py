@@ -1,4 +1,4 @@
-"""Hand-computed tables for harness.metrics: each expected value shows its arithmetic."""
+"""Hand-computed tables for harness.scoring.metrics: each expected value shows its arithmetic."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import MappingProxyType
 
 import pytest
 
-from harness import metrics
-from harness.metrics import (
+from harness.scoring import metrics
+from harness.scoring.metrics import (
     DEFAULT_METRICS, FAMILIES, METRICS, Family, hit, metric_names, ndcg, parse_metric,
     percentile, precision, recall, reciprocal_rank,
 )

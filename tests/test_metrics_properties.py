@@ -1,4 +1,4 @@
-"""Property tests for harness.metrics: a plain reference implementation, and trec_eval itself."""
+"""Property tests for harness.scoring.metrics: a plain reference implementation, and trec_eval itself."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.metrics import (
+from harness.scoring.metrics import (
     METRICS, hit, ndcg, parse_metric, percentile, precision, recall, reciprocal_rank,
 )
 

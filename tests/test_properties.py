@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.baseline import build_baseline, read_baseline, set_entry_for
+from harness.gating.baseline import build_baseline, read_baseline, set_entry_for
 from harness.errors import BaselineError, ProtocolError, SetError
-from harness.gates import check
-from harness.protocol import Response, decode_response
+from harness.gating.gates import check
+from harness.adapter.protocol import Response, decode_response
 from harness.records import QueryResult, QuerySet, SetResult
-from harness.sets import load_set
+from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -238,7 +238,7 @@ def reference_recall_failures(rows) -> set[str | None]:
 def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows):
     baseline, current = set_result(rows, 2), set_result(rows, 3)
     entry = build_baseline([baseline], {"started": "t"})["sets"]["s"]
-    with mock.patch("harness.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
+    with mock.patch("harness.gating.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
         gates = check([current], {"s": entry}, {})
     failed = [g for g in gates if not g.passed]
     assert all(g.gate == "recall" for g in failed), [g.message for g in failed]
@@ -292,6 +292,6 @@ def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path
     except BaselineError as error:
         assert "\n" not in str(error)
         return
-    with mock.patch("harness.gates.RESAMPLES", 50):
+    with mock.patch("harness.gating.gates.RESAMPLES", 50):
         gates = check([set_result(rows, 3)], {"s": comparable}, {})
     assert gates and entry is not None

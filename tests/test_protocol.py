@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.errors import ProtocolError
-from harness.protocol import (Request, decode_banner, decode_request, decode_response, encode_banner,
+from harness.adapter.protocol import (Request, decode_banner, decode_request, decode_response, encode_banner,
                               encode_request, encode_response)
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
+from harness.adapter import driver as runner
 from harness.errors import AdapterError
-from harness.protocol import Request
-from harness.runner import AdapterProcess
+from harness.adapter.protocol import Request
+from harness.adapter.driver import AdapterProcess
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters"
 FAST = {"startup_timeout": 10.0, "query_timeout": 10.0}  # generous: only hang tests hit a timeout

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import sdist_source
+from harness.sets import sdist_source
 from harness.errors import SetError
 
 WHERE = "sets/code/set.json"

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.corpus import corpus_hash, content_sha256
+from harness.sets.corpus import corpus_hash, content_sha256
 from harness.errors import SetError
-from harness.sets import find_sets, load_set
+from harness.sets.loader import find_sets, load_set
 from tests.conftest import TINY_SET
 
 

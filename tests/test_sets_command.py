@@ -2,9 +2,9 @@
 
 import json
 
-from harness.cli import main
-from harness.sets import load_set
-from harness.sets_command import overlap_statistics
+from harness.commands.cli import main
+from harness.sets.loader import load_set
+from harness.commands.sets import overlap_statistics
 from tests.conftest import TINY_SET
 
 

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from harness.stats import bootstrap_ci, group_differences, holm, paired_test, randomization_p_value
+from harness.scoring.stats import bootstrap_ci, group_differences, holm, paired_test, randomization_p_value
 
 
 def test_identical_runs_give_p_1_and_a_zero_interval():

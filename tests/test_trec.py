@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import export_command
-from harness.beir import import_beir
+from harness.commands import export as export_command
+from harness.sets.beir import import_beir
 from harness.errors import SetError, UsageError
-from harness.evaluate import REPORTED_METRICS, Answer, evaluate_set
-from harness.metrics import parse_metric
-from harness.sets import load_set
-from harness.trec import (answers_from_run, missing_from_run, read_qrels, read_run, unknown_in_run, write_qrels,
+from harness.scoring.evaluate import REPORTED_METRICS, Answer, evaluate_set
+from harness.scoring.metrics import parse_metric
+from harness.sets.loader import load_set
+from harness.report.trec import (answers_from_run, missing_from_run, read_qrels, read_run, unknown_in_run, write_qrels,
                           write_run)
 from tests.conftest import FIXTURES, TINY_SET
 

@@ -10,11 +10,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
+from harness.sets.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
 from harness.errors import SetError, UsageError
 from harness.fsutil import atomic_write_text
 from harness.records import Document, Query
-from harness.sets import SET_FORMAT, compute_pins, load_set
+from harness.sets.loader import SET_FORMAT, compute_pins, load_set
 
 CATEGORY = "beir"
 SOURCE = "beir"

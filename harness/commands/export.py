@@ -9,8 +9,8 @@ from pathlib import Path
 from harness.fsutil import read_json_file
 from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.records import QuerySet
-from harness.sets import load_set
-from harness.trec import DEFAULT_RUN_TAG, write_qrels, write_run
+from harness.sets.loader import load_set
+from harness.report.trec import DEFAULT_RUN_TAG, write_qrels, write_run
 
 PROG = "python -m harness export"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.fsutil import read_json_file
 from harness.errors import UsageError
-from harness.gates import DEFAULT_P95_BUDGET_MS
+from harness.gating.gates import DEFAULT_P95_BUDGET_MS
 
 
 def load_budgets(path: Path, *, required: bool) -> tuple[dict[str, float], float]:

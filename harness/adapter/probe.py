@@ -1,6 +1,6 @@
 """A raw-line driver for a live adapter, for the conformance suite (`check-adapter`).
 
-Unlike `harness.runner.AdapterProcess`, which rightly turns the first violation into a
+Unlike `harness.adapter.driver.AdapterProcess`, which rightly turns the first violation into a
 terminal error, this driver hands back each raw line so every violation can be attributed
 to the right check, and restarts an adapter whose stream can no longer be trusted.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
-from harness.runner import MAX_LINE_BYTES, STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
+from harness.adapter.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
+from harness.adapter.driver import MAX_LINE_BYTES, STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
 MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row

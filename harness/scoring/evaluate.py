@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness import metrics
+from harness.scoring import metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order.

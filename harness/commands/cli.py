@@ -10,31 +10,31 @@ import tempfile
 from pathlib import Path
 
 from harness import __version__
-from harness.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
-from harness.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
-from harness.budgets import load_budgets
-from harness.compare import compare, run_view
-from harness.compare import render_text as render_comparison
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
+from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from harness.gating.budgets import load_budgets
+from harness.scoring.compare import compare, run_view
+from harness.scoring.compare import render_text as render_comparison
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError, parse_arguments
 from harness.fsutil import atomic_write_text
-from harness.gates import check
-from harness.junit import render_junit
-from harness.what_if import render_what_if, what_if_min_score
-from harness.report import REPORT_FORMAT, render_markdown, render_text, to_json
-from harness.run import RunOptions, materialise_corpora, run_from_file, run_sets
-from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
-from harness.sets import find_sets, load_set
+from harness.gating.gates import check
+from harness.report.junit import render_junit
+from harness.scoring.what_if import render_what_if, what_if_min_score
+from harness.report.document import REPORT_FORMAT, render_markdown, render_text, to_json
+from harness.adapter.asking import RunOptions, materialise_corpora, run_from_file, run_sets
+from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.sets.loader import find_sets, load_set
 
 PROG = "python -m harness"
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
 SUBCOMMANDS = {
-    "sets": "harness.sets_command",
-    "metrics": "harness.metrics_command",
-    "check-adapter": "harness.check_adapter",
-    "compare": "harness.compare_command",
-    "export": "harness.export_command",
-    "baselines": "harness.baselines_command",
+    "sets": "harness.commands.sets",
+    "metrics": "harness.commands.metrics",
+    "check-adapter": "harness.adapter.checks",
+    "compare": "harness.commands.compare",
+    "export": "harness.commands.export",
+    "baselines": "harness.commands.baselines",
 }
 EXAMPLES = f"""\
 examples:
@@ -228,7 +228,7 @@ def _run(args_list: list[str]) -> int:
     if args.junit:
         atomic_write_text(args.junit, render_junit(report))
     if args.html:
-        from harness.html_report import render_run_html
+        from harness.report.html import render_run_html
         atomic_write_text(args.html, render_run_html(report, baseline_entries or None, budgets, default_budget))
     markdown = render_markdown(report)
     if args.summary:

@@ -14,9 +14,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.compare import TESTED_METRICS, Comparison, Flip, ScopeComparison
-from harness.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
-from harness.report import TABLE_METRICS
+from harness.scoring.compare import TESTED_METRICS, Comparison, Flip, ScopeComparison
+from harness.gating.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
+from harness.report.document import TABLE_METRICS
 
 # XML 1.0 cannot carry these code points even as references (C0 controls, lone surrogates,
 # U+FFFE/U+FFFF); C1 controls are legal XML but HTML parse errors. All become U+FFFD.
@@ -265,7 +265,7 @@ def render_run_html(report: dict, baseline_sets: dict[str, dict] | None, budgets
                     default_budget_ms: float) -> str:
     """One self-contained page for a run report (the dict written by --out).
 
-    `baseline_sets` maps set name -> baseline entry (harness.baseline `_set_entry`), or None when
+    `baseline_sets` maps set name -> baseline entry (harness.gating.baseline `_set_entry`), or None when
     the run had no baseline; then the recall chart shows the current run only and no flips are
     listed. `budgets_ms` / `default_budget_ms` give each set's p95 budget, as the latency gate uses.
     """

@@ -25,9 +25,9 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from harness.corpus import _label
+from harness.sets.corpus import _label
 from harness.errors import SetError, UsageError
-from harness.evaluate import Answer
+from harness.scoring.evaluate import Answer
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
 

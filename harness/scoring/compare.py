@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness.fsutil import read_json_file
 from harness.errors import UsageError
-from harness.evaluate import REPORTED_METRICS
-from harness.stats import RESAMPLES, PairedTest, holm, paired_test
+from harness.scoring.evaluate import REPORTED_METRICS
+from harness.scoring.stats import RESAMPLES, PairedTest, holm, paired_test
 
 TESTED_METRICS = ("recall@10", "ndcg@10")
 IDENTITY_FIELDS = ("revision", "corpus_hash", "k")

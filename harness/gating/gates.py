@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.records import GateResult, SetResult
-from harness.stats import RESAMPLES, paired_test
+from harness.scoring.stats import RESAMPLES, paired_test
 
 RECALL_METRIC = "recall@10"
 RECALL_DROP_LIMIT = 0.020

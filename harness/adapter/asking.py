@@ -20,11 +20,11 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import AdapterError, HarnessError, Interrupted, SetError
-from harness.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
+from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
 from harness.fsutil import atomic_write_text
-from harness.protocol import Request
+from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
-from harness.runner import AdapterProcess
+from harness.adapter.driver import AdapterProcess
 
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
 Progress = Callable[[str, int, int], None]
@@ -129,7 +129,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
 
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
     """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped)."""
-    from harness import trec
+    from harness.report import trec
     run = trec.read_run(run_path)
     provenance = base_provenance(options, query_sets)
     provenance["run_file"] = str(run_path)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, ProtocolError, UsageError, parse_arguments
-from harness.protocol import Request, decode_response
-from harness.live_adapter import Exchange, LiveAdapter, shorten
-from harness.runner import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.protocol import Request, decode_response
+from harness.adapter.probe import Exchange, LiveAdapter, shorten
+from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
 
 PROG = "python -m harness check-adapter"
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
@@ -477,8 +477,8 @@ def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
 
 def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
     """Materialise a query set's corpus, as the harness does for a run, and take its kind and queries."""
-    from harness.run import materialise_corpora
-    from harness.sets import find_sets, load_set
+    from harness.adapter.asking import materialise_corpora
+    from harness.sets.loader import find_sets, load_set
 
     query_set = load_set(find_sets([args.set_name], args.sets_dir)[0], offline=args.offline)
     if args.kind is not None and args.kind != query_set.kind:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.archive import (SELECTION_KEYS, Selection, Selector, archive_members, check_keys, check_source_spec,
+from harness.sets.archive import (SELECTION_KEYS, Selection, Selector, archive_members, check_keys, check_source_spec,
                              parse_selection)
 from harness.errors import SetError
 from harness.fsutil import cache_dir

@@ -5,7 +5,7 @@ It helps teams pick a score cut-off for production without touching gates or bas
 
 from __future__ import annotations
 
-from harness import metrics
+from harness.scoring import metrics
 from harness.records import QuerySet, SetResult
 
 WHAT_IF_METRICS = ("recall@10", "mrr", "ndcg@10")

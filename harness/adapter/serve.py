@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import BinaryIO, TypeVar, Union
 
 from harness.errors import ProtocolError
-from harness.protocol import decode_request, encode_banner, encode_response
+from harness.adapter.protocol import decode_request, encode_banner, encode_response
 
 Hit = Union[str, tuple[str, float]]
 SearchFunction = Callable[[str, str, int], Sequence[Hit]]

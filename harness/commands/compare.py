@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.compare import TESTED_METRICS, compare, load_run, mismatches, render_text
-from harness.evaluate import report_metric_name
+from harness.scoring.compare import TESTED_METRICS, compare, load_run, mismatches, render_text
+from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError, parse_arguments
 from harness.fsutil import atomic_write_text
-from harness.stats import RESAMPLES
+from harness.scoring.stats import RESAMPLES
 
 
 def main(argv: list[str]) -> int:
@@ -48,6 +48,6 @@ def main(argv: list[str]) -> int:
         import json
         atomic_write_text(args.json, json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False) + "\n")
     if args.html:
-        from harness.html_report import render_comparison_html
+        from harness.report.html import render_comparison_html
         atomic_write_text(args.html, render_comparison_html(comparison))
     return EXIT_OK

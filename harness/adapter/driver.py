@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from harness.errors import AdapterError, ProtocolError, UsageError
-from harness.protocol import Request, Response, decode_banner, decode_response, encode_request
+from harness.adapter.protocol import Request, Response, decode_banner, decode_response, encode_request
 
 STARTUP_TIMEOUT_SECONDS = 120.0   # process start -> ready banner (or first answer without a banner)
 QUERY_TIMEOUT_SECONDS = 30.0      # request written -> full response line read

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.errors import EXIT_OK, parse_arguments
-from harness.metrics import metric_names
+from harness.scoring.metrics import metric_names
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from harness.archive import (FILE, OTHER, SELECTION_KEYS, SUBMODULE, SYMLINK, Member, Selection, Selector,
+from harness.sets.archive import (FILE, OTHER, SELECTION_KEYS, SUBMODULE, SYMLINK, Member, Selection, Selector,
                              check_source_spec, parse_selection)
 from harness.errors import SetError
 from harness.records import Document

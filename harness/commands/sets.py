@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.errors import EXIT_OK, parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
-from harness.sets import compute_pins, find_sets, load_set, read_set_metadata
+from harness.sets.loader import compute_pins, find_sets, load_set, read_set_metadata
 from harness.text import content_words
 
 
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     if args.action == "show":
         return show_set(find_sets([args.name], args.sets_dir)[0], args.offline)
     if args.action == "import-beir":
-        from harness.beir import convert_beir
+        from harness.sets.beir import convert_beir
         result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
         print(f"{result.path}: {result.summary()}")
         return EXIT_OK

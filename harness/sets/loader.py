@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from harness.fsutil import read_json_file
-from harness.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
 

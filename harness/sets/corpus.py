@@ -113,6 +113,6 @@ def _label(path: Path) -> str:
 
 _LOADERS: dict[str, Callable[[dict, Path, str, bool], list[Document]]] = {
     "jsonl": _load_jsonl,
-    "pypi-sdist": _load_from("harness.sdist_source"),
-    "git": _load_from("harness.git_source"),
+    "pypi-sdist": _load_from("harness.sets.sdist_source"),
+    "git": _load_from("harness.sets.git_source"),
 }

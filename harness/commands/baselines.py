@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.baseline import read_baseline
+from harness.gating.baseline import read_baseline
 from harness.errors import EXIT_OK, UsageError, parse_arguments
 
 COLUMNS = ("recall@5", "recall@10", "mrr", "ndcg@10")

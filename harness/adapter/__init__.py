@@ -1,0 +1,8 @@
+"""How it is asked: the wire protocol, serve(), the adapter process and its drivers, the conformance checks.
+
+Adapter authors import `serve` from here: `from harness.adapter import serve`.
+"""
+
+from harness.adapter.serve import UnknownKind, index_for, serve
+
+__all__ = ["UnknownKind", "index_for", "serve"]

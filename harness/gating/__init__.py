@@ -1,0 +1,1 @@
+"""Pass or fail: baselines, budgets and the gates."""

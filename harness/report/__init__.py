@@ -1,0 +1,1 @@
+"""What is written: the report document and one module per output format. Never starts a process."""

@@ -1,0 +1,1 @@
+"""How good: metrics, per-query evaluation, statistics, comparison. Never starts a process."""

@@ -1,0 +1,1 @@
+"""What is asked: set loading, pins, corpus sources."""
