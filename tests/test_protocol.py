@@ -91,3 +91,32 @@ def test_fast_request_encoding_equals_json_dumps(request_):
     expected = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
     assert encode_request(request_) == expected.encode("utf-8")
     assert decode_request(encode_request(request_)) == request_
+
+
+# -- start-up progress lines ---------------------------------------------------------------------
+
+def test_progress_round_trip_and_unknown_total():
+    from harness.adapter.protocol import Progress, decode_progress, encode_progress
+    assert encode_progress("embedding memory", 1200, 6778) == \
+        b'{"progress":{"stage":"embedding memory","done":1200,"total":6778}}\n'
+    assert decode_progress(encode_progress("indexing", 5)) == Progress("indexing", 5, None)
+    assert decode_progress(b'{"ids": ["a"]}') is None
+    assert decode_progress(b'{"ready": true}') is None
+
+
+@pytest.mark.parametrize("line", [
+    b'{"progress": 3}', b'{"progress": {"stage": "", "done": 1}}', b'{"progress": {"stage": "x", "done": -1}}',
+    b'{"progress": {"stage": "x", "done": true}}', b'{"progress": {"stage": "x", "done": 5, "total": 4}}',
+])
+def test_malformed_progress_is_a_protocol_error(line):
+    from harness.adapter.protocol import decode_progress
+    with pytest.raises(ProtocolError):
+        decode_progress(line)
+
+
+def test_report_progress_writes_one_flushed_line():
+    import io
+    from harness.adapter import report_progress
+    out = io.BytesIO()
+    report_progress("building index", 10, 20, stdout=out)
+    assert out.getvalue().count(b"\n") == 1 and b'"done":10' in out.getvalue()

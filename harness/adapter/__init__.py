@@ -3,6 +3,6 @@
 Adapter authors import `serve` from here: `from harness.adapter import serve`.
 """
 
-from harness.adapter.serve import UnknownKind, index_for, serve
+from harness.adapter.serve import UnknownKind, index_for, report_progress, serve
 
-__all__ = ["UnknownKind", "index_for", "serve"]
+__all__ = ["UnknownKind", "index_for", "report_progress", "serve"]

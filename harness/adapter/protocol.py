@@ -5,6 +5,9 @@ Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?,
          (an echoed `qid` must be the request's: it catches answers out of step)
 Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ...}` (optional,
          first line, before any request is read)
+Progress `{"progress": {"stage": "embedding memory", "done": 1200, "total": 6778}}` (optional,
+         any number of lines before the banner while the adapter starts: `stage` a non-empty
+         string, `done` an integer >= 0, `total` an integer >= done or absent/null when unknown)
 """
 
 from __future__ import annotations
@@ -131,6 +134,55 @@ def decode_banner(line: bytes | str) -> dict[str, object] | None:
     if isinstance(obj, dict) and obj.get("ready") is True:
         return obj
     return None
+
+
+class Progress(NamedTuple):
+    """One start-up progress line: how far `stage` has got (`total` None when unknown)."""
+
+    stage: str
+    done: int
+    total: int | None = None
+
+
+def encode_progress(stage: str, done: int, total: int | None = None) -> bytes:
+    """Adapter side: one progress line, printed before the banner while indexing or embedding."""
+    if not isinstance(stage, str) or not stage:
+        raise ValueError("progress: stage must be a non-empty string")
+    if isinstance(done, bool) or not isinstance(done, int) or done < 0:
+        raise ValueError(f"progress: done must be an integer >= 0, got {done!r}")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < done):
+        raise ValueError(f"progress: total must be an integer >= done ({done}), got {total!r}")
+    payload: dict[str, object] = {"stage": stage, "done": done}
+    if total is not None:
+        payload["total"] = total
+    return (_ENCODE({"progress": payload}) + "\n").encode("utf-8")
+
+
+def decode_progress(line: bytes | str) -> Progress | None:
+    """The Progress a line carries, or None when it is not a progress line.
+
+    A line that is a JSON object with a `progress` key but malformed fields raises
+    ProtocolError: it was meant as progress, so it must not be taken for an answer.
+    """
+    if b'"progress"' not in (line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")):
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or "progress" not in obj:
+        return None
+    body = obj["progress"]
+    if not isinstance(body, dict):
+        raise ProtocolError("progress line: 'progress' must be an object with stage, done and total")
+    stage, done, total = body.get("stage"), body.get("done"), body.get("total")
+    if not isinstance(stage, str) or not stage:
+        raise ProtocolError("progress line: 'stage' must be a non-empty string")
+    if isinstance(done, bool) or not isinstance(done, int) or done < 0:
+        raise ProtocolError(f"progress line: 'done' must be an integer >= 0, got {_preview(json.dumps(done))}")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < done):
+        raise ProtocolError(f"progress line: 'total' must be an integer >= done, got {_preview(json.dumps(total))}")
+    return Progress(stage, done, total)
 
 
 def encode_banner(**fields: object) -> bytes:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import BinaryIO, TypeVar, Union
 
 from harness.errors import ProtocolError
-from harness.adapter.protocol import decode_request, encode_banner, encode_response
+from harness.adapter.protocol import decode_request, encode_banner, encode_progress, encode_response
 
 Hit = Union[str, tuple[str, float]]
 SearchFunction = Callable[[str, str, int], Sequence[Hit]]
@@ -29,6 +29,16 @@ def index_for(indexes: Mapping[str, IndexT], kind: str) -> IndexT:
     if index is None:
         raise UnknownKind(f"this adapter serves {sorted(indexes)}")
     return index
+
+
+def report_progress(stage: str, done: int, total: int | None = None, *, stdout: BinaryIO | None = None) -> None:
+    """Tell the harness how far start-up has got: one progress line on stdout, before `serve()`.
+
+    Call it while indexing or embedding, e.g. every few hundred documents:
+    `report_progress("embedding memory", 1200, 6778)`. The harness logs it, shows a progress
+    bar on a terminal, and counts the start-up timeout as the longest silence between lines.
+    """
+    _write(stdout if stdout is not None else sys.stdout.buffer, encode_progress(stage, done, total))
 
 
 def serve(search: SearchFunction, banner: dict[str, object] | None = None, *,
