@@ -56,19 +56,3 @@ class Interrupted(HarnessError):
         import signal
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
         self.exit_code = 128 + signum
-
-
-class ArgumentsExit(HarnessError):
-    """argparse has already printed its message (or --help): only its exit status is left to return."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__("")
-        self.exit_code = code
-
-
-def parse_arguments(parser, argv: list[str]):
-    """`parser.parse_args(argv)`, with argparse's exit turned into an ArgumentsExit (main() returns, never exits)."""
-    try:
-        return parser.parse_args(argv)
-    except SystemExit as exit_:
-        raise ArgumentsExit(int(exit_.code or 0)) from None

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from harness.gating.baseline import read_baseline
-from harness.errors import EXIT_OK, UsageError, parse_arguments
+from harness.errors import EXIT_OK, UsageError
+from harness.commands.arguments import parse_arguments
 
 COLUMNS = ("recall@5", "recall@10", "mrr", "ndcg@10")
 

@@ -15,7 +15,8 @@ from harness.gating.baseline import build_baseline, read_baseline, set_entry_for
 from harness.gating.budgets import load_budgets
 from harness.scoring.compare import compare, run_view
 from harness.scoring.compare import render_text as render_comparison
-from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError, parse_arguments
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError
+from harness.commands.arguments import parse_arguments, split_adapter_command
 from harness.fsutil import atomic_write_text
 from harness.gating.gates import check
 from harness.report.junit import render_junit
@@ -31,7 +32,7 @@ MAX_K = 10_000  # a response may hold at most k ids: this bounds every response 
 SUBCOMMANDS = {
     "sets": "harness.commands.sets",
     "metrics": "harness.commands.metrics",
-    "check-adapter": "harness.adapter.checks",
+    "check-adapter": "harness.commands.check_adapter",
     "compare": "harness.commands.compare",
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
@@ -135,10 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    adapter_argv: list[str] = []
-    if "--" in args_list:
-        cut = args_list.index("--")
-        args_list, adapter_argv = args_list[:cut], args_list[cut + 1:]
+    args_list, adapter_argv = split_adapter_command(args_list)
     parser = build_parser()
     args = parse_arguments(parser, args_list)
     if args.adapter and not adapter_argv:

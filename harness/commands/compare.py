@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.scoring.compare import TESTED_METRICS, compare, load_run, mismatches, render_text
 from harness.scoring.evaluate import report_metric_name
-from harness.errors import EXIT_OK, UsageError, parse_arguments
+from harness.errors import EXIT_OK, UsageError
+from harness.commands.arguments import parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.scoring.stats import RESAMPLES
 

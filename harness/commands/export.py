@@ -7,7 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from harness.fsutil import read_json_file
-from harness.errors import EXIT_OK, UsageError, parse_arguments
+from harness.errors import EXIT_OK, UsageError
+from harness.commands.arguments import parse_arguments
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from harness.report.trec import DEFAULT_RUN_TAG, write_qrels, write_run

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import EXIT_OK, parse_arguments
+from harness.errors import EXIT_OK
+from harness.commands.arguments import parse_arguments
 from harness.scoring.metrics import metric_names
 
 

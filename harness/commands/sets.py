@@ -7,7 +7,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from harness.errors import EXIT_OK, parse_arguments
+from harness.errors import EXIT_OK
+from harness.commands.arguments import parse_arguments
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
 from harness.sets.loader import compute_pins, find_sets, load_set, read_set_metadata
