@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def resampling_unit(qid: str, group: str | None) -> str:
+    """What paired statistics resample: the query's `group` (paraphrases, translations of one
+    question are not independent), else the query itself."""
+    return group or qid
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """One corpus document. `sha256` is of the UTF-8 bytes of the content (file bytes for code)."""
@@ -46,9 +52,8 @@ class Query:
         return not (self.xfail or self.measure_only or self.no_relevant)
 
     @property
-    def intent(self) -> str:
-        """The resampling unit for paired statistics: the group if any, else the query itself."""
-        return self.group or self.qid
+    def resampling_unit(self) -> str:
+        return resampling_unit(self.qid, self.group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +110,19 @@ class QueryResult:
     group: str | None = None
 
     @property
-    def intent_or_qid(self) -> str:
-        return self.group or self.qid
+    def resampling_unit(self) -> str:
+        return resampling_unit(self.qid, self.group)
+
+    @property
+    def latency_ms(self) -> float:
+        """The latency as reports write it: milliseconds, rounded to 4 decimals (0.1 µs)."""
+        return round(self.latency_seconds * 1000, 4)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "qid": self.qid, "query": self.query, "category": self.category, "split": self.split, "group": self.group,
             "ids": list(self.ids), "scores": list(self.scores) if self.scores is not None else None,
-            "latency_ms": round(self.latency_seconds * 1000, 4), "metrics": self.metrics,
+            "latency_ms": self.latency_ms, "metrics": self.metrics,
             "found": list(self.found), "contracts": [c.to_dict() for c in self.contracts],
             "outcome": self.outcome, "scored": self.scored,
         }

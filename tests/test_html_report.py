@@ -11,7 +11,9 @@ from html.parser import HTMLParser
 import pytest
 
 from harness.commands.cli import main
-from harness.scoring.compare import compare, load_run
+from harness.report.views import load_run
+from harness.scoring.compare import compare
+from harness.report.document import Report, read_report
 from harness.report.html import render_comparison_html, render_run_html
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
@@ -154,8 +156,9 @@ def runs(tmp_path_factory):
     assert (base_code, current_code, partial_code, empty_code) == (0, 1, 3, 3)
     baseline = json.loads((root / "baseline.json").read_text())
     return {"root": root, "base_path": base_path, "current_path": current_path,
-            "base": json.loads(base_path.read_text()), "current": json.loads(current_path.read_text()),
-            "partial": json.loads(partial_path.read_text()), "empty": json.loads(empty_path.read_text()),
+            "base": read_report(base_path), "current": read_report(current_path),
+            "current_json": json.loads(current_path.read_text()),
+            "partial": read_report(partial_path), "empty": read_report(empty_path),
             "baseline_sets": baseline["sets"]}
 
 
@@ -176,7 +179,7 @@ def test_run_page_parses_and_every_svg_is_well_formed_xml(run_page):
 def test_recall_bars_equal_the_report_and_the_baseline(runs, run_page):
     (chart,) = charts(run_page, "recall-bars")
     values = bar_values(chart)
-    current = runs["current"]["sets"][0]["aggregates"]
+    current = runs["current_json"]["sets"][0]["aggregates"]
     baseline = runs["baseline_sets"]["tiny"]["aggregates"]
     expected = {("overall", "current"): current["overall"]["recall@10"],
                 ("overall", "baseline"): baseline["overall"]["recall@10"]}
@@ -196,7 +199,7 @@ def test_recall_bars_equal_the_report_and_the_baseline(runs, run_page):
 
 def test_latency_cdf_and_markers_equal_the_report(runs, run_page):
     (chart,) = charts(run_page, "latency-cdf")
-    set_report = runs["current"]["sets"][0]
+    set_report = runs["current_json"]["sets"][0]
     summary = set_report["latency_ms"]
     assert markers(chart) == {"p50": summary["p50"], "p95": summary["p95"], "budget": 250.0}
     latencies = sorted(q["latency_ms"] for q in set_report["queries"])
@@ -247,7 +250,7 @@ def test_without_a_baseline_only_the_current_run_is_drawn(runs):
     page = render_run_html(runs["current"], None, {}, 300.0)
     values = bar_values(charts(page, "recall-bars")[0])
     assert {series for _, series in values} == {"current"}
-    assert values[("overall", "current")] == runs["current"]["sets"][0]["aggregates"]["overall"]["recall@10"]
+    assert values[("overall", "current")] == runs["current_json"]["sets"][0]["aggregates"]["overall"]["recall@10"]
     assert "flips" not in parse_page(page).tables
     assert "No baseline for this set (the run had none)." in page
     assert_self_contained(page)
@@ -283,7 +286,7 @@ def constructed_report(latencies, query="plain"):
                 "ids": [], "scores": None, "latency_ms": ms, "metrics": {"recall@10": 0.0}, "found": [],
                 "contracts": [], "outcome": "fail", "scored": True} for i, ms in enumerate(latencies, start=1)]
     return {"report_format": 1, "complete": True, "error": None, "gates": [], "exit_code": 0,
-            "provenance": {"backend": {"label": "x", "argv": ["x"]}},
+            "provenance": {"harness_version": "test", "backend": {"label": "x", "argv": ["x"]}},
             "sets": [{"name": "s", "kind": "s", "revision": 1, "corpus_hash": "h", "k": 10,
                       "query_count": len(queries), "complete": True, "queries": queries,
                       "aggregates": {"overall": {"n": len(queries), "recall@10": 0.0},
@@ -292,7 +295,7 @@ def constructed_report(latencies, query="plain"):
 
 
 def test_cdf_by_hand():
-    page = render_run_html(constructed_report([8.0, 1.0, 4.0, 2.0]), None, {"s": 5.0}, 300.0)
+    page = render_run_html(Report.from_dict(constructed_report([8.0, 1.0, 4.0, 2.0])), None, {"s": 5.0}, 300.0)
     (chart,) = charts(page, "latency-cdf")
     # Sorted 1, 2, 4, 8: each step adds 1/4. p50 = rank ceil(0.5*4)=2 -> 2 ms; p95 = rank ceil(3.8)=4 -> 8 ms.
     assert cdf_points(chart) == [(1.0, 0.25), (2.0, 0.5), (4.0, 0.75), (8.0, 1.0)]
@@ -306,7 +309,7 @@ def test_zero_latency_control_characters_and_lone_surrogates_stay_well_formed():
     nasty = "a\x00b\x0bc\ud800d\ufffee & <"
     report = constructed_report([0.0, 3.0], query=nasty)
     report["sets"][0]["aggregates"]["category"] = {nasty: {"n": 2, "recall@10": 0.5}}
-    page = render_run_html(report, None, {}, 300.0)
+    page = render_run_html(Report.from_dict(report), None, {}, 300.0)
     page.encode("utf-8")  # a lone surrogate would raise here
     (bars,) = charts(page, "recall-bars")
     assert bar_values(bars)[("a\ufffdb\ufffdc\ufffdd\ufffde & <", "current")] == 0.5

@@ -1,5 +1,6 @@
 """TREC run/qrels export and parsing: round trip to the same metrics, trec_eval's own reading, ties, errors."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 from harness.commands import export as export_command
 from harness.sets.beir import import_beir
 from harness.errors import SetError, UsageError
+from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.scoring.evaluate import REPORTED_METRICS, Answer, evaluate_set
 from harness.scoring.metrics import parse_metric
 from harness.sets.loader import load_set
@@ -51,14 +53,11 @@ def _answers(table):
 
 
 def _report(query_sets_and_answers):
-    """A report as `python -m harness --out` writes it (the fields export reads), built without an adapter."""
-    results = [evaluate_set(s, _answers(table), s.k) for s, table in query_sets_and_answers]
-    return {
-        "report_format": 1, "complete": True,
-        "provenance": {"sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path}
-                                for s, _ in query_sets_and_answers}},
-        "sets": [r.to_dict() for r in results],
-    }
+    """A typed report in memory, as a run would produce it, built without an adapter."""
+    results = tuple(evaluate_set(s, _answers(table), s.k) for s, table in query_sets_and_answers)
+    sources = {s.name: SetSource(s.revision, s.corpus_hash, path=s.path) for s, _ in query_sets_and_answers}
+    return Report(provenance=Provenance(harness_version="test", started=None, backend=Backend("test"), sets=sources),
+                  sets=results)
 
 
 @pytest.fixture
@@ -104,7 +103,7 @@ def _round_trip(tmp_path, report, query_sets):
 
 
 def _trec_qid(report, set_name, qid):
-    return f"{set_name}:{qid}" if len(report["sets"]) > 1 else qid
+    return f"{set_name}:{qid}" if len(report.sets) > 1 else qid
 
 
 @pytest.mark.parametrize("with_beir", [False, True], ids=["one set", "two sets"])
@@ -113,7 +112,7 @@ def test_round_trip_recomputes_the_reports_metrics(tmp_path, tiny, two_sets, wit
     report = _report(pairs)
     run, qrels = _round_trip(tmp_path, report, [s for s, _ in pairs])
     checked = 0
-    for set_report in report["sets"]:
+    for set_report in report.to_dict()["sets"]:
         for row in set_report["queries"]:
             qid = _trec_qid(report, set_report["name"], row["qid"])
             ranked = [doc_id for doc_id, _ in run.get(qid, [])]
@@ -130,7 +129,7 @@ def test_run_file_answers_evaluate_to_the_same_report(tmp_path, two_sets):
     pairs = [(two_sets[0], TINY_ANSWERS), (two_sets[1], BEIR_ANSWERS)]
     report = _report(pairs)
     run, _ = _round_trip(tmp_path, report, [s for s, _ in pairs])
-    for (query_set, _), set_report in zip(pairs, report["sets"]):
+    for (query_set, _), set_report in zip(pairs, report.to_dict()["sets"]):
         again = evaluate_set(query_set, answers_from_run(run, query_set, query_set.k), query_set.k).to_dict()
         assert [r["metrics"] for r in again["queries"]] == [r["metrics"] for r in set_report["queries"]]
         assert [r["outcome"] for r in again["queries"]] == [r["outcome"] for r in set_report["queries"]]
@@ -148,7 +147,7 @@ def test_trec_eval_reads_our_files_and_agrees(tmp_path, tiny, two_sets, with_bei
         run, qrels = pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
     trec = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES)).evaluate(run)
     compared = 0
-    for set_report in report["sets"]:
+    for set_report in report.to_dict()["sets"]:
         for row in set_report["queries"]:
             qid = _trec_qid(report, set_report["name"], row["qid"])
             if not row["metrics"]:
@@ -232,9 +231,11 @@ def test_qrels_keep_zero_and_negative_grades(tmp_path):
 
 
 @pytest.mark.parametrize("field, value", [("ids", ["doc 01"]), ("qid", "tiny 01"), ("ids", [""])])
-def test_ids_the_format_cannot_hold_are_refused(tmp_path, field, value):
-    report = {"sets": [{"name": "tiny", "queries": [{"qid": "tiny-01", "ids": ["doc-01"], "scores": None}]}]}
-    report["sets"][0]["queries"][0][field] = value
+def test_ids_the_format_cannot_hold_are_refused(tmp_path, tiny, field, value):
+    report = _report([(tiny, {"tiny-01": (("doc-01",), None)})])
+    row = report.sets[0].queries[0]
+    row = dataclasses.replace(row, **{field: tuple(value) if field == "ids" else value})
+    report = dataclasses.replace(report, sets=(dataclasses.replace(report.sets[0], queries=(row,)),))
     with pytest.raises(UsageError, match="empty or contains whitespace"):
         write_run(report, tmp_path / "run.txt")
     assert not (tmp_path / "run.txt").exists()
@@ -261,7 +262,7 @@ def test_answers_from_run_matches_either_spelling_and_lists_the_missing(tiny):
 
 def _write_report(tmp_path, pairs):
     path = tmp_path / "report.json"
-    path.write_text(json.dumps(_report(pairs)))
+    path.write_text(_report(pairs).to_json())
     return path
 
 
@@ -322,9 +323,10 @@ def test_export_refuses_qrels_from_a_changed_set(tmp_path, tiny_copy):
 
 def test_export_finds_a_moved_set_under_sets_dir(tmp_path, tiny_copy):
     report = _report([(load_set(tiny_copy), TINY_ANSWERS)])
-    report["provenance"]["sets"]["tiny"]["path"] = str(tmp_path / "gone")
+    moved = dataclasses.replace(report.provenance.sets["tiny"], path=str(tmp_path / "gone"))
+    report = dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, sets={"tiny": moved}))
     path = tmp_path / "report.json"
-    path.write_text(json.dumps(report))
+    path.write_text(report.to_json())
     with pytest.raises(UsageError, match="set tiny: no set.json at"):
         export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt")])
     assert export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt"),

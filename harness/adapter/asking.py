@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import platform
 import signal
@@ -19,9 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import __version__
-from harness.errors import AdapterError, HarnessError, Interrupted, SetError
+from harness.errors import AdapterError, HarnessError, Interrupted
 from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
-from harness.fsutil import atomic_write_text
 from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
@@ -56,30 +54,6 @@ class RunOutcome:
     @property
     def complete(self) -> bool:
         return self.error is None and all(r.complete for r in self.results)
-
-
-def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[str, Path]:
-    """Write `<kind>.jsonl` for each kind; two sets sharing a kind must share the same corpus."""
-    written: dict[str, tuple[str, str]] = {}
-    paths: dict[str, Path] = {}
-    for query_set in query_sets:
-        previous = written.get(query_set.kind)
-        if previous is not None:
-            if previous[1] != query_set.corpus_hash:
-                raise SetError(f"sets {previous[0]} and {query_set.name} both use kind {query_set.kind!r} "
-                               f"with different corpora; give one of them another kind")
-            continue
-        lines = []
-        for doc in query_set.documents:
-            row: dict[str, str] = {"id": doc.id, "text": doc.text}
-            if doc.title:
-                row["title"] = doc.title
-            lines.append(json.dumps(row, ensure_ascii=False))
-        path = folder / f"{query_set.kind}.jsonl"
-        atomic_write_text(path, "\n".join(lines) + "\n")
-        written[query_set.kind] = (query_set.name, query_set.corpus_hash)
-        paths[query_set.kind] = path
-    return paths
 
 
 def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,

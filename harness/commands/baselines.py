@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from harness.gating.baseline import read_baseline
+from harness.scoring.evaluate import TABLE_METRICS
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments
 
-COLUMNS = ("recall@5", "recall@10", "mrr", "ndcg@10")
 
 
 def main(argv: list[str]) -> int:
@@ -35,7 +35,7 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
                 continue
             overall = entry["aggregates"]["overall"]
             backend = (document.get("backend") or {}).get("label") or path.stem
-            cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in COLUMNS)
+            cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
             p95 = entry["latency_ms"].get("p95")
             latency = f"{p95:.1f}" if p95 is not None else "-"
             lines.append(f"| {name} | {backend} ({path.name}) | {overall['n']} | {cells} | {latency} |")

@@ -129,7 +129,7 @@ def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
 
 def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
     """Materialise a query set's corpus, as the harness does for a run, and take its kind and queries."""
-    from harness.adapter.asking import materialise_corpora
+    from harness.sets.materialise import materialise_corpora
     from harness.sets.loader import find_sets, load_set
 
     query_set = load_set(find_sets([args.set_name], args.sets_dir)[0], offline=args.offline)

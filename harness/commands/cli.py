@@ -6,29 +6,22 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
-from harness import __version__
-from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
-from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
-from harness.gating.budgets import load_budgets
-from harness.scoring.compare import compare, run_view
-from harness.scoring.compare import render_text as render_comparison
-from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, Interrupted, UsageError
-from harness.commands.arguments import parse_arguments, split_adapter_command
-from harness.fsutil import atomic_write_text
-from harness.gating.gates import check
-from harness.report.junit import render_junit
-from harness.scoring.what_if import render_what_if, what_if_min_score
-from harness.report.document import REPORT_FORMAT, render_markdown, render_text, to_json
-from harness.adapter.asking import RunOptions, materialise_corpora, run_from_file, run_sets
+from harness import __version__, api
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
-from harness.sets.loader import find_sets, load_set
+from harness.commands.arguments import parse_arguments, split_adapter_command
+from harness.errors import EXIT_OK, HarnessError, Interrupted, UsageError
+from harness.fsutil import atomic_write_text
+from harness.report.console import render_text, render_what_if
+from harness.report.document import Report
+from harness.report.junit import render_junit
+from harness.report.markdown import render_markdown
+from harness.scoring.compare import render_text as render_comparison
 
 PROG = "python -m harness"
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
-MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
 SUBCOMMANDS = {
     "sets": "harness.commands.sets",
     "metrics": "harness.commands.metrics",
@@ -137,23 +130,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
     args_list, adapter_argv = split_adapter_command(args_list)
-    parser = build_parser()
-    args = parse_arguments(parser, args_list)
+    args = parse_arguments(build_parser(), args_list)
     if args.adapter and not adapter_argv:
         raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
     if adapter_argv and not args.adapter:
         raise UsageError("a command after '--' needs --adapter")
     if sum(bool(x) for x in (args.adapter, args.backend, args.run_file)) > 1:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
-    if args.k is not None and args.k > MAX_K:
-        raise UsageError(f"--k: at most {MAX_K} ids per query, got {args.k}")
-    for name, value, low in (("--k", args.k, 1), ("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
-                             ("--workers", args.workers, 1)):
-        if value is not None and value < low:
-            raise UsageError(f"{name}: must be >= {low}, got {value}")
-    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):
-        if not value > 0:
-            raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
     return args, adapter_argv
@@ -164,70 +147,54 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 
 
 def _run(args_list: list[str]) -> int:
+    """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = _parse(args_list)
     # SIGTERM (CI cancelling a job) unwinds like Ctrl-C: the adapter's group is stopped and a
     # partial report is written.
     signal.signal(signal.SIGTERM, _raise_interrupted)
-    if not args.sets:
-        args.sets = ["all"]
-    query_sets = [load_set(folder, offline=args.offline) for folder in find_sets(args.sets, args.sets_dir)]
-    budgets_path = args.budgets or Path("budgets.json")
-    budgets, default_budget = load_budgets(budgets_path, required=args.budgets is not None)
-    baseline_entries: dict[str, dict] = {}
-    baseline = None
-    if not args.no_gate and not args.update_baseline:
-        baseline = read_baseline(args.baseline)
-    if args.run_file:
-        argv, label, expect_banner = [], f"run-file {args.run_file}", False
-    elif args.adapter:
-        argv, label, expect_banner = adapter_argv, " ".join(adapter_argv), args.expect_banner
-    else:
-        name = args.backend or DEFAULT_BACKEND
-        argv, label, expect_banner = backend_argv(name), name, True
     log_path = args.out.with_name(args.out.stem + ".adapter.log")
-    options = RunOptions(argv=argv, label=label, log_path=log_path, expect_banner=expect_banner, k=args.k,
-                         query_timeout=args.timeout, startup_timeout=args.startup_timeout,
-                         warmup=args.warmup, repeats=args.repeats, condition=args.condition, workers=args.workers)
-    if baseline is not None:
-        for query_set in query_sets:
-            k = args.k or query_set.k
-            baseline_entries[query_set.name] = set_entry_for(baseline, query_set, str(args.baseline), k=k)
+    options = api.GateOptions(
+        k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
+        warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
+        known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
+        log_path=log_path)
+    gated = not args.no_gate and not args.update_baseline
+    inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
+                             budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k)
     progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    if args.run_file:
-        outcome = run_from_file(query_sets, options, args.run_file)
-    else:
-        with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
-            materialise_corpora(query_sets, Path(corpus_dir))
-            outcome = run_sets(query_sets, options, Path(corpus_dir), progress)
+    report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend, run_file=args.run_file,
+                          options=options, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
-    for warning in outcome.warnings:
+    for warning in report.warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
-    gates = []
-    if outcome.error is None and baseline is not None:
-        gates = check(outcome.results, baseline_entries, budgets, default_budget_ms=default_budget,
-                      latency_gate=not args.run_file, known_contract_failures=args.known_contract_failures)
-    report = {
-        "report_format": REPORT_FORMAT,
-        "complete": outcome.complete,
-        "error": str(outcome.error) if outcome.error else None,
-        "provenance": outcome.provenance,
-        "sets": [r.to_dict() for r in outcome.results],
-        "gates": [g.to_dict() for g in gates],
-    }
-    status = _status(outcome.error, gates)
-    report["exit_code"] = status
-    if args.what_if_min_score is not None:
-        by_name = {s.name: s for s in query_sets}
-        report["what_if"] = {r.name: what_if_min_score(r, by_name[r.name], args.what_if_min_score)
-                             for r in outcome.results if r.queries}
-    atomic_write_text(args.out, to_json(report))
+    _write_outputs(report, args, inputs)
+    if not args.quiet:
+        print(render_text(report), end="")
+        for name, what_if in (report.what_if or {}).items():
+            print(render_what_if(name, what_if))  # type: ignore[arg-type]
+        print(f"report: {args.out}  adapter log: {log_path}")
+    else:
+        for gate in report.failed_gates:
+            print(f"FAIL {gate.gate} {gate.message}")
+    if report.error is not None:
+        print(f"harness: error: {report.error}", file=sys.stderr)
+        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
+        return report.exit_code
+    if args.update_baseline:
+        return _update_baseline(args, report)
+    return report.exit_code
+
+
+def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInputs) -> None:
+    """Every output the options asked for, each written atomically."""
+    atomic_write_text(args.out, report.to_json())
     if args.junit:
         atomic_write_text(args.junit, render_junit(report))
     if args.html:
         from harness.report.html import render_run_html
-        atomic_write_text(args.html, render_run_html(report, baseline_entries or None, budgets, default_budget))
+        atomic_write_text(args.html, render_run_html(report, inputs.baseline_entries, inputs.budgets_ms,
+                                                     inputs.default_budget_ms))
     markdown = render_markdown(report)
     if args.summary:
         atomic_write_text(args.summary, markdown)
@@ -235,51 +202,25 @@ def _run(args_list: list[str]) -> int:
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as handle:
             handle.write(markdown)
-    if not args.quiet:
-        print(render_text(report), end="")
-        for name, what_if in (report.get("what_if") or {}).items():
-            print(render_what_if(name, what_if))
-        print(f"report: {args.out}  adapter log: {log_path}")
-    else:
-        for gate in gates:
-            if not gate.passed:
-                print(f"FAIL {gate.gate} {gate.message}")
-    if outcome.error is not None:
-        _print_error(outcome.error)
-        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
-        return outcome.error.exit_code
-    if args.update_baseline:
-        return _update_baseline(args, outcome, report)
-    return status
 
 
-def _update_baseline(args: argparse.Namespace, outcome, report: dict) -> int:
+def _update_baseline(args: argparse.Namespace, report: Report) -> int:
     """Show what the new baseline changes against the old one, then write it (asked on a terminal)."""
-    new = build_baseline(outcome.results, outcome.provenance)
-    previous = read_baseline(args.baseline) if args.baseline.exists() else None
-    if previous is not None:
-        base_view, new_view = run_view(previous, str(args.baseline)), run_view(new, "this run")
+    update = api.prepare_baseline_update(report, args.baseline)
+    if update.comparison is not None:
         print(f"\nchanges against {args.baseline}:")
-        print(render_comparison(compare(base_view, new_view)), end="")
-        # Keep the values being replaced in the report, so they stay recoverable without git.
-        report["previous_baseline"] = {name: previous["sets"][name] for name in new["sets"] if name in previous["sets"]}
-        atomic_write_text(args.out, to_json(report))
+        print(render_comparison(update.comparison), end="")
+        atomic_write_text(args.out, update.report_with_previous(report).to_json())
     if not args.yes and sys.stdin.isatty():
         answer = input(f"write {args.baseline}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("baseline not written")
             return EXIT_OK
-    write_baseline(args.baseline, new)
-    print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in outcome.results)}); "
+    api.write_baseline_update(update)
+    print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
           f"review and commit it to accept these numbers"
-          + (f"; the replaced values are kept in {args.out} under previous_baseline" if previous else ""))
+          + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
     return EXIT_OK
-
-
-def _status(error: HarnessError | None, gates: list) -> int:
-    if error is not None:
-        return error.exit_code
-    return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
 
 
 def _progress_printer():

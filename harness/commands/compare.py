@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.scoring.compare import TESTED_METRICS, compare, load_run, mismatches, render_text
+from harness.report.views import load_run
+from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_text
 from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments

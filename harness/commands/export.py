@@ -6,10 +6,10 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from harness.fsutil import read_json_file
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments
 from harness.records import QuerySet
+from harness.report.document import Report, read_report
 from harness.sets.loader import load_set
 from harness.report.trec import DEFAULT_RUN_TAG, write_qrels, write_run
 
@@ -41,13 +41,13 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     if args.trec_run is None and args.trec_qrels is None:
         raise UsageError("export: give --trec-run PATH, --trec-qrels PATH or both")
-    report = read_report(args.report)
+    report = read_complete_report(args.report)
     if args.scored_only:
         report = scored_rows_only(report)
     if args.trec_run is not None:
         write_run(report, args.trec_run, args.run_tag)
-        lines = sum(len(row["ids"]) for s in report["sets"] for row in s["queries"])
-        queries = sum(len(s["queries"]) for s in report["sets"])
+        lines = sum(len(row.ids) for s in report.sets for row in s.queries)
+        queries = sum(len(s.queries) for s in report.sets)
         print(f"run: {args.trec_run} ({lines} lines, {queries} queries{_prefix_note(report)})")
     if args.trec_qrels is not None:
         query_sets = report_sets(report, args.report, args.sets_dir, offline=args.offline)
@@ -60,35 +60,33 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def read_report(path: Path) -> dict:
+def read_complete_report(path: Path) -> Report:
     """A complete JSON run report; UsageError naming the path otherwise."""
-    report = read_json_file(path, UsageError, what="run report")
-    if not isinstance(report, dict) or "report_format" not in report or not isinstance(report.get("sets"), list):
-        raise UsageError(f"{path}: not a retrieval-gate run report (written by a run's --out)")
-    if not report.get("complete"):
+    report = read_report(path)
+    if not report.complete:
         # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
     return report
 
 
-def scored_rows_only(report: dict) -> dict:
+def scored_rows_only(report: Report) -> Report:
     """A copy of `report` whose sets keep only the rows counted in aggregates."""
-    sets = [dict(s, queries=[row for row in s["queries"] if row.get("scored", True)]) for s in report["sets"]]
-    return dict(report, sets=sets)
+    sets = tuple(dataclasses.replace(s, queries=tuple(row for row in s.queries if row.scored)) for s in report.sets)
+    return dataclasses.replace(report, sets=sets)
 
 
-def report_sets(report: dict, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
+def report_sets(report: Report, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
     """The sets a report measured, in its order, loaded from the recorded paths (or `sets_dir/NAME`).
 
     A set whose revision or corpus hash differs from what the report recorded is refused:
     its gold is not the gold the report was scored against.
     """
-    recorded = (report.get("provenance") or {}).get("sets") or {}
+    recorded = report.provenance.sets
     query_sets = []
-    for set_report in report["sets"]:
-        name = set_report["name"]
-        entry = recorded.get(name) or {}
-        candidates = [Path(entry["path"])] if isinstance(entry.get("path"), str) else []
+    for set_report in report.sets:
+        name = set_report.name
+        entry = recorded.get(name)
+        candidates = [Path(entry.path)] if entry is not None and entry.path else []
         candidates.append(sets_dir / name)
         folder = next((c for c in candidates if (c / "set.json").is_file()), None)
         if folder is None:
@@ -96,7 +94,7 @@ def report_sets(report: dict, report_path: Path, sets_dir: Path, *, offline: boo
                              f"run from the folder the report was made in, or give --sets-dir")
         query_set = load_set(folder, offline=offline)
         for field in ("revision", "corpus_hash"):
-            now, then = getattr(query_set, field), set_report.get(field)
+            now, then = getattr(query_set, field), getattr(set_report, field)
             if now != then:
                 raise UsageError(f"{report_path}: set {name}: {field} is {then!r} in the report but {now!r} "
                                  f"in {folder}; export the qrels from a checkout of the measured set")
@@ -104,8 +102,8 @@ def report_sets(report: dict, report_path: Path, sets_dir: Path, *, offline: boo
     return query_sets
 
 
-def _prefix_note(report: dict) -> str:
-    return "; qids as SET:QID" if len(report["sets"]) > 1 else ""
+def _prefix_note(report: Report) -> str:
+    return "; qids as SET:QID" if len(report.sets) > 1 else ""
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.records import GateResult, SetResult
+from harness.scoring.flips import find_flips
 from harness.scoring.stats import RESAMPLES, paired_test
 
 RECALL_METRIC = "recall@10"
@@ -41,14 +42,10 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
 
 def flipped_queries(result: SetResult, entry: Mapping, category: str | None = None) -> list[str]:
     """Queries that had a relevant document in the top 10 in the baseline and lost it now."""
-    now = {q.qid: set(q.found) for q in result.queries}
-    flipped = []
-    for qid, row in entry["queries"].items():
-        if not row.get("scored", True) or (category is not None and row.get("category") != category):
-            continue
-        if qid in now and set(row["found"]) - now[qid]:
-            flipped.append(qid)
-    return sorted(flipped)
+    base_found = {qid: row["found"] for qid, row in entry["queries"].items()
+                  if row.get("scored", True) and (category is None or row.get("category") == category)}
+    return [flip.qid for flip in find_flips(result.name, base_found, {q.qid: q.found for q in result.queries})
+            if flip.lost]
 
 
 def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
@@ -98,7 +95,7 @@ def _interval(result: SetResult, entry: Mapping, category: str | None) -> str:
     base = {q.qid: entry["queries"][q.qid]["metrics"][RECALL_METRIC] for q in rows
             if RECALL_METRIC in entry["queries"].get(q.qid, {}).get("metrics", {})}
     current = {q.qid: q.metrics[RECALL_METRIC] for q in rows if q.qid in base}
-    test = paired_test(base, current, {q.qid: q.intent_or_qid for q in rows}, resamples=RESAMPLES)
+    test = paired_test(base, current, {q.qid: q.resampling_unit for q in rows}, resamples=RESAMPLES)
     return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
 
 

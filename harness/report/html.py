@@ -14,9 +14,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.scoring.compare import TESTED_METRICS, Comparison, Flip, ScopeComparison
+from harness.records import QueryResult, SetResult
+from harness.report.document import REPORT_FORMAT, Report
+from harness.scoring.compare import TESTED_METRICS, Comparison, ScopeComparison
+from harness.scoring.flips import Flip, find_flips
 from harness.gating.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
-from harness.report.document import TABLE_METRICS
+from harness.scoring.evaluate import TABLE_METRICS
 
 # XML 1.0 cannot carry these code points even as references (C0 controls, lone surrogates,
 # U+FFFE/U+FFFF); C1 controls are legal XML but HTML parse errors. All become U+FFFD.
@@ -261,102 +264,98 @@ def _line(css: str, x1: float, y1: float, x2: float, y2: float, stroke: str) -> 
 
 # --- run page -----------------------------------------------------------------------------------
 
-def render_run_html(report: dict, baseline_sets: dict[str, dict] | None, budgets_ms: dict[str, float],
+def render_run_html(report: Report, baseline_sets: Mapping[str, Mapping] | None, budgets_ms: Mapping[str, float],
                     default_budget_ms: float) -> str:
-    """One self-contained page for a run report (the dict written by --out).
+    """One self-contained page for a run report.
 
     `baseline_sets` maps set name -> baseline entry (harness.gating.baseline `_set_entry`), or None when
     the run had no baseline; then the recall chart shows the current run only and no flips are
     listed. `budgets_ms` / `default_budget_ms` give each set's p95 budget, as the latency gate uses.
     """
-    provenance = report.get("provenance") or {}
-    backend = (provenance.get("backend") or {}).get("label")
-    gates = report.get("gates") or []
-    failed = [g for g in gates if not g.get("passed")]
-    if not report.get("complete", False):
+    backend = report.provenance.backend.label
+    if not report.complete:
         verdict, css = "backend failed, incomplete run", "fail"
-    elif not gates:
+    elif not report.gates:
         verdict, css = "measured (no gate)", ""
     else:
-        verdict, css = ("FAILED", "fail") if failed else ("passed", "pass")
+        verdict, css = ("FAILED", "fail") if report.failed_gates else ("passed", "pass")
     body = [f'<h1>retrieval-gate run: <span class="verdict {css}">{_text(verdict)}</span></h1>',
-            _provenance_table(provenance, report)]
-    if report.get("error"):
-        body.append(f'<p class="warn">Error: {_text(report["error"])}</p>')
-    sets = report.get("sets") or []
-    if sets:
-        body.append("<p>Sets: " + ", ".join(f'<a href="#{_anchor(i, s["name"])}">{_text(s["name"])}</a>'
-                                            for i, s in enumerate(sets)) + "</p>")
-    if gates:
+            _provenance_table(report)]
+    if report.error:
+        body.append(f'<p class="warn">Error: {_text(report.error)}</p>')
+    if report.sets:
+        body.append("<p>Sets: " + ", ".join(f'<a href="#{_anchor(i, s.name)}">{_text(s.name)}</a>'
+                                            for i, s in enumerate(report.sets)) + "</p>")
+    if report.gates:
         body.append("<h2>Gates</h2>")
-        ordered = sorted(gates, key=lambda g: (bool(g.get("passed")), str(g.get("set")), str(g.get("gate"))))
+        ordered = sorted(report.gates, key=lambda g: (g.passed, g.set_name, g.gate))
         body.append(_table(("result", "set", "gate", "message"), (
-            (f'<span class="{"pass" if g.get("passed") else "fail"}">{"PASS" if g.get("passed") else "FAIL"}</span>',
-             _text(g.get("set")), _text(g.get("gate")), _text(g.get("message"))) for g in ordered), "gates"))
-    for index, set_report in enumerate(sets):
-        entry = (baseline_sets or {}).get(set_report["name"])
-        budget = float(budgets_ms.get(set_report["name"], default_budget_ms))
-        body.extend(_run_set_section(index, set_report, entry, baseline_sets is not None, budget))
+            (f'<span class="{"pass" if g.passed else "fail"}">{"PASS" if g.passed else "FAIL"}</span>',
+             _text(g.set_name), _text(g.gate), _text(g.message)) for g in ordered), "gates"))
+    for index, result in enumerate(report.sets):
+        entry = (baseline_sets or {}).get(result.name)
+        budget = float(budgets_ms.get(result.name, default_budget_ms))
+        body.extend(_run_set_section(index, result, entry, baseline_sets is not None, budget))
     return _page(f"retrieval-gate run ({backend}): {verdict}", body)
 
 
-def _provenance_table(provenance: Mapping, report: Mapping) -> str:
-    adapter = provenance.get("adapter") or {}
-    startup = adapter.get("startup_seconds")
-    machine = provenance.get("machine") or {}
+def _provenance_table(report: Report) -> str:
+    provenance = report.provenance
+    startup = provenance.adapter.startup_seconds
+    machine = provenance.machine
     rows = [
-        ("backend", (provenance.get("backend") or {}).get("label")),
-        ("adapter argv", " ".join(str(a) for a in (provenance.get("backend") or {}).get("argv") or [])),
-        ("started", provenance.get("started")),
-        ("harness", provenance.get("harness_version")),
-        ("git commit", provenance.get("git_commit")),
-        ("condition", provenance.get("condition") or "not given"),
-        ("adapter startup", f"{startup:.3f} s to the ready banner" if isinstance(startup, (int, float))
+        ("backend", provenance.backend.label),
+        ("adapter argv", " ".join(provenance.backend.argv)),
+        ("started", provenance.started),
+        ("harness", provenance.harness_version),
+        ("git commit", provenance.git_commit),
+        ("condition", provenance.condition or "not given"),
+        ("adapter startup", f"{startup:.3f} s to the ready banner" if startup is not None
          else "no ready banner; the first query's latency includes start-up"),
         ("machine", f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} cpus, "
                     f"python {machine.get('python', '?')}"),
-        ("report format", report.get("report_format")),
+        ("report format", REPORT_FORMAT),
     ]
     return _table(None, ((("th", _text(k)), _text(v)) for k, v in rows if v is not None), "meta")
 
 
-def _run_set_section(index: int, set_report: Mapping, entry: Mapping | None, has_baseline: bool,
+def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_baseline: bool,
                      budget_ms: float) -> list[str]:
-    name = set_report["name"]
-    status = "" if set_report.get("complete", True) else ' <span class="fail">INCOMPLETE</span>'
-    corpus = _text(str(set_report.get("corpus_hash"))[:16])
+    name = result.name
+    status = "" if result.complete else ' <span class="fail">INCOMPLETE</span>'
+    corpus = _text(result.corpus_hash[:16])
     out = [f'<section id="{_anchor(index, name)}">',
            f"<h2>set {_text(name)}{status}</h2>",
-           f"<p>revision {_text(set_report.get('revision'))}, {_text(set_report.get('query_count'))} queries, "
-           f'k={_text(set_report.get("k"))}, corpus <span class="ids">{corpus}</span></p>',
-           _aggregates_table(set_report["aggregates"])]
+           f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, "
+           f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
+           _aggregates_table(result.aggregates)]
     out.append(f"<h3>{_text(RECALL_METRIC)} per category</h3>")
     out.append(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, "
                                + ("baseline vs current" if entry is not None else "current run (no baseline)"),
-                               _run_bar_groups(set_report["aggregates"], entry), ("baseline", "current")))
+                               _run_bar_groups(result.aggregates, entry), ("baseline", "current")))
     out.append("<h3>latency</h3>")
-    out.append(_latency_block(set_report, budget_ms))
+    out.append(_latency_block(result, budget_ms))
     out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
     if entry is None:
         out.append("<p>No baseline for this set" + ("" if has_baseline else " (the run had none)") + ".</p>")
     else:
-        out.append(_flips_table(_run_flips(set_report, entry)))
-    out.extend(_not_passed(set_report.get("queries", [])))
+        out.append(_flips_table(_run_flips(result, entry)))
+    out.extend(_not_passed(result.queries))
     out.append("</section>")
     return out
 
 
-def _not_passed(queries: Sequence[Mapping]) -> list[str]:
+def _not_passed(queries: Sequence[QueryResult]) -> list[str]:
     """Failed queries first, then unexpected passes (xpass), by qid: what to read after the flips."""
-    rows = sorted((q for q in queries if q.get("outcome") in ("fail", "xpass")),
-                  key=lambda q: (q.get("outcome") != "fail", _natural_key(str(q["qid"]))))
+    rows = sorted((q for q in queries if q.outcome in ("fail", "xpass")),
+                  key=lambda q: (q.outcome != "fail", _natural_key(q.qid)))
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
         out.append(_table(("qid", "outcome", "category", "found", "broken contracts", "query"), ((
-            _text(q["qid"]), f'<span class="{"fail" if q["outcome"] == "fail" else "xpass"}">{_text(q["outcome"])}</span>',
-            _text(q.get("category")), f'<span class="ids">{_text(", ".join(q.get("found") or [])) or "none"}</span>',
-            _text("; ".join(f"{c['name']}: {c['detail']}" for c in q.get("contracts") or [] if not c.get("passed"))),
-            _text(q.get("query"))) for q in rows), "queries"))
+            _text(q.qid), f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>',
+            _text(q.category), f'<span class="ids">{_text(", ".join(q.found)) or "none"}</span>',
+            _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
+            _text(q.query)) for q in rows), "queries"))
     return out
 
 
@@ -381,10 +380,9 @@ def _run_bar_groups(aggregates: Mapping, entry: Mapping | None) -> list[tuple[st
     return groups
 
 
-def _latency_block(set_report: Mapping, budget_ms: float) -> str:
-    summary = set_report.get("latency_ms") or {}
-    latencies = [float(q["latency_ms"]) for q in set_report.get("queries", [])
-                 if isinstance(q.get("latency_ms"), (int, float))]
+def _latency_block(result: SetResult, budget_ms: float) -> str:
+    summary = result.latency_ms
+    latencies = [q.latency_ms for q in result.queries]
     if not latencies or "p95" not in summary:
         return f"<p>No latency measured (no query answered). Budget: p95 &lt;= {_text(_ms(budget_ms))} ms.</p>"
     over = summary["p95"] > budget_ms
@@ -393,25 +391,17 @@ def _latency_block(set_report: Mapping, budget_ms: float) -> str:
     caption = (f"<p>p50 {_text(_ms(summary['p50']))} ms, p95 {_text(_ms(summary['p95']))} ms, "
                f"max {_text(_ms(summary['max']))} ms over {len(latencies)} queries (nearest-rank percentiles); "
                f"{verdict}.</p>")
-    chart = latency_cdf_svg(f"set {set_report['name']}: latency distribution",
+    chart = latency_cdf_svg(f"set {result.name}: latency distribution",
                             latencies, [("p50", summary["p50"]), ("p95", summary["p95"]), ("budget", budget_ms)],
                             over_budget=over)
     return caption + "\n" + chart
 
 
-def _run_flips(set_report: Mapping, entry: Mapping) -> list[Flip]:
+def _run_flips(result: SetResult, entry: Mapping) -> list[Flip]:
     """Queries in both runs whose found relevant ids differ: lost (found before, not now) and gained."""
-    before = entry.get("queries") or {}
-    flips = []
-    for row in set_report.get("queries", []):
-        if row["qid"] not in before:
-            continue
-        now_found, old_found = list(row.get("found") or []), list(before[row["qid"]].get("found") or [])
-        lost = tuple(d for d in old_found if d not in now_found)
-        gained = tuple(d for d in now_found if d not in old_found)
-        if lost or gained:
-            flips.append(Flip(set_report["name"], row["qid"], row.get("query") or "", lost, gained))
-    return flips
+    before = {qid: row.get("found") or [] for qid, row in (entry.get("queries") or {}).items()}
+    return find_flips(result.name, before, {q.qid: q.found for q in result.queries},
+                      {q.qid: q.query for q in result.queries})
 
 
 def _flip_order(flip: Flip) -> tuple:

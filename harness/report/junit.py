@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+
+from harness.report.document import Report
 
 
-def render_junit(report: Mapping[str, object]) -> str:
+def render_junit(report: Report) -> str:
     """A <testsuites> document; each set is a <testsuite>, each gate result a <testcase>."""
     root = ET.Element("testsuites", name="retrieval-gate")
-    gates = list(report.get("gates") or [])  # type: ignore[arg-type]
-    for set_report in report["sets"]:  # type: ignore[union-attr]
-        name = set_report["name"]
-        cases = [g for g in gates if g["set"] == name]
+    for result in report.sets:
+        name = result.name
+        cases = [g for g in report.gates if g.set_name == name]
         suite = ET.SubElement(root, "testsuite", name=f"retrieval-gate.{name}", tests=str(max(len(cases), 1)),
-                              failures=str(sum(not g["passed"] for g in cases)), errors="0", skipped="0")
-        if not report.get("complete", False):
+                              failures=str(sum(not g.passed for g in cases)), errors="0", skipped="0")
+        if not report.complete:
             suite.set("errors", "1")
             case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name="backend")
-            ET.SubElement(case, "error", message=str(report.get("error") or "backend failed")).text = str(report.get("error"))
+            message = report.error or "backend failed"
+            ET.SubElement(case, "error", message=message).text = message
             continue
         if not cases:
             suite.set("skipped", "1")
@@ -26,12 +27,12 @@ def render_junit(report: Mapping[str, object]) -> str:
             ET.SubElement(case, "skipped", message="run without gating (--no-gate or --update-baseline)")
             continue
         for gate in cases:
-            scope = gate.get("category") or "overall"
-            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name=f"{gate['gate']} {scope}")
-            if not gate["passed"]:
-                ET.SubElement(case, "failure", message=gate["message"], type=gate["gate"]).text = gate["message"]
+            scope = gate.category or "overall"
+            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name=f"{gate.gate} {scope}")
+            if not gate.passed:
+                ET.SubElement(case, "failure", message=gate.message, type=gate.gate).text = gate.message
             else:
-                ET.SubElement(case, "system-out").text = gate["message"]
+                ET.SubElement(case, "system-out").text = gate.message
     root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
     root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
     root.set("errors", str(sum(int(s.get("errors", "0")) for s in root)))

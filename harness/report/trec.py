@@ -30,6 +30,7 @@ from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
+from harness.report.document import Report
 
 DEFAULT_RUN_TAG = "retrieval-gate"
 SET_SEPARATOR = ":"  # between set name and qid when a file holds several sets
@@ -40,26 +41,25 @@ def trec_qid(set_name: str, qid: str, prefixed: bool) -> str:
     return f"{set_name}{SET_SEPARATOR}{qid}" if prefixed else qid
 
 
-def run_lines(report: Mapping[str, object], run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
+def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
     """The run file's lines for every query of every set in `report` (see `write_run`)."""
     _check_token(run_tag, "run tag")
-    sets: Sequence[Mapping] = report.get("sets") or []  # type: ignore[assignment]
-    prefixed = len(sets) > 1
+    prefixed = len(report.sets) > 1
     lines: list[str] = []
-    for set_report in sets:
-        name = set_report["name"]
-        for row in set_report["queries"]:
-            where = f"set {name}: query {row['qid']}"
-            qid = _check_token(trec_qid(name, row["qid"], prefixed), f"{where}: qid")
-            ids = list(row["ids"])
+    for result in report.sets:
+        name = result.name
+        for row in result.queries:
+            where = f"set {name}: query {row.qid}"
+            qid = _check_token(trec_qid(name, row.qid, prefixed), f"{where}: qid")
+            ids = list(row.ids)
             for doc_id in ids:
                 _check_token(doc_id, f"{where}: id")
-            for rank, (doc_id, score) in enumerate(zip(ids, _strict_scores(ids, row.get("scores"))), start=1):
+            for rank, (doc_id, score) in enumerate(zip(ids, _strict_scores(ids, row.scores)), start=1):
                 lines.append(f"{qid} Q0 {doc_id} {rank} {_number(score)} {run_tag}")
     return lines
 
 
-def write_run(report: dict, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> None:
+def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> None:
     """Write `report`'s rankings as a TREC run, atomically.
 
     Scores are strictly decreasing within each query so trec_eval (which sorts by score,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from harness.fsutil import read_json_file
 from harness.errors import UsageError
-from harness.scoring.evaluate import REPORTED_METRICS
+from harness.records import resampling_unit
+from harness.scoring.evaluate import REPORTED_METRICS, TABLE_METRICS
+from harness.scoring.flips import Flip, find_flips
 from harness.scoring.stats import RESAMPLES, PairedTest, holm, paired_test
 
 TESTED_METRICS = ("recall@10", "ndcg@10")
@@ -36,15 +36,6 @@ class ScopeComparison:
 
 
 @dataclass
-class Flip:
-    set_name: str
-    qid: str
-    query: str
-    lost: tuple[str, ...]
-    gained: tuple[str, ...]
-
-
-@dataclass
 class Comparison:
     base_label: str
     candidate_label: str
@@ -69,21 +60,9 @@ class Comparison:
         }
 
 
-def load_run(path: Path) -> RunView:
-    """Read a JSON report (--out) or a baseline file; UsageError when it is neither."""
-    return run_view(read_json_file(path, UsageError, what="report or baseline"), str(path))
-
-
 def run_view(document: object, path: str) -> RunView:
-    """The comparable view of a report or baseline document already in memory."""
-    if isinstance(document, dict) and "report_format" in document:
-        if not document.get("complete"):
-            raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be compared")
-        sets = {s["name"]: {"revision": s["revision"], "corpus_hash": s["corpus_hash"], "k": s["k"],
-                            "queries": {q["qid"]: q for q in s["queries"]}} for s in document["sets"]}
-        backend = document["provenance"]["backend"].get("label")
-        definitions = document["provenance"].get("metric_definitions")
-    elif isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline":
+    """The comparable view of a baseline document already in memory (reports: harness.report.views)."""
+    if isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline":
         sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
                        "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
                 for name, e in document["sets"].items()}
@@ -119,14 +98,12 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
         common = [qid for qid in sorted(set(base_rows) & set(cand_rows))
                   if base_rows[qid].get("scored", True) and cand_rows[qid].get("scored", True)
                   and base_rows[qid].get("metrics")]
-        groups = {qid: base_rows[qid].get("group") or qid for qid in common}
+        groups = {qid: resampling_unit(qid, base_rows[qid].get("group")) for qid in common}
         for scope, members in _scopes(common, base_rows):
             scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested))
-        for qid in sorted(set(base_rows) & set(cand_rows)):
-            lost = tuple(d for d in base_rows[qid].get("found", []) if d not in cand_rows[qid].get("found", []))
-            gained = tuple(d for d in cand_rows[qid].get("found", []) if d not in base_rows[qid].get("found", []))
-            if lost or gained:
-                flips.append(Flip(name, qid, cand_rows[qid].get("query") or base_rows[qid].get("query") or "", lost, gained))
+        texts = {qid: cand_rows[qid].get("query") or base_rows[qid].get("query") or "" for qid in cand_rows if qid in base_rows}
+        flips += find_flips(name, {qid: row.get("found", []) for qid, row in base_rows.items()},
+                            {qid: row.get("found", []) for qid, row in cand_rows.items()}, texts)
     all_tests = [(scope, metric) for scope in scopes for metric in scope.tests]
     adjusted = holm([scope.tests[metric].p_value for scope, metric in all_tests])
     for (scope, metric), p_value in zip(all_tests, adjusted):
@@ -166,9 +143,9 @@ def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
     for scope in comparison.scopes:
         if scope.set_name != current:
             current = scope.set_name
-            lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>13}" for m in REPORTED_METRICS[:4])
+            lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>13}" for m in TABLE_METRICS)
                       + "".join(f"   {m} change, 95% CI, p (Holm)" for m in comparison.tested)]
-        cells = "".join(f"{_delta(scope, m):>13}" for m in REPORTED_METRICS[:4])
+        cells = "".join(f"{_delta(scope, m):>13}" for m in TABLE_METRICS)
         stats = "".join(_test_cell(scope, m) for m in comparison.tested)
         lines.append(f"{scope.scope:<24}{scope.n:>5}{cells}{stats}")
     if comparison.flips:

@@ -10,6 +10,8 @@ from harness.records import ContractResult, Query, QueryResult, QuerySet, SetRes
 
 # The per-query and aggregate metrics every report carries, in column order.
 REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10")
+# The columns every table of a run or a comparison shows (console, Markdown, HTML, baselines).
+TABLE_METRICS = REPORTED_METRICS[:4]
 # Bump when any metric's definition changes: reports with different versions are not comparable.
 METRIC_DEFINITIONS = {"version": metrics.DEFINITIONS_VERSION, "metrics": list(REPORTED_METRICS),
                       "notes": "trec_eval definitions; mrr = recip_rank cut at 10; ndcg gain = grade"}

@@ -6,10 +6,8 @@ It helps teams pick a score cut-off for production without touching gates or bas
 from __future__ import annotations
 
 from harness.scoring import metrics
+from harness.scoring.evaluate import TABLE_METRICS
 from harness.records import QuerySet, SetResult
-
-WHAT_IF_METRICS = ("recall@10", "mrr", "ndcg@10")
-
 
 def what_if_min_score(result: SetResult, query_set: QuerySet, threshold: float) -> dict[str, object]:
     """Aggregates over the scored queries with hits below `threshold` removed, and rows dropped.
@@ -18,8 +16,8 @@ def what_if_min_score(result: SetResult, query_set: QuerySet, threshold: float) 
     """
     grades = {q.qid: q.relevant for q in query_set.queries}
     per_query: dict[str, int] = {}
-    sums = {name: 0.0 for name in WHAT_IF_METRICS}
-    real = {name: 0.0 for name in WHAT_IF_METRICS}
+    sums = {name: 0.0 for name in TABLE_METRICS}
+    real = {name: 0.0 for name in TABLE_METRICS}
     scored = unscored_hits = 0
     for row in result.queries:
         if row.scores is None:
@@ -31,23 +29,15 @@ def what_if_min_score(result: SetResult, query_set: QuerySet, threshold: float) 
         if not row.scored:
             continue
         scored += 1
-        for name in WHAT_IF_METRICS:
+        for name in TABLE_METRICS:
             sums[name] += metrics.parse_metric(name).compute(kept, grades[row.qid])
             real[name] += row.metrics[name]
     return {
         "threshold": threshold,
         "queries": scored,
         "queries_without_scores": unscored_hits,
-        "metrics": {name: (sums[name] / scored if scored else None) for name in WHAT_IF_METRICS},
-        "real_metrics": {name: (real[name] / scored if scored else None) for name in WHAT_IF_METRICS},
+        "metrics": {name: (sums[name] / scored if scored else None) for name in TABLE_METRICS},
+        "real_metrics": {name: (real[name] / scored if scored else None) for name in TABLE_METRICS},
         "rows_dropped": sum(per_query.values()),
         "rows_dropped_per_query": per_query,
     }
-
-
-def render_what_if(name: str, what_if: dict[str, object]) -> str:
-    cut, real = what_if["metrics"], what_if["real_metrics"]
-    cells = "  ".join(f"{m} {real[m]:.3f} -> {cut[m]:.3f}" for m in WHAT_IF_METRICS if cut[m] is not None)
-    note = f"; {what_if['queries_without_scores']} queries had no scores" if what_if["queries_without_scores"] else ""
-    return (f"what-if {name} (hits scoring < {what_if['threshold']} dropped, report only): {cells}; "
-            f"{what_if['rows_dropped']} rows dropped{note}")

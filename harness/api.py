@@ -1,0 +1,241 @@
+"""The main job as one call: `gate(...)` asks a backend every query of the sets, gates, returns a `Report`.
+
+This is what `python -m harness` runs (the command only reads argv, writes the outputs and
+exits with `report.exit_code`) and what a backend team's own Python or pytest code calls:
+
+    import harness
+    report = harness.gate(["memory"], backend=["./my-adapter", "--index", "prod"],
+                          baseline="baselines/my-adapter.json")
+    assert report.exit_code == 0, [g.message for g in report.failed_gates]
+
+Stages (docs/design.md): load the sets, budgets and the baseline (all errors before any
+process starts) -> materialise the corpora -> ask (harness.adapter) -> evaluate (scoring) ->
+gate (gating) -> the typed Report (report). Nothing here prints or writes an output file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.adapter.asking import RunOptions, run_from_file, run_sets
+from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
+from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.errors import BaselineError, UsageError
+from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from harness.gating.budgets import load_budgets
+from harness.gating.gates import check
+from harness.records import QuerySet
+from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
+from harness.scoring.compare import Comparison, compare, run_view
+from harness.scoring.what_if import what_if_min_score
+from harness.sets.loader import find_sets, load_set
+from harness.sets.materialise import materialise_corpora
+
+DEFAULT_BASELINE = Path("baselines/current.json")
+DEFAULT_BUDGETS = Path("budgets.json")
+DEFAULT_LOG = Path(".retrieval-gate/report.adapter.log")
+MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """What a run reads before any process starts: the sets, the budgets and the baseline entries."""
+
+    query_sets: tuple[QuerySet, ...]
+    budgets_ms: Mapping[str, float]
+    default_budget_ms: float
+    baseline_entries: Mapping[str, Mapping] | None  # None: no gating (--no-gate, --update-baseline)
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """How to ask and gate (every field has the command line's default; see `gate` for each)."""
+
+    k: int | None = None
+    expect_banner: bool = False
+    query_timeout: float = QUERY_TIMEOUT_SECONDS
+    startup_timeout: float = STARTUP_TIMEOUT_SECONDS
+    warmup: int = 0
+    repeats: int = 1
+    workers: int = 1
+    condition: str | None = None
+    known_contract_failures: bool = False
+    what_if_min_score: float | None = None
+    log_path: Path = DEFAULT_LOG
+
+    def __post_init__(self) -> None:
+        if self.k is not None and self.k > MAX_K:
+            raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
+        for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
+                                 ("--workers", self.workers, 1)):
+            if value is not None and value < low:
+                raise UsageError(f"{name}: must be >= {low}, got {value}")
+        for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout)):
+            if not value > 0:
+                raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
+        if self.condition not in (None, "cold", "warm"):
+            raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
+
+
+def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
+         run_file: str | Path | None = None, sets_dir: str | Path = "sets",
+         baseline: str | Path | None = DEFAULT_BASELINE, budgets: str | Path | None = None,
+         offline: bool = False, progress: Progress | None = None, **options: object) -> Report:
+    """Run the sets against a backend and gate the result; return the typed Report.
+
+    Parameters:
+      sets: set names under `sets_dir`, set folders, or "all" (default).
+      backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
+        (a list: never run through a shell). Exclusive with `run_file`.
+      run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
+      baseline: the baseline file to gate against; None measures without gating.
+      budgets: the p95 budgets file; None reads budgets.json when present (300 ms otherwise).
+      offline: never fetch corpus archives.
+      progress: called as progress(set name, answered, total) while asking.
+      options: any GateOptions field: k (ids per query, default each set's k, 1..10,000),
+        expect_banner (fail unless the adapter prints its ready banner; built-in backends always
+        do), query_timeout / startup_timeout (seconds per answer / until the banner), warmup
+        (untimed queries first), repeats (each query N times, latency the median), workers (N
+        adapter processes answer shards of each set at once), condition ("cold"/"warm", recorded
+        as given), known_contract_failures (contracts the baseline records as broken are
+        reported, not failed), what_if_min_score (also report metrics with low-scoring hits
+        dropped), log_path (the adapter's stderr).
+
+    Raises HarnessError subclasses for what stops a run before it starts (bad options, sets,
+    budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
+    raised: the Report comes back with `complete=False`, `error` and its exit code.
+    """
+    settings = GateOptions(**options)  # type: ignore[arg-type]
+    inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets,
+                         baseline=Path(baseline) if baseline is not None else None, k=settings.k)
+    return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
+
+
+def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, run_file: str | Path | None = None,
+             options: GateOptions = GateOptions(), progress: Progress | None = None) -> Report:
+    """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, gate, and build the Report."""
+    argv, label, expect = _backend(backend, run_file, options.expect_banner)
+    run_options = RunOptions(argv=argv, label=label, log_path=Path(options.log_path), expect_banner=expect,
+                             k=options.k, query_timeout=options.query_timeout,
+                             startup_timeout=options.startup_timeout, warmup=options.warmup,
+                             repeats=options.repeats, condition=options.condition, workers=options.workers)
+    Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
+    if run_file is not None:
+        outcome = run_from_file(inputs.query_sets, run_options, Path(run_file))
+    else:
+        with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
+            materialise_corpora(inputs.query_sets, Path(corpus_dir))
+            outcome = run_sets(inputs.query_sets, run_options, Path(corpus_dir), progress)
+    gates = []
+    if outcome.error is None and inputs.baseline_entries is not None:
+        gates = check(outcome.results, inputs.baseline_entries, inputs.budgets_ms,
+                      default_budget_ms=inputs.default_budget_ms, latency_gate=run_file is None,
+                      known_contract_failures=options.known_contract_failures)
+    what_if = None
+    if options.what_if_min_score is not None:
+        by_name = {s.name: s for s in inputs.query_sets}
+        what_if = {r.name: what_if_min_score(r, by_name[r.name], options.what_if_min_score)
+                   for r in outcome.results if r.queries}
+    return Report(
+        provenance=provenance_record(outcome.provenance), sets=tuple(outcome.results), gates=tuple(gates),
+        complete=outcome.complete, error=str(outcome.error) if outcome.error else None,
+        exit_code=verdict(outcome.error.exit_code if outcome.error else None, gates),
+        warnings=tuple(outcome.warnings), what_if=what_if)
+
+
+def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,
+                baseline: Path | None, k: int | None) -> GateInputs:
+    """Load and check everything a run reads, so any error stops it before the adapter starts."""
+    query_sets = tuple(load_set(folder, offline=offline) for folder in find_sets([str(s) for s in sets], sets_dir))
+    budgets_ms, default_budget_ms = load_budgets(Path(budgets) if budgets is not None else DEFAULT_BUDGETS,
+                                                 required=budgets is not None)
+    entries = None
+    if baseline is not None:
+        document = read_baseline(baseline)
+        entries = {s.name: set_entry_for(document, s, str(baseline), k=k or s.k) for s in query_sets}
+    return GateInputs(query_sets, budgets_ms, default_budget_ms, entries)
+
+
+@dataclass(frozen=True)
+class BaselineUpdate:
+    """A baseline about to be written from a report: the new document, what it replaces, the comparison."""
+
+    path: Path
+    document: Mapping[str, object]
+    previous: Mapping[str, object] | None
+    comparison: Comparison | None
+
+    def report_with_previous(self, report: Report) -> Report:
+        """The report carrying the replaced values (`previous_baseline`), recoverable without git."""
+        if self.previous is None:
+            return report
+        replaced = {name: self.previous["sets"][name] for name in self.document["sets"]  # type: ignore[index,union-attr]
+                    if name in self.previous["sets"]}  # type: ignore[operator]
+        return dataclasses.replace(report, previous_baseline=replaced)
+
+
+def prepare_baseline_update(report: Report, path: str | Path) -> BaselineUpdate:
+    """The baseline a complete report would write to `path`, compared with the one there now.
+
+    Raises BaselineError for an incomplete report (it can never become a baseline).
+    """
+    if not report.complete:
+        raise BaselineError("refusing to write a baseline from an incomplete run")
+    path = Path(path)
+    new = build_baseline(list(report.sets), report.provenance.to_dict())
+    previous = read_baseline(path) if path.exists() else None
+    comparison = None
+    if previous is not None:
+        comparison = compare(run_view(previous, str(path)), run_view(new, "this run"))
+    return BaselineUpdate(path, new, previous, comparison)
+
+
+def write_baseline_update(update: BaselineUpdate) -> None:
+    """Write the new baseline atomically; sets not in this run keep their previous entries."""
+    write_baseline(update.path, dict(update.document))
+
+
+def provenance_record(provenance: Mapping[str, object]) -> Provenance:
+    """The typed provenance of a run from what the asking stage recorded."""
+    backend = provenance.get("backend") or {}
+    adapter = provenance.get("adapter") or {}
+    known = {"harness_version", "started", "git_commit", "backend", "adapter", "condition", "metric_definitions",
+             "settings", "sets", "machine", "duration_seconds", "asking_seconds", "nondeterministic_queries",
+             "run_file"}
+    return Provenance(
+        harness_version=str(provenance.get("harness_version")), started=provenance.get("started"),  # type: ignore[arg-type]
+        backend=Backend(str(backend.get("label")), tuple(str(a) for a in backend.get("argv") or ())),  # type: ignore[union-attr]
+        adapter=AdapterStart(expect_banner=bool(adapter.get("expect_banner")), banner=adapter.get("banner"),  # type: ignore[union-attr]
+                             startup_seconds=adapter.get("startup_seconds"),  # type: ignore[union-attr]
+                             warmup_seconds=adapter.get("warmup_seconds"), log=adapter.get("log")),  # type: ignore[union-attr]
+        git_commit=provenance.get("git_commit"), condition=provenance.get("condition"),  # type: ignore[arg-type]
+        metric_definitions=provenance.get("metric_definitions"),  # type: ignore[arg-type]
+        settings=provenance.get("settings") or {},  # type: ignore[arg-type]
+        sets={name: SetSource(**entry) for name, entry in (provenance.get("sets") or {}).items()},  # type: ignore[union-attr]
+        machine=provenance.get("machine") or {},  # type: ignore[arg-type]
+        duration_seconds=provenance.get("duration_seconds"),  # type: ignore[arg-type]
+        asking_seconds=provenance.get("asking_seconds"),  # type: ignore[arg-type]
+        nondeterministic_queries=tuple(provenance.get("nondeterministic_queries") or ()),  # type: ignore[arg-type]
+        run_file=provenance.get("run_file"),  # type: ignore[arg-type]
+        extra={key: value for key, value in provenance.items() if key not in known})
+
+
+def _backend(backend: str | Sequence[str] | None, run_file: str | Path | None,
+             expect_banner: bool) -> tuple[list[str], str, bool]:
+    """(argv, label, expect a banner): built-in aliases always print one."""
+    if backend is not None and run_file is not None:
+        raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
+    if run_file is not None:
+        return [], f"run-file {run_file}", False
+    if backend is None or isinstance(backend, str):
+        name = backend or DEFAULT_BACKEND
+        return backend_argv(name), name, True
+    argv = [str(arg) for arg in backend]
+    if not argv:
+        raise UsageError("backend: the adapter command is empty")
+    return argv, " ".join(argv), expect_banner

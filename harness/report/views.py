@@ -1,0 +1,29 @@
+"""Reports and baselines as the comparable `RunView`s that `compare` reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import UsageError
+from harness.fsutil import read_json_file
+from harness.report.document import Report
+from harness.scoring.compare import RunView, run_view
+
+
+def load_run(path: Path) -> RunView:
+    """Read a JSON report (--out) or a baseline file; UsageError when it is neither."""
+    document = read_json_file(path, UsageError, what="report or baseline")
+    if isinstance(document, dict) and "report_format" in document:
+        return report_view(Report.from_dict(document, str(path)), str(path))
+    return run_view(document, str(path))
+
+
+def report_view(report: Report, path: str) -> RunView:
+    """The comparable view of a typed run report."""
+    if not report.complete:
+        raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be compared")
+    sets = {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "k": s.k,
+                     "queries": {q.qid: q.to_dict() for q in s.queries}} for s in report.sets}
+    definitions = report.provenance.metric_definitions
+    return RunView(label=f"{path} ({report.provenance.backend.label})",
+                   metric_definitions=dict(definitions) if definitions is not None else None, sets=sets)

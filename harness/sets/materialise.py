@@ -1,0 +1,35 @@
+"""Materialise sets' corpora as `<kind>.jsonl` files: what an adapter finds in $HARNESS_CORPUS_DIR."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import SetError
+from harness.fsutil import atomic_write_text
+from harness.records import QuerySet
+
+
+def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[str, Path]:
+    """Write `<kind>.jsonl` for each kind; two sets sharing a kind must share the same corpus."""
+    written: dict[str, tuple[str, str]] = {}
+    paths: dict[str, Path] = {}
+    for query_set in query_sets:
+        previous = written.get(query_set.kind)
+        if previous is not None:
+            if previous[1] != query_set.corpus_hash:
+                raise SetError(f"sets {previous[0]} and {query_set.name} both use kind {query_set.kind!r} "
+                               f"with different corpora; give one of them another kind")
+            continue
+        lines = []
+        for doc in query_set.documents:
+            row: dict[str, str] = {"id": doc.id, "text": doc.text}
+            if doc.title:
+                row["title"] = doc.title
+            lines.append(json.dumps(row, ensure_ascii=False))
+        path = folder / f"{query_set.kind}.jsonl"
+        atomic_write_text(path, "\n".join(lines) + "\n")
+        written[query_set.kind] = (query_set.name, query_set.corpus_hash)
+        paths[query_set.kind] = path
+    return paths
