@@ -4,7 +4,7 @@ import json
 
 from harness.commands.cli import main
 from harness.sets.loader import load_set
-from harness.commands.sets import overlap_statistics
+from harness.sets.statistics import overlap_statistics
 from tests.conftest import TINY_SET
 
 

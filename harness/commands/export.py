@@ -8,10 +8,8 @@ from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments
-from harness.records import QuerySet
 from harness.report.document import Report, read_report
-from harness.sets.loader import load_set
-from harness.report.trec import DEFAULT_RUN_TAG, write_qrels, write_run
+from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
 PROG = "python -m harness export"
 
@@ -67,39 +65,6 @@ def read_complete_report(path: Path) -> Report:
         # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
     return report
-
-
-def scored_rows_only(report: Report) -> Report:
-    """A copy of `report` whose sets keep only the rows counted in aggregates."""
-    sets = tuple(dataclasses.replace(s, queries=tuple(row for row in s.queries if row.scored)) for s in report.sets)
-    return dataclasses.replace(report, sets=sets)
-
-
-def report_sets(report: Report, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
-    """The sets a report measured, in its order, loaded from the recorded paths (or `sets_dir/NAME`).
-
-    A set whose revision or corpus hash differs from what the report recorded is refused:
-    its gold is not the gold the report was scored against.
-    """
-    recorded = report.provenance.sets
-    query_sets = []
-    for set_report in report.sets:
-        name = set_report.name
-        entry = recorded.get(name)
-        candidates = [Path(entry.path)] if entry is not None and entry.path else []
-        candidates.append(sets_dir / name)
-        folder = next((c for c in candidates if (c / "set.json").is_file()), None)
-        if folder is None:
-            raise UsageError(f"{report_path}: set {name}: no set.json at {' or '.join(str(c) for c in candidates)}; "
-                             f"run from the folder the report was made in, or give --sets-dir")
-        query_set = load_set(folder, offline=offline)
-        for field in ("revision", "corpus_hash"):
-            now, then = getattr(query_set, field), getattr(set_report, field)
-            if now != then:
-                raise UsageError(f"{report_path}: set {name}: {field} is {then!r} in the report but {now!r} "
-                                 f"in {folder}; export the qrels from a checkout of the measured set")
-        query_sets.append(query_set)
-    return query_sets
 
 
 def _prefix_note(report: Report) -> str:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
 from harness.errors import EXIT_OK
 from harness.commands.arguments import parse_arguments
-from harness.fsutil import atomic_write_text
-from harness.records import QuerySet
-from harness.sets.loader import compute_pins, find_sets, load_set, read_set_metadata
-from harness.text import content_words
+from harness.sets.loader import find_sets, load_set, read_set_metadata
+from harness.sets.pins import repin_set
+from harness.sets.statistics import contract_counts, overlap_statistics
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,24 +57,6 @@ def list_sets(sets_dir: Path) -> int:
     return EXIT_OK
 
 
-def overlap_statistics(query_set: QuerySet) -> dict[str, float]:
-    """Share of judged queries sharing no content word with any relevant document (headroom for
-    semantic backends), and the mean share of query content words found in the relevant documents."""
-    texts = {doc.id: doc.text for doc in query_set.documents}
-    judged = [q for q in query_set.queries if q.relevant]
-    zero = 0
-    covered = []
-    for query in judged:
-        query_words = content_words(query.query)
-        relevant_words = set().union(*(content_words(texts[doc_id]) for doc_id in query.relevant))
-        shared = query_words & relevant_words
-        zero += not shared
-        covered.append(len(shared) / len(query_words) if query_words else 0.0)
-    return {"judged": len(judged), "zero_overlap": zero,
-            "zero_overlap_share": zero / len(judged) if judged else 0.0,
-            "mean_word_coverage": sum(covered) / len(covered) if covered else 0.0}
-
-
 def show_set(folder: Path, offline: bool) -> int:
     query_set = load_set(folder, offline=offline)
     print(f"set {query_set.name} (kind {query_set.kind}, revision {query_set.revision}, k={query_set.k})")
@@ -88,15 +68,7 @@ def show_set(folder: Path, offline: bool) -> int:
                            ("split", Counter(q.split for q in query_set.queries)),
                            ("source", Counter(q.source for q in query_set.queries))):
         print(f"  by {title}: " + ", ".join(f"{name} {count}" for name, count in sorted(counter.items())))
-    contracts = Counter()
-    for query in query_set.queries:
-        contracts["forbid"] += bool(query.forbid)
-        contracts["rank_before"] += bool(query.rank_before)
-        contracts["no_relevant"] += query.no_relevant
-        contracts["xfail"] += query.xfail
-        contracts["measure_only"] += query.measure_only
-        contracts["grouped"] += query.group is not None
-    print("  contracts: " + ", ".join(f"{name} {count}" for name, count in contracts.items()))
+    print("  contracts: " + ", ".join(f"{name} {count}" for name, count in contract_counts(query_set).items()))
     stats = overlap_statistics(query_set)
     print(f"lexical overlap: {stats['zero_overlap']} of {stats['judged']} judged queries "
           f"({stats['zero_overlap_share']:.0%}) share no content word with any relevant document; "
@@ -113,19 +85,12 @@ def verify_sets(folders: list[Path], offline: bool) -> int:
 
 
 def pin_set(folder: Path, offline: bool) -> int:
-    query_set = load_set(folder, offline=offline, check_pins=False)
-    meta_path = folder / "set.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    pins = compute_pins(query_set.queries, {doc.id: doc for doc in query_set.documents})
-    old = meta.get("pins") or {}
-    changed = sorted(doc_id for doc_id in set(pins) | set(old) if pins.get(doc_id) != old.get(doc_id))
-    if not changed:
-        print(f"{meta_path}: pins already current ({len(pins)} documents)")
+    update = repin_set(folder, offline=offline)
+    if not update.changed:
+        print(f"{update.meta_path}: pins already current ({update.pinned} documents)")
         return EXIT_OK
-    meta["pins"] = pins
-    atomic_write_text(meta_path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-    print(f"{meta_path}: {len(changed)} pin(s) written: {', '.join(changed[:10])}"
-          f"{' ...' if len(changed) > 10 else ''}; bump 'revision' if the gold changed")
+    print(f"{update.meta_path}: {len(update.changed)} pin(s) written: {', '.join(update.changed[:10])}"
+          f"{' ...' if len(update.changed) > 10 else ''}; bump 'revision' if the gold changed")
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ What trec_eval will and will not reproduce of a report:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
+from harness.sets.loader import load_set
 from harness.report.document import Report
 
 DEFAULT_RUN_TAG = "retrieval-gate"
@@ -228,3 +230,38 @@ def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[in
                 raise error(f"{label}:{number}: line is not valid UTF-8") from None
             if fields:
                 yield number, fields
+
+
+# -- a report's sets, for export -------------------------------------------------------------------
+
+def scored_rows_only(report: Report) -> Report:
+    """A copy of `report` whose sets keep only the rows counted in aggregates."""
+    sets = tuple(dataclasses.replace(s, queries=tuple(row for row in s.queries if row.scored)) for s in report.sets)
+    return dataclasses.replace(report, sets=sets)
+
+
+def report_sets(report: Report, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
+    """The sets a report measured, in its order, loaded from the recorded paths (or `sets_dir/NAME`).
+
+    A set whose revision or corpus hash differs from what the report recorded is refused:
+    its gold is not the gold the report was scored against.
+    """
+    recorded = report.provenance.sets
+    query_sets = []
+    for set_report in report.sets:
+        name = set_report.name
+        entry = recorded.get(name)
+        candidates = [Path(entry.path)] if entry is not None and entry.path else []
+        candidates.append(sets_dir / name)
+        folder = next((c for c in candidates if (c / "set.json").is_file()), None)
+        if folder is None:
+            raise UsageError(f"{report_path}: set {name}: no set.json at {' or '.join(str(c) for c in candidates)}; "
+                             f"run from the folder the report was made in, or give --sets-dir")
+        query_set = load_set(folder, offline=offline)
+        for field in ("revision", "corpus_hash"):
+            now, then = getattr(query_set, field), getattr(set_report, field)
+            if now != then:
+                raise UsageError(f"{report_path}: set {name}: {field} is {then!r} in the report but {now!r} "
+                                 f"in {folder}; export the qrels from a checkout of the measured set")
+        query_sets.append(query_set)
+    return query_sets
