@@ -108,8 +108,7 @@ class Provenance:
                            ("run_file", self.run_file)):
             if value is not None:
                 row[key] = value
-        if self.nondeterministic_queries:
-            row["nondeterministic_queries"] = list(self.nondeterministic_queries)
+        row["nondeterministic_queries"] = list(self.nondeterministic_queries)
         row.update(_plain(self.extra))
         return row
 

@@ -1,0 +1,109 @@
+"""harness.report.document: the typed Report, its JSON in both directions, its exit code."""
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from harness.errors import EXIT_GATE_FAILED, EXIT_OK
+from harness.records import GateResult
+from harness.report.document import REPORT_FORMAT, Report, ReportError, read_report, verdict
+from tests.conftest import FIXTURES
+from tests.reports import crashed_report, gated_report
+
+OLD_REPORT = FIXTURES / "reports" / "written-by-0.1.0-fcbe801.json"
+
+
+def test_json_round_trip_is_exact():
+    report = gated_report()
+    text = report.to_json()
+    again = Report.from_json(text)
+    assert again.to_json() == text
+    assert again.exit_code == EXIT_GATE_FAILED and again.gates == report.gates
+    assert again.sets[0].queries[0].ids == report.sets[0].queries[0].ids
+    # frozen all the way down: no field of the record can be reassigned
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        again.sets[0].queries[0].ids = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        again.provenance.backend.label = "x"  # type: ignore[misc]
+
+
+def test_the_json_document_has_the_documented_shape():
+    document = json.loads(gated_report().to_json())
+    assert document["report_format"] == REPORT_FORMAT == 1
+    assert set(document) == {"report_format", "complete", "error", "provenance", "sets", "gates", "exit_code"}
+    row = document["sets"][0]["queries"][0]
+    # tiny-01 answered in 1.5 ms with doc-09 only: recall 0, nothing found
+    assert (row["qid"], row["latency_ms"], row["ids"], row["found"]) == ("tiny-01", 1.5, ["doc-09"], [])
+    assert document["sets"][0]["aggregates"]["overall"]["recall@10"] == pytest.approx(4 / 5)
+
+
+def test_a_report_written_by_the_previous_version_still_loads():
+    # Written by `python -m harness --set tests/fixtures/sets/tiny --baseline ...` at commit fcbe801.
+    report = read_report(OLD_REPORT)
+    assert report.exit_code == 1 and report.complete
+    assert [g.gate for g in report.failed_gates] == ["contract"]
+    assert report.provenance.backend.label == "bm25"
+    assert report.sets[0].query_count == 7
+    assert json.loads(report.to_json()) == json.loads(OLD_REPORT.read_text())  # nothing lost on the way
+
+
+def test_a_report_of_an_unknown_format_is_one_versioned_line():
+    document = json.loads(gated_report().to_json())
+    document["report_format"] = 7
+    with pytest.raises(ReportError) as error:
+        Report.from_dict(document, "r.json")
+    message = str(error.value)
+    assert message.startswith("r.json: report_format: 7 is not a report format this harness reads (1)")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("path, value, expected", [
+    (("sets", 0, "queries", 0, "ids"), "doc-01", "r.json.sets[0].queries[0].ids: must be a list, got \"doc-01\""),
+    (("sets", 0, "queries", 0, "latency_ms"), None, "r.json.sets[0].queries[0].latency_ms: must be a finite number"),
+    (("sets", 0, "k"), "10", "r.json.sets[0].k: must be an integer, got \"10\""),
+    (("gates", 0, "passed"), 1, "r.json.gates[0].passed: must be true or false, got 1"),
+    (("provenance", "backend"), None, "r.json.provenance.backend: must be an object, got null"),
+    (("sets", 0, "queries", 0, "scores"), [1.0, 2.0], "r.json.sets[0].queries[0].scores: has 2 entries for 1 ids"),
+])
+def test_a_bad_field_is_named_in_one_line(path, value, expected):
+    document = json.loads(gated_report().to_json())
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(ReportError) as error:
+        Report.from_dict(document, "r.json")
+    assert str(error.value).startswith(expected) and "\n" not in str(error.value)
+
+
+def test_a_missing_field_is_named():
+    document = json.loads(gated_report().to_json())
+    del document["sets"][0]["queries"][2]["found"]
+    with pytest.raises(ReportError, match=r"^r.json.sets\[0\].queries\[2\].found: missing$"):
+        Report.from_dict(document, "r.json")
+
+
+def test_json_that_is_not_json_or_too_deep(tmp_path):
+    with pytest.raises(ReportError, match="not valid JSON"):
+        Report.from_json("{", "x.json")
+    with pytest.raises(ReportError, match="nested too deeply"):
+        Report.from_json("[" * 100_000, "x.json")
+
+
+def test_report_json_is_strict_json():
+    report = gated_report()
+    result = report.sets[0]
+    broken = dataclasses.replace(result, latency_ms={**result.latency_ms, "p95": math.nan})
+    with pytest.raises(ValueError):
+        dataclasses.replace(report, sets=(broken,)).to_json()
+
+
+def test_exit_code_of_a_run():
+    passed, failed = GateResult("s", "recall", True, ""), GateResult("s", "recall", False, "")
+    assert verdict(None, []) == EXIT_OK
+    assert verdict(None, [passed]) == EXIT_OK
+    assert verdict(None, [passed, failed]) == EXIT_GATE_FAILED
+    assert verdict(3, [passed]) == 3 and verdict(143, []) == 143
+    assert crashed_report().exit_code == 3 and not crashed_report().complete
