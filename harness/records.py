@@ -154,15 +154,27 @@ class SetResult:
 
 @dataclass(frozen=True, slots=True)
 class GateResult:
-    """One gate outcome; a failed gate is a result, not an exception."""
+    """One gate outcome; a failed gate is a result, not an exception.
+
+    Three verdicts: PASS, WARN (`passed` and `warning`: printed after the failures, counted
+    in every output, never fails CI) and FAIL (not `passed`).
+    """
 
     set_name: str
-    gate: str  # recall | latency | query-count | contract
+    gate: str  # recall | latency | query-count | contract | ...
     passed: bool
     message: str
     category: str | None = None
     flipped: tuple[str, ...] = ()
+    warning: bool = False
+
+    @property
+    def status(self) -> str:
+        """"pass", "warn" or "fail"."""
+        if not self.passed:
+            return "fail"
+        return "warn" if self.warning else "pass"
 
     def to_dict(self) -> dict[str, object]:
-        return {"set": self.set_name, "gate": self.gate, "passed": self.passed,
+        return {"set": self.set_name, "gate": self.gate, "passed": self.passed, "status": self.status,
                 "category": self.category, "message": self.message, "flipped": list(self.flipped)}

@@ -6,7 +6,8 @@ raw dict; the JSON written by `--out` is `Report.to_json()` and reads back with
 
 REPORT_FORMAT history (bump on any change a reader of an older version would misread):
   1 — first version: provenance, sets (aggregates, latency, per-query rows), gates, complete,
-      exit_code; optional `what_if`, `previous_baseline` and `warnings`.
+      exit_code; optional `what_if`, `previous_baseline` and `warnings`. Gates gained `status`
+      ("pass", "warn", "fail") later in version 1; a gate without it reads as pass or fail.
 """
 
 from __future__ import annotations
@@ -137,6 +138,10 @@ class Report:
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
         return tuple(g for g in self.gates if not g.passed)
+
+    @property
+    def warned_gates(self) -> tuple[GateResult, ...]:
+        return tuple(g for g in self.gates if g.status == "warn")
 
     @property
     def gated(self) -> bool:
@@ -426,4 +431,5 @@ def _read_gate(reader: _Reader) -> GateResult:
         message=reader.get("message").string(),  # type: ignore[arg-type]
         category=reader.get("category", required=False).string(optional=True),
         flipped=reader.get("flipped", required=False).strings() if reader.has("flipped") else (),
+        warning=reader.get("status", required=False).value == "warn",
     )
