@@ -16,6 +16,8 @@ gate (gating) -> the typed Report (report). Nothing here prints or writes an out
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,15 +26,20 @@ from pathlib import Path
 from harness.adapter.asking import RunOptions, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
-from harness.errors import BaselineError, UsageError
+from harness.errors import EXIT_CONFIG, BaselineError, UsageError
 from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.gating.budgets import load_budgets
 from harness.gating.gates import check
+from harness.gating.identity import BackendIdentity, check_identity, refuse_if_different
+from harness.gating.policy import GatePolicy, load_policy
 from harness.records import QuerySet
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.compare import Comparison, compare, run_view
+from harness.report.trec import missing_from_run, read_run
+from harness.scoring.evaluate import report_metric_name
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
+from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
 from harness.sets.materialise import materialise_corpora
 
 DEFAULT_BASELINE = Path("baselines/current.json")
@@ -50,6 +57,19 @@ class GateInputs:
     budgets_ms: Mapping[str, float]
     default_budget_ms: float
     baseline_entries: Mapping[str, Mapping] | None  # None: no gating (--no-gate, --update-baseline)
+    policy: GatePolicy = GatePolicy()
+    baseline_path: Path | None = None
+    baseline_document: Mapping[str, object] | None = None  # the whole baseline file, for its identity
+    fingerprints: Mapping[str, str | None] = dataclasses.field(default_factory=dict)  # set files at load
+
+    def gated_against(self) -> dict[str, object] | None:
+        """What a report says it was gated against: the file, whose backend, when, at which commit."""
+        if self.baseline_path is None or self.baseline_document is None:
+            return None
+        document = self.baseline_document
+        backend = BackendIdentity.from_record(document.get("backend") or {})  # type: ignore[arg-type]
+        return {"path": str(self.baseline_path), "backend": backend.describe(),
+                "created": document.get("created"), "git_commit": document.get("git_commit")}
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,7 @@ class GateOptions:
     known_contract_failures: bool = False
     what_if_min_score: float | None = None
     log_path: Path = DEFAULT_LOG
+    allow_backend_change: bool = False
 
     def __post_init__(self) -> None:
         if self.k is not None and self.k > MAX_K:
@@ -85,7 +106,8 @@ class GateOptions:
 def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
          run_file: str | Path | None = None, sets_dir: str | Path = "sets",
          baseline: str | Path | None = DEFAULT_BASELINE, budgets: str | Path | None = None,
-         offline: bool = False, progress: Progress | None = None, **options: object) -> Report:
+         policy: str | Path | None = None, offline: bool = False, progress: Progress | None = None,
+         **options: object) -> Report:
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
@@ -95,6 +117,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
       baseline: the baseline file to gate against; None measures without gating.
       budgets: the p95 budgets file; None reads budgets.json when present (300 ms otherwise).
+      policy: the gate policy file; None reads gate-policy.json when present (the defaults
+        otherwise: recall@10 may drop at most 2.0 points, overall and per category).
       offline: never fetch corpus archives.
       progress: called as progress(set name, answered, total) while asking.
       options: any GateOptions field: k (ids per query, default each set's k, 1..10,000),
@@ -104,7 +128,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         adapter processes answer shards of each set at once), condition ("cold"/"warm", recorded
         as given), known_contract_failures (contracts the baseline records as broken are
         reported, not failed), what_if_min_score (also report metrics with low-scoring hits
-        dropped), log_path (the adapter's stderr).
+        dropped), log_path (the adapter's stderr), allow_backend_change (gate against a baseline
+        recorded for another backend or model; the report records it).
 
     Raises HarnessError subclasses for what stops a run before it starts (bad options, sets,
     budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
@@ -112,7 +137,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     """
     settings = GateOptions(**options)  # type: ignore[arg-type]
     inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets,
-                         baseline=Path(baseline) if baseline is not None else None, k=settings.k)
+                         baseline=Path(baseline) if baseline is not None else None, k=settings.k,
+                         policy=Path(policy) if policy is not None else None)
     return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
 
 
@@ -120,45 +146,105 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
              options: GateOptions = GateOptions(), progress: Progress | None = None) -> Report:
     """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, gate, and build the Report."""
     argv, label, expect = _backend(backend, run_file, options.expect_banner)
+    if argv:
+        check_executable(argv)
+    notes: list[str] = []
+    identity: dict[str, object] = {}
+
+    def on_started(banners: list[dict | None]) -> None:
+        """Before any query: every worker is the same backend, and the one the baseline was recorded for."""
+        identities = [BackendIdentity.of(banner, argv) for banner in banners]
+        if any(other != identities[0] for other in identities[1:]):
+            raise BaselineError(f"the {len(identities)} workers started different backends: "
+                                + "; ".join(i.describe() for i in dict.fromkeys(identities)))
+        identity["run"] = identities[0]
+        if inputs.baseline_document is not None:
+            check = check_identity(BackendIdentity.from_record(inputs.baseline_document.get("backend") or {}),  # type: ignore[arg-type]
+                                   identities[0], str(inputs.baseline_path), allow_change=options.allow_backend_change)
+            notes.extend(refuse_if_different(check))
+            identity["changed"] = any("--allow-backend-change" in note for note in check.notes)
+
     run_options = RunOptions(argv=argv, label=label, log_path=Path(options.log_path), expect_banner=expect,
                              k=options.k, query_timeout=options.query_timeout,
                              startup_timeout=options.startup_timeout, warmup=options.warmup,
-                             repeats=options.repeats, condition=options.condition, workers=options.workers)
+                             repeats=options.repeats, condition=options.condition, workers=options.workers,
+                             on_started=on_started)
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
+    drift: list[str] = []
     if run_file is not None:
+        check_run_file_matches(Path(run_file), inputs.query_sets)
         outcome = run_from_file(inputs.query_sets, run_options, Path(run_file))
     else:
         with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
             materialise_corpora(inputs.query_sets, Path(corpus_dir))
+            corpus_files = corpus_fingerprints(Path(corpus_dir))
             outcome = run_sets(inputs.query_sets, run_options, Path(corpus_dir), progress)
+            drift += changed_files(corpus_files, corpus_fingerprints(Path(corpus_dir)), "materialised corpus file")
+    drift += changed_files(inputs.fingerprints, fingerprint_files(inputs.fingerprints), "set file")
+    error_text = str(outcome.error) if outcome.error else None
+    error_code = outcome.error.exit_code if outcome.error else None
+    if drift and outcome.error is None:
+        error_text = "the run's inputs changed while it ran: " + "; ".join(drift) + " (nothing was gated)"
+        error_code = EXIT_CONFIG
     gates = []
-    if outcome.error is None and inputs.baseline_entries is not None:
+    if error_code is None and inputs.baseline_entries is not None:
         gates = check(outcome.results, inputs.baseline_entries, inputs.budgets_ms,
                       default_budget_ms=inputs.default_budget_ms, latency_gate=run_file is None,
-                      known_contract_failures=options.known_contract_failures)
+                      known_contract_failures=options.known_contract_failures, policy=inputs.policy)
     what_if = None
     if options.what_if_min_score is not None:
         by_name = {s.name: s for s in inputs.query_sets}
         what_if = {r.name: what_if_min_score(r, by_name[r.name], options.what_if_min_score)
                    for r in outcome.results if r.queries}
+    provenance = provenance_record(outcome.provenance)
+    extra = dict(provenance.extra)
+    extra["baseline"] = inputs.gated_against()
+    extra["policy"] = inputs.policy.to_dict()
+    if "run" in identity:
+        extra["backend_identity"] = identity["run"].to_dict()  # type: ignore[attr-defined]
+    if identity.get("changed"):
+        extra["backend_change_allowed"] = True
     return Report(
-        provenance=provenance_record(outcome.provenance), sets=tuple(outcome.results), gates=tuple(gates),
-        complete=outcome.complete, error=str(outcome.error) if outcome.error else None,
-        exit_code=verdict(outcome.error.exit_code if outcome.error else None, gates),
-        warnings=tuple(outcome.warnings), what_if=what_if)
+        provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(outcome.results), gates=tuple(gates),
+        complete=outcome.complete and not drift, error=error_text,
+        exit_code=verdict(error_code, gates), warnings=tuple(notes) + tuple(outcome.warnings), what_if=what_if)
 
 
 def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,
-                baseline: Path | None, k: int | None) -> GateInputs:
+                baseline: Path | None, k: int | None, policy: Path | None = None) -> GateInputs:
     """Load and check everything a run reads, so any error stops it before the adapter starts."""
-    query_sets = tuple(load_set(folder, offline=offline) for folder in find_sets([str(s) for s in sets], sets_dir))
+    folders = find_sets([str(s) for s in sets], sets_dir)
+    query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
+    fingerprints = fingerprint_files(set_files(query_sets))
     budgets_ms, default_budget_ms = load_budgets(Path(budgets) if budgets is not None else DEFAULT_BUDGETS,
                                                  required=budgets is not None)
-    entries = None
+    gate_policy = load_policy(policy, report_metric_name)
+    entries = document = None
     if baseline is not None:
         document = read_baseline(baseline)
         entries = {s.name: set_entry_for(document, s, str(baseline), k=k or s.k) for s in query_sets}
-    return GateInputs(query_sets, budgets_ms, default_budget_ms, entries)
+    return GateInputs(query_sets, budgets_ms, default_budget_ms, entries, gate_policy,
+                      baseline if baseline is not None else None, document, fingerprints)
+
+
+def check_executable(argv: Sequence[str]) -> None:
+    """An adapter command that does not exist or cannot run is a configuration error (exit 2), found
+    before anything starts: the backend did not fail, it was never there."""
+    program = argv[0]
+    found = shutil.which(program) if os.sep not in program else (program if os.path.exists(program) else None)
+    if found is None:
+        raise UsageError(f"adapter command {program!r} not found" + ("" if os.sep in program else " on PATH"))
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise UsageError(f"adapter command {program!r} is not executable (chmod +x it, or run it with its interpreter)")
+
+
+def check_run_file_matches(path: Path, query_sets: Sequence[QuerySet]) -> None:
+    """A run file none of whose query ids is a query of the sets is a configuration error (exit 2)."""
+    run = read_run(path)
+    if run and all(len(missing_from_run(run, s)) == len(s.queries) for s in query_sets):
+        names = ", ".join(s.name for s in query_sets)
+        raise UsageError(f"{path}: none of its {len(run)} query ids is a query of {names} "
+                         f"(first: {sorted(run)[0]!r}); is it the run of another set?")
 
 
 @dataclass(frozen=True)

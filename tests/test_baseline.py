@@ -1,5 +1,6 @@
 """Baselines: strict reading (corrupt or wrong-format is an error), atomic merge writes, comparability."""
 
+import sys
 import json
 
 import pytest
@@ -17,10 +18,14 @@ ANSWERS = {q.qid: Answer(tuple(q.relevant), None, 0.002) for q in TINY.queries}
 def test_round_trip_keeps_identity_and_per_query_values(tmp_path):
     result = evaluate_set(TINY, ANSWERS, k=10)
     path = tmp_path / "b.json"
-    write_baseline(path, build_baseline([result], {"started": "2026-01-01", "backend": {"label": "x"}}))
+    provenance = {"started": "2026-01-01", "backend": {"label": "x", "argv": [sys.executable, "-m", "adapters.x"]},
+                  "adapter": {"banner": {"ready": True, "name": "x", "version": "2", "settings": {"k1": 0.9}}}}
+    write_baseline(path, build_baseline([result], provenance))
     loaded = read_baseline(path)
     entry = loaded["sets"]["tiny"]
-    assert loaded["backend"] == {"label": "x"}
+    # the identity from the banner, and the command with the interpreter written portably
+    assert loaded["backend"] == {"label": "x", "name": "x", "version": "2", "model_digest": None,
+                                 "settings": {"k1": 0.9}, "command": ["python", "-m", "adapters.x"]}
     assert (entry["revision"], entry["corpus_hash"], entry["k"], entry["query_count"]) == (1, TINY.corpus_hash, 10, 7)
     assert entry["queries"]["tiny-04"]["found"] == ["doc-04", "doc-05"]
     assert entry["aggregates"]["overall"]["recall@10"] == 1.0

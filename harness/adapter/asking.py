@@ -41,6 +41,10 @@ class RunOptions:
     repeats: int = 1
     condition: str | None = None
     workers: int = 1
+    # Called with every worker's ready banner (None without one) once all have started, before
+    # any query (warm-up included) is asked: the identity check against the baseline. It may
+    # raise a HarnessError to stop the run.
+    on_started: Callable[[list[dict | None]], None] | None = None
 
 
 @dataclass
@@ -76,6 +80,8 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 options.argv, log_path=_worker_log(options.log_path, index, options.workers), env=env,
                 expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
                 query_timeout=options.query_timeout)) for index in range(options.workers)]
+            if options.on_started is not None:
+                options.on_started([adapter.banner for adapter in adapters])
             provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
                 _warm_up(adapter, query_sets, options) for adapter in adapters)
             asking_started = time.monotonic()

@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="baseline to gate against (default: baselines/current.json)")
     gate.add_argument("--budgets", type=Path, default=None,
                       help="latency budgets file (default: budgets.json, 300 ms p95 when absent)")
+    gate.add_argument("--policy", type=Path, default=None,
+                      help="gate policy file: gated metrics, drop limit, category and significance rules "
+                           "(default: gate-policy.json when present, else recall@10 may drop 2.0 points)")
+    gate.add_argument("--allow-backend-change", action="store_true",
+                      help="gate against a baseline recorded for another backend or model (the report records it)")
     gate.add_argument("--update-baseline", action="store_true",
                       help="write this run's numbers to --baseline (atomically; complete runs only)")
     gate.add_argument("--yes", action="store_true",
@@ -157,10 +162,11 @@ def _run(args_list: list[str]) -> int:
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path)
+        log_path=log_path, allow_backend_change=args.allow_backend_change)
     gated = not args.no_gate and not args.update_baseline
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
-                             budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k)
+                             budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
+                             policy=args.policy)
     progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
     report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend, run_file=args.run_file,
                           options=options, progress=progress)

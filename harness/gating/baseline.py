@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text, read_json_file
+from harness.gating.identity import BackendIdentity
 from harness.records import QuerySet, SetResult
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
@@ -24,11 +25,20 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object]) 
         "version": BASELINE_VERSION,
         "created": provenance.get("started"),
         "harness_version": provenance.get("harness_version"),
-        "backend": provenance.get("backend"),
+        "git_commit": provenance.get("git_commit"),
+        "backend": backend_record(provenance),
         "condition": provenance.get("condition"),
         "metric_definitions": provenance.get("metric_definitions"),
         "sets": {r.name: _set_entry(r) for r in set_results},
     }
+
+
+def backend_record(provenance: dict[str, object]) -> dict[str, object]:
+    """Who the baseline is for: the label, the portable command and the banner's identity fields."""
+    backend = provenance.get("backend") or {}
+    banner = (provenance.get("adapter") or {}).get("banner")  # type: ignore[union-attr]
+    identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])  # type: ignore[union-attr]
+    return {"label": backend.get("label"), **identity.to_dict()}  # type: ignore[union-attr]
 
 
 def _set_entry(result: SetResult) -> dict[str, object]:

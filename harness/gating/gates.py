@@ -1,29 +1,37 @@
-"""The four gates of DESIGN.md as one pure function: check(results, baseline, budgets) -> GateResults.
+"""The gates as one pure function: check(results, baseline entries, budgets, policy) -> GateResults.
 
-Rounding rule (written once, here): a recall@10 drop fails when
-`baseline - current > RECALL_DROP_LIMIT + FLOAT_SLACK`; FLOAT_SLACK absorbs binary float
-noise in means so that an exact 2-point drop (e.g. 0.70 -> 0.68) passes, as the limit says
-"more than 2 points". Latency fails when p95 > budget (equal passes).
+Gates (docs/design.md): query count, one quality gate per gated metric (overall and per
+category), latency (absolute budget; optional relative limit), hard contracts, judged coverage.
+Each result is PASS, WARN (reported, never fails CI) or FAIL, with a message that says in words
+what moved, not only statistics.
+
+Rounding rule (written once, here): a metric drop fails when
+`baseline - current > limit + FLOAT_SLACK`; FLOAT_SLACK absorbs binary float noise in means so
+that an exact 2-point drop (e.g. 0.70 -> 0.68) passes, as the limit says "more than 2
+points". Latency fails when p95 > budget (equal passes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.records import GateResult, SetResult
+from harness.gating.policy import GatePolicy
+from harness.records import GateResult, QueryResult, SetResult
 from harness.scoring.flips import find_flips
-from harness.scoring.stats import RESAMPLES, paired_test
+from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 
 RECALL_METRIC = "recall@10"
-RECALL_DROP_LIMIT = 0.020
+RECALL_DROP_LIMIT = GatePolicy().drop_limit
+JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
 DEFAULT_P95_BUDGET_MS = 300.0
 MAX_FLIPS_LISTED = 10
+DEFAULT_POLICY = GatePolicy()
 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets_ms: Mapping[str, float],
           *, default_budget_ms: float = DEFAULT_P95_BUDGET_MS, latency_gate: bool = True,
-          known_contract_failures: bool = False) -> list[GateResult]:
+          known_contract_failures: bool = False, policy: GatePolicy = DEFAULT_POLICY) -> list[GateResult]:
     """Every gate for every set; `baseline_sets` maps set name -> comparable baseline entry.
 
     With `known_contract_failures`, a contract the baseline already recorded as broken for the
@@ -33,10 +41,17 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
     for result in results:
         entry = baseline_sets[result.name]
         gates.extend(_count_gate(result, entry))
-        gates.extend(_recall_gates(result, entry))
+        for metric in policy.metrics:
+            gates.extend(_metric_gates(result, entry, metric, policy))
         if latency_gate:
             gates.append(_latency_gate(result, budgets_ms.get(result.name, default_budget_ms)))
+            relative = _relative_latency_gate(result, entry, policy)
+            if relative is not None:
+                gates.append(relative)
         gates.append(_contract_gate(result, entry if known_contract_failures else None))
+        judged = _judged_gate(result, entry, policy)
+        if judged is not None:
+            gates.append(judged)
     return gates
 
 
@@ -46,6 +61,11 @@ def flipped_queries(result: SetResult, entry: Mapping, category: str | None = No
                   if row.get("scored", True) and (category is None or row.get("category") == category)}
     return [flip.qid for flip in find_flips(result.name, base_found, {q.qid: q.found for q in result.queries})
             if flip.lost]
+
+
+def gate_name(metric: str) -> str:
+    """The gate a metric's drop is reported under: its family (`recall@10` -> `recall`)."""
+    return metric.split("@", 1)[0]
 
 
 def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
@@ -63,40 +83,102 @@ def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
     return gates
 
 
-def _recall_gates(result: SetResult, entry: Mapping) -> list[GateResult]:
+def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
     scopes: list[tuple[str | None, Mapping, Mapping]] = [(None, entry["aggregates"]["overall"], result.aggregates["overall"])]
-    for category, before in sorted(entry["aggregates"]["category"].items()):
-        current = result.aggregates["category"].get(category)
-        if current is not None:
-            scopes.append((category, before, current))
+    if policy.gate_categories:
+        for category, before in sorted(entry["aggregates"]["category"].items()):
+            current = result.aggregates["category"].get(category)
+            if current is not None:
+                scopes.append((category, before, current))
     gates = []
     for category, before, current in scopes:
-        if RECALL_METRIC not in before or RECALL_METRIC not in current:
-            continue
-        base_value, now_value = float(before[RECALL_METRIC]), float(current[RECALL_METRIC])
-        drop = base_value - now_value
         label = result.name + (f"/{category}" if category else " overall")
-        passed = drop <= RECALL_DROP_LIMIT + FLOAT_SLACK
+        if metric not in before or metric not in current:
+            # Never a silent pass: a gated metric the baseline (or this run) lacks fails the gate.
+            where = "the baseline" if metric not in before else "this run"
+            gates.append(GateResult(result.name, gate_name(metric), False,
+                                    f"{label} {metric}: {where} has no value to gate; re-record the baseline "
+                                    f"with this gate policy (--update-baseline)", category=category))
+            continue
+        base_value, now_value = float(before[metric]), float(current[metric])
+        drop = base_value - now_value
         flips = flipped_queries(result, entry, category)
         listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else "")
-        if passed:
-            message = f"{label} {RECALL_METRIC} {now_value:.4f} (baseline {base_value:.4f})"
-        else:
-            message = (f"{label} {RECALL_METRIC} dropped {drop * 100:.2f} points: baseline {base_value:.4f}, "
-                       f"now {now_value:.4f} (limit {RECALL_DROP_LIMIT * 100:.1f}; {_interval(result, entry, category)}); "
-                       f"flipped: {listed or 'none'}")
-        gates.append(GateResult(result.name, "recall", passed, message, category=category, flipped=tuple(flips)))
+        if drop <= policy.drop_limit + FLOAT_SLACK:
+            gates.append(GateResult(result.name, gate_name(metric), True,
+                                    f"{label} {metric} {now_value:.4f} (baseline {base_value:.4f})",
+                                    category=category, flipped=tuple(flips)))
+            continue
+        rows = _scope_rows(result, category)
+        test = _paired(rows, entry, metric)
+        small = category is not None and int(current.get("n", len(rows))) < policy.min_category_queries
+        not_significant = policy.require_ci_below_zero and not test.ci_high < 0
+        message = (f"{label} {metric} dropped {drop * 100:.2f} points: baseline {base_value:.4f}, now {now_value:.4f} "
+                   f"(limit {policy.drop_limit_points:.1f}; {_interval(test)}); {movement(rows, entry, metric)}; "
+                   f"flipped: {listed or 'none'}")
+        if small:
+            message += (f"; warning only: the category has {int(current.get('n', len(rows)))} scored queries, fewer "
+                        f"than the policy's min_queries {policy.min_category_queries}")
+        elif not_significant:
+            message += "; warning only: the paired 95% CI does not lie below zero (policy: require_ci_below_zero)"
+        warning = small or not_significant
+        gates.append(GateResult(result.name, gate_name(metric), warning, message, category=category,
+                                flipped=tuple(flips), warning=warning))
     return gates
 
 
-def _interval(result: SetResult, entry: Mapping, category: str | None) -> str:
-    """The paired bootstrap CI and randomization p of the recall@10 change, as `compare` shows it."""
-    rows = [q for q in result.queries if q.scored and (category is None or q.category == category)]
-    base = {q.qid: entry["queries"][q.qid]["metrics"][RECALL_METRIC] for q in rows
-            if RECALL_METRIC in entry["queries"].get(q.qid, {}).get("metrics", {})}
-    current = {q.qid: q.metrics[RECALL_METRIC] for q in rows if q.qid in base}
-    test = paired_test(base, current, {q.qid: q.resampling_unit for q in rows}, resamples=RESAMPLES)
+def _scope_rows(result: SetResult, category: str | None) -> list[QueryResult]:
+    return [q for q in result.queries if q.scored and (category is None or q.category == category)]
+
+
+def _paired(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> PairedTest:
+    """The paired bootstrap CI and randomization p of the change, as `compare` computes it."""
+    base = {q.qid: entry["queries"][q.qid]["metrics"][metric] for q in rows
+            if metric in entry["queries"].get(q.qid, {}).get("metrics", {})}
+    current = {q.qid: q.metrics[metric] for q in rows if q.qid in base and metric in q.metrics}
+    return paired_test(base, current, {q.qid: q.resampling_unit for q in rows}, resamples=RESAMPLES)
+
+
+def _interval(test: PairedTest) -> str:
     return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
+
+
+def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
+    """In words: how many queries got better, worse or stayed, and the worst loss.
+
+    "1 of 1 query lost its relevant document" when a single query moved it all; otherwise
+    "7 queries better, 12 worse, 5 unchanged; worst: dedupe-012 lost 3 of 4 relevant documents".
+    """
+    better = worse = same = 0
+    worst: tuple[float, QueryResult, Mapping] | None = None
+    for row in rows:
+        before = entry["queries"].get(row.qid)
+        if before is None or metric not in before.get("metrics", {}) or metric not in row.metrics:
+            continue
+        change = row.metrics[metric] - float(before["metrics"][metric])
+        if change > FLOAT_SLACK:
+            better += 1
+        elif change < -FLOAT_SLACK:
+            worse += 1
+            if worst is None or change < worst[0]:
+                worst = (change, row, before)
+        else:
+            same += 1
+    total = better + worse + same
+    if worst is None:
+        return f"{total} queries compared, none worse"
+    _, row, before = worst
+    had = list(before.get("found") or [])
+    lost = [doc_id for doc_id in had if doc_id not in row.found]
+    if had:
+        what = f"lost {len(lost)} of {len(had)} relevant document{'s' if len(had) != 1 else ''} it found"
+    else:
+        what = f"{metric} {float(before['metrics'][metric]):.2f} -> {row.metrics[metric]:.2f}"
+    if total == 1:
+        if len(had) == 1 and len(lost) == 1:
+            return f"1 of 1 query lost its relevant document ({row.qid})"
+        return f"1 of 1 query got worse: {row.qid} {what}"
+    return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
 def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
@@ -107,6 +189,40 @@ def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
     verdict = "within" if passed else "exceeds"
     return GateResult(result.name, "latency", passed,
                       f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms")
+
+
+def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
+    limit = policy.latency_relative_limit_percent
+    if limit is None:
+        return None
+    base, now = entry.get("latency_ms") or {}, result.latency_ms
+    samples = min(int(base.get("n") or 0), int(now.get("n") or 0))
+    if samples < policy.latency_min_samples or "p95" not in base or "p95" not in now:
+        return GateResult(result.name, "latency-relative", True,
+                          f"{result.name} p95 not compared with the baseline's: {samples} latencies, fewer than the "
+                          f"policy's min_samples {policy.latency_min_samples}")
+    allowed = float(base["p95"]) * (1 + limit / 100)
+    passed = float(now["p95"]) <= allowed + FLOAT_SLACK
+    change = (float(now["p95"]) / float(base["p95"]) - 1) * 100 if base["p95"] else float("inf")
+    return GateResult(result.name, "latency-relative", passed,
+                      f"{result.name} p95 latency {now['p95']:.1f} ms vs the baseline's {base['p95']:.1f} ms "
+                      f"({change:+.0f} %, limit +{limit:g} %)")
+
+
+def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
+    """WARN when the backend returns documents the set never judged (judged@10 fell), else PASS."""
+    before, now = entry["aggregates"]["overall"].get(JUDGED_METRIC), result.aggregates["overall"].get(JUDGED_METRIC)
+    if before is None or now is None:
+        return None
+    drop = float(before) - float(now)
+    if drop * 100 <= policy.judged_warn_drop_points + FLOAT_SLACK:
+        return GateResult(result.name, "judged", True,
+                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
+    unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in result.queries if q.scored)
+    return GateResult(result.name, "judged", True,
+                      f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}"
+                      f" ({unjudged} unjudged documents in the top 10s); the backend now returns documents the set "
+                      f"never judged: judge them and bump the set's revision", warning=True)
 
 
 def _contract_gate(result: SetResult, entry: Mapping | None) -> GateResult:

@@ -1,0 +1,53 @@
+"""Fingerprints of the files a run reads, taken at the start and checked at the end: drift is refused.
+
+A set edited while a run reads it, or a materialised corpus file changed under the adapter,
+would score one version of the gold against another: such a run ends with exit 2 and a report
+marked incomplete, naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from harness.records import QuerySet
+
+SET_FILES = ("set.json", "queries.jsonl", "corpus.jsonl")
+
+
+def set_files(query_sets: Sequence[QuerySet]) -> list[Path]:
+    """The files of each set's folder that decide what is asked and how it is scored."""
+    return [Path(s.path) / name for s in query_sets for name in SET_FILES if (Path(s.path) / name).is_file()]
+
+
+def corpus_fingerprints(folder: Path) -> dict[str, str | None]:
+    """Every `<kind>.jsonl` the adapter was given."""
+    return fingerprint_files(sorted(folder.glob("*.jsonl")))
+
+
+def fingerprint_files(paths: Iterable[Path | str]) -> dict[str, str | None]:
+    """path -> sha256 of its bytes, None when it cannot be read (gone, unreadable)."""
+    return {str(path): file_sha256(Path(path)) for path in paths}
+
+
+def file_sha256(path: Path) -> str | None:
+    """sha256 of a file's bytes, read in chunks; None when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def changed_files(before: Mapping[str, str | None], after: Mapping[str, str | None], what: str) -> list[str]:
+    """One phrase per file whose fingerprint changed, e.g. "set file sets/x/queries.jsonl changed"."""
+    out = []
+    for path in sorted(before):
+        now = after.get(path)
+        if now != before[path]:
+            out.append(f"{what} {path} {'is gone' if now is None else 'changed'}")
+    return out
