@@ -148,6 +148,10 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     argv, label, expect = _backend(backend, run_file, options.expect_banner)
     if argv:
         check_executable(argv)
+    recorded = (BackendIdentity.from_record(inputs.baseline_document.get("backend") or {})  # type: ignore[arg-type]
+                if inputs.baseline_document is not None else None)
+    if recorded is not None and recorded.name is not None:
+        expect = True  # the baseline names a backend from its banner: wait for this one's before any query
     notes: list[str] = []
     identity: dict[str, object] = {}
 
@@ -158,9 +162,9 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
             raise BaselineError(f"the {len(identities)} workers started different backends: "
                                 + "; ".join(i.describe() for i in dict.fromkeys(identities)))
         identity["run"] = identities[0]
-        if inputs.baseline_document is not None:
-            check = check_identity(BackendIdentity.from_record(inputs.baseline_document.get("backend") or {}),  # type: ignore[arg-type]
-                                   identities[0], str(inputs.baseline_path), allow_change=options.allow_backend_change)
+        if recorded is not None:
+            check = check_identity(recorded, identities[0], str(inputs.baseline_path),  # type: ignore[arg-type]
+                                   allow_change=options.allow_backend_change)
             notes.extend(refuse_if_different(check))
             identity["changed"] = any("--allow-backend-change" in note for note in check.notes)
 

@@ -120,8 +120,8 @@ def _section(document: dict, key: str, where: str) -> dict:
 
 def _number(section: dict, key: str, default: float, where: str, *, low: float) -> float:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < low or value > 1e6:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e6 \
+            or not math.isfinite(value) or value < low:
         raise UsageError(f"{where}: {key}: must be a number from {low:g} to 1e6, got {value!r}")
     return float(value)
 
