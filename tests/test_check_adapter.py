@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.adapter.checks import CHECKS
-from harness.adapter.probe import group_rss_kib
+from harness.child import group_rss_kib
 from harness.commands.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_adapters"
@@ -53,7 +53,8 @@ def test_a_correct_adapter_passes_every_check(capsys, tmp_path):
     assert table["k-range"][1] == "k=1: 1 id; k=1000: 24 ids"  # the fixture corpus has 24 documents
     assert "error reply: unknown kind 'check-adapter-no-such-kind'" in table["unknown-kind"][1]
     assert table["known-ids"][1] == "24 distinct ids returned, all in check.jsonl"
-    assert "12 checks: 12 passed or not judged, 0 failed" in out
+    assert table["answers"][1] == "12 queries answered with id lists"
+    assert "13 checks: 13 passed or not judged, 0 failed" in out
     assert err == ""
 
 

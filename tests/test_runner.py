@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import driver as runner
+from harness import child as child_module
 from harness.errors import AdapterError
 from harness.adapter.protocol import Request
 from harness.adapter.driver import AdapterProcess
@@ -175,7 +175,7 @@ def test_crashes_after_two_queries(tmp_path):
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["dies-on-sigterm", "ignores-sigterm"])
 def test_hang_kills_the_whole_process_group(tmp_path, monkeypatch, ignore_term):
-    monkeypatch.setattr(runner, "TERM_GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(child_module, "TERM_GRACE_SECONDS", 0.3)
     pid_file = tmp_path / "pids"
     args = [str(pid_file)] + (["--ignore-term"] if ignore_term else [])
     error = failure(tmp_path, "hang.py", *args, asked=2, expect_banner=True, query_timeout=1.0)
