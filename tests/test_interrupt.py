@@ -1,4 +1,5 @@
-"""SIGINT / SIGTERM during a real run: adapter group stopped, partial report, 130 / 143, nothing half-written."""
+"""Signals: harness.interrupts against real signals to this process; SIGINT / SIGTERM during a real run
+(adapter group stopped, partial report, 130 / 143, nothing half-written)."""
 
 import json
 import os
@@ -10,6 +11,8 @@ import time
 
 import pytest
 
+from harness.errors import Interrupted
+from harness.interrupts import HANDLED_SIGNALS, signals_raise_interrupted
 from harness.sets.loader import load_set
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
@@ -62,3 +65,55 @@ def test_signal_mid_run(tmp_path, signum, code):
     assert wait_for(lambda: not alive(adapter_pid), 10), "adapter left running"
     assert baseline.read_text() == "precious\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+
+
+# -- harness.interrupts ---------------------------------------------------------------------------
+
+
+def deliver(signum: int) -> None:
+    """Send `signum` to ourselves and give the interpreter a moment to run the handler."""
+    os.kill(os.getpid(), signum)
+    for _ in range(100):
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_each_signal_raises_interrupted_with_its_exit_code(signum, code):
+    with pytest.raises(Interrupted) as caught:
+        with signals_raise_interrupted():
+            deliver(signum)
+    assert caught.value.exit_code == code
+    assert str(caught.value) == f"interrupted by {signal.Signals(signum).name}"
+
+
+def test_previous_handlers_are_restored():
+    before = {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS}
+    with signals_raise_interrupted():
+        assert all(signal.getsignal(signum) is not before[signum] for signum in HANDLED_SIGNALS
+                   if before[signum] != signal.SIG_IGN)
+    assert {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS} == before
+
+
+def test_a_second_signal_does_not_cut_the_cleanup():
+    cleaned = []
+    with pytest.raises(Interrupted) as caught:
+        with signals_raise_interrupted():
+            try:
+                deliver(signal.SIGTERM)
+            finally:
+                deliver(signal.SIGINT)  # would raise in the middle of the cleanup
+                cleaned.append(True)
+    assert cleaned == [True]
+    assert caught.value.exit_code == 143  # the first signal decides
+
+
+def test_an_ignored_signal_stays_ignored():
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with signals_raise_interrupted():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            deliver(signal.SIGHUP)  # nohup's promise is kept
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
