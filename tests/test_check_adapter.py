@@ -15,6 +15,7 @@ import pytest
 from harness.adapter.checks import CHECKS
 from harness.child import group_rss_kib
 from harness.commands.cli import main
+from tests.process_helpers import alive, default_signals
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_adapters"
 REPO = Path(__file__).resolve().parent.parent
@@ -289,17 +290,8 @@ def test_a_start_up_over_the_limit_fails_naming_the_limit(capsys, tmp_path):
     assert table["banner"][1].startswith("still starting after the --startup-limit of 1 s (last progress: indexing check ")
 
 
-def _default_signals():
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
@@ -307,7 +299,7 @@ def test_a_signal_mid_check_stops_the_adapter_removes_the_temp_folder_and_says_s
     log = tmp_path / "adapter.log"
     checker = subprocess.Popen([sys.executable, "-m", "harness", "check-adapter", "--log", str(log), "--timeout", "60",
                                 "--", *fixture("stuck")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, preexec_fn=_default_signals)
+                               stdin=subprocess.DEVNULL, text=True, preexec_fn=default_signals)
     try:
         for _ in range(1000):
             if log.exists() and "stuck: hanging" in log.read_text():
@@ -321,6 +313,38 @@ def test_a_signal_mid_check_stops_the_adapter_removes_the_temp_folder_and_says_s
             checker.kill()
     assert checker.returncode == 128 + signum
     assert err == f"harness: error: interrupted by {signum.name}; adapter stopped, temp folder removed\n"
-    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
     folder = re.search(r"HARNESS_CORPUS_DIR=(\S+) ", out).group(1)
     assert folder.startswith(tempfile.gettempdir()) and not Path(folder).exists()
+
+
+class _Terminal:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+
+def test_progress_on_a_terminal_is_one_redrawn_bar_with_rate_and_eta(monkeypatch):
+    from harness.adapter.protocol import Progress
+    from harness.commands.check_adapter import StartupProgressPrinter
+
+    monkeypatch.setenv("TERM", "xterm")
+    stream = _Terminal()
+    printer = StartupProgressPrinter(stream)
+    clock = iter([100.0, 102.0])  # two lines 2 s apart: 400 done in 2 s is 200/s, 600 left is 3 s
+    monkeypatch.setattr("harness.commands.check_adapter.time.monotonic", lambda: next(clock))
+    printer(Progress("embedding memory", 0, 1000))
+    printer(Progress("embedding memory", 400, 1000))
+    printer.finish()
+    frames = stream.text.split("\r\033[K")[1:]
+    assert frames[-1] == "embedding memory [############------------------] 400/1000  40% ETA 3s 200.0/s\n"
+    monkeypatch.setenv("TERM", "dumb")
+    assert StartupProgressPrinter(_Terminal()).terminal is False

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_helpers import alive, default_signals, wait_for
+
 from harness import child as child_module
 from harness.child import ChildProcess, StreamFailure, describe_exit, log_tail
 
@@ -20,28 +22,10 @@ STOP_DRIVER = FIXTURES / "harness_side" / "stop_driver.py"
 REPO = Path(__file__).resolve().parent.parent
 
 
-def default_signals() -> None:
-    """preexec_fn: the child starts with default dispositions even when the suite runs as a background job."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
 
 
-def wait_for(predicate, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
-def alive(pid: int) -> bool:
-    """Running and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def stubborn(tmp_path: Path) -> tuple[ChildProcess, int, int]:

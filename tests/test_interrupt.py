@@ -14,30 +14,16 @@ import pytest
 from harness.errors import Interrupted
 from harness.interrupts import HANDLED_SIGNALS, signals_raise_interrupted
 from harness.sets.loader import load_set
+from tests.process_helpers import alive, default_signals, wait_for
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 TINY = load_set(TINY_SET)
 
 
-def wait_for(predicate, seconds=20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie nobody reaped is gone for our purposes
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+
+
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -51,7 +37,8 @@ def test_signal_mid_run(tmp_path, signum, code):
     harness = subprocess.Popen(
         [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--update-baseline", "--yes",
          "--baseline", str(baseline), "--out", str(out), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        preexec_fn=default_signals)
     log = tmp_path / "report.adapter.log"
     assert wait_for(lambda: log.exists() and "pid=" in log.read_text())
     adapter_pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))

@@ -11,21 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_helpers import alive, default_signals
+
 FIXTURES = Path(__file__).parent / "fixtures" / "harness_side"
 REPO = Path(__file__).resolve().parent.parent
 
 
-def default_signals() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
