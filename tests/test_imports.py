@@ -24,7 +24,7 @@ ALLOWED = {
     "__main__": {"commands"},
 }
 NO_PROCESSES = ("scoring", "report")
-PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.adapter.driver", "harness.adapter.probe",
+PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.child", "harness.adapter.driver", "harness.adapter.probe",
                    "harness.adapter.asking"}
 
 

@@ -57,6 +57,19 @@ def test_signal_mid_run(tmp_path, signum, code):
 # -- harness.interrupts ---------------------------------------------------------------------------
 
 
+@pytest.fixture
+def default_dispositions():
+    """Python's own start-up dispositions for this process, even when the suite runs as a
+    background job (SIGINT and SIGHUP then arrive ignored); the previous ones restored after."""
+    previous = {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
 def deliver(signum: int) -> None:
     """Send `signum` to ourselves and give the interpreter a moment to run the handler."""
     os.kill(os.getpid(), signum)
@@ -66,7 +79,7 @@ def deliver(signum: int) -> None:
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
                          ids=["SIGINT", "SIGTERM", "SIGHUP"])
-def test_each_signal_raises_interrupted_with_its_exit_code(signum, code):
+def test_each_signal_raises_interrupted_with_its_exit_code(default_dispositions, signum, code):
     with pytest.raises(Interrupted) as caught:
         with signals_raise_interrupted():
             deliver(signum)
@@ -74,15 +87,14 @@ def test_each_signal_raises_interrupted_with_its_exit_code(signum, code):
     assert str(caught.value) == f"interrupted by {signal.Signals(signum).name}"
 
 
-def test_previous_handlers_are_restored():
+def test_previous_handlers_are_restored(default_dispositions):
     before = {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS}
     with signals_raise_interrupted():
-        assert all(signal.getsignal(signum) is not before[signum] for signum in HANDLED_SIGNALS
-                   if before[signum] != signal.SIG_IGN)
+        assert all(signal.getsignal(signum) is not before[signum] for signum in HANDLED_SIGNALS)
     assert {signum: signal.getsignal(signum) for signum in HANDLED_SIGNALS} == before
 
 
-def test_a_second_signal_does_not_cut_the_cleanup():
+def test_a_second_signal_does_not_cut_the_cleanup(default_dispositions):
     cleaned = []
     with pytest.raises(Interrupted) as caught:
         with signals_raise_interrupted():
@@ -95,7 +107,7 @@ def test_a_second_signal_does_not_cut_the_cleanup():
     assert caught.value.exit_code == 143  # the first signal decides
 
 
-def test_an_ignored_signal_stays_ignored():
+def test_an_ignored_signal_stays_ignored(default_dispositions):
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         with signals_raise_interrupted():

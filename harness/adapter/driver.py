@@ -163,7 +163,7 @@ class AdapterProcess:
                 raw = child.read_line(deadline)
             except StreamFailure as failure:
                 raise self._stream_failed(failure, label, _ANSWER) from None
-        if stage == _FIRST_ANSWER:
+        else:
             raw = self._read_startup(label, _FIRST_ANSWER, started)
             self._seen_first_line = True
             banner = decode_banner(raw)
