@@ -1,0 +1,32 @@
+"""Helpers for tests that signal real processes: default dispositions for children, liveness, bounded waits."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+
+def default_signals() -> None:
+    """preexec_fn: the child starts with default dispositions even when the suite runs as a background
+    job (where SIGINT is ignored, and the child would inherit that)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie (a zombie nobody reaped runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def wait_for(predicate, seconds: float = 20.0) -> bool:
+    """Poll `predicate` until true or `seconds` pass (a test-side bound, never a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
