@@ -16,6 +16,7 @@ gate (gating) -> the typed Report (report). Nothing here prints or writes an out
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from harness.adapter.asking import RunOptions, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
-from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
 from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.gating.budgets import load_budgets
@@ -88,6 +89,8 @@ class GateOptions:
     what_if_min_score: float | None = None
     log_path: Path = DEFAULT_LOG
     allow_backend_change: bool = False
+    startup_limit: float = STARTUP_LIMIT_SECONDS
+    on_startup_progress: Callable[[object], None] | None = None  # each start-up progress line (any thread)
 
     def __post_init__(self) -> None:
         if self.k is not None and self.k > MAX_K:
@@ -96,8 +99,9 @@ class GateOptions:
                                  ("--workers", self.workers, 1)):
             if value is not None and value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
-        for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout)):
-            if not value > 0:
+        for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
+                            ("--startup-limit", self.startup_limit)):
+            if not (value > 0 and math.isfinite(value)):
                 raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
         if self.condition not in (None, "cold", "warm"):
             raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
@@ -172,6 +176,7 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
                              k=options.k, query_timeout=options.query_timeout,
                              startup_timeout=options.startup_timeout, warmup=options.warmup,
                              repeats=options.repeats, condition=options.condition, workers=options.workers,
+                             startup_limit=options.startup_limit, on_startup_progress=options.on_startup_progress,
                              on_started=on_started)
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     drift: list[str] = []

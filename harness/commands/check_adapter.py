@@ -133,8 +133,9 @@ class StartupProgressPrinter:
     every PLAIN_PROGRESS_SECONDS per stage, plus each stage's first and last, so a log stays short.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, program: str = "check-adapter") -> None:
         self.stream = stream
+        self.program = program
         term = os.environ.get("TERM", "")
         self.terminal = bool(getattr(stream, "isatty", lambda: False)()) and term not in ("", "dumb")
         self._stage: str | None = None
@@ -154,7 +155,7 @@ class StartupProgressPrinter:
         last = progress.total is not None and progress.done >= progress.total
         if self._printed_at == 0.0 or last or now - self._printed_at >= PLAIN_PROGRESS_SECONDS:
             self._printed_at = now
-            print(f"check-adapter: starting: {describe_progress(progress)}", file=self.stream, flush=True)
+            print(f"{self.program}: starting: {describe_progress(progress)}", file=self.stream, flush=True)
 
     def _draw(self, progress: Progress, now: float) -> None:
         elapsed = now - self._stage_started

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
-from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.commands.check_adapter import StartupProgressPrinter
+from harness.interrupts import signals_raise_interrupted
 from harness.commands.arguments import parse_arguments, split_adapter_command
-from harness.errors import EXIT_OK, HarnessError, Interrupted, UsageError
+from harness.errors import EXIT_OK, HarnessError, UsageError
 from harness.fsutil import atomic_write_text
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Report
@@ -94,7 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
                         help=f"seconds to wait for each answer (default: {QUERY_TIMEOUT_SECONDS:g})")
     timing.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
-                        help=f"seconds to wait for the ready banner (default: {STARTUP_TIMEOUT_SECONDS:g})")
+                        help=f"longest silence allowed before the ready banner; each progress line the adapter "
+                             f"prints restarts it (default: {STARTUP_TIMEOUT_SECONDS:g})")
+    timing.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
+                        help=f"longest start-up allowed however much progress the adapter reports "
+                             f"(default: {STARTUP_LIMIT_SECONDS:g})")
     timing.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed queries before measuring (default: 0)")
     timing.add_argument("--repeats", type=int, default=1, metavar="N",
                         help="ask each query N times; its latency is the median (default: 1)")
@@ -147,22 +152,23 @@ def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, adapter_argv
 
 
-def _raise_interrupted(signum: int, frame: object) -> None:
-    raise Interrupted(signum)
-
-
 def _run(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = _parse(args_list)
-    # SIGTERM (CI cancelling a job) unwinds like Ctrl-C: the adapter's group is stopped and a
-    # partial report is written.
-    signal.signal(signal.SIGTERM, _raise_interrupted)
+    # SIGINT, SIGTERM (CI cancelling a job) and SIGHUP (terminal closed) unwind the run: the
+    # adapter's group is stopped, the temp corpus folder removed and a partial report written.
+    with signals_raise_interrupted():
+        return _run_gated(args, adapter_argv)
+
+
+def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     log_path = args.out.with_name(args.out.stem + ".adapter.log")
     options = api.GateOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path, allow_backend_change=args.allow_backend_change)
+        log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
+        on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"))
     gated = not args.no_gate and not args.update_baseline
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
