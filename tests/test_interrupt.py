@@ -1,5 +1,6 @@
-"""Signals: harness.interrupts against real signals to this process; SIGINT / SIGTERM during a real run
-(adapter group stopped, partial report, 130 / 143, nothing half-written)."""
+"""Signals: harness.interrupts against real signals to this process; SIGINT / SIGTERM / SIGHUP during a
+real run (adapter group stopped, temp corpus folder removed, partial report, 130 / 143 / 129, nothing
+half-written)."""
 
 import json
 import os
@@ -20,20 +21,17 @@ from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 TINY = load_set(TINY_SET)
 
 
-
-
-
-
-
-
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_mid_run(tmp_path, signum, code):
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({q.query: list(q.relevant) for q in TINY.queries}))
     baseline = tmp_path / "baseline.json"
     baseline.write_text("precious\n")  # must survive untouched
     out = tmp_path / "report.json"
-    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers), SCRIPTED_SLEEP_MS="400")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers), SCRIPTED_SLEEP_MS="400", TMPDIR=str(scratch))
     harness = subprocess.Popen(
         [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--update-baseline", "--yes",
          "--baseline", str(baseline), "--out", str(out), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)],
@@ -52,6 +50,7 @@ def test_signal_mid_run(tmp_path, signum, code):
     assert wait_for(lambda: not alive(adapter_pid), 10), "adapter left running"
     assert baseline.read_text() == "precious\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+    assert list(scratch.iterdir()) == []  # the materialised corpus folder is gone
 
 
 # -- harness.interrupts ---------------------------------------------------------------------------
