@@ -65,7 +65,7 @@ def _is_stream(target: Path) -> bool:
         return True
     try:
         mode = os.stat(target).st_mode
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing: created; any other problem surfaces, as OSError, from the write itself
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
@@ -78,6 +78,8 @@ def output_refusal(target: Path) -> str | None:
         link = os.lstat(target)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:  # a name too long, a symlink loop, no permission to look
+        return f"cannot be examined: {exc.strerror}"
     if stat.S_ISLNK(link.st_mode):
         try:
             mode = os.stat(target).st_mode
@@ -138,6 +140,21 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, data)
 
 
+def write_output(path: str | os.PathLike[str], text: str, label: str) -> None:
+    """Write one output of a command (`label` the option naming it, e.g. "--junit") as `atomic_write_text` does.
+
+    Every failure is one UsageError line `LABEL: PATH: why`: a refused target (symlink,
+    directory ...), a FIFO without a reader, a full disk or a read-only folder (the old file is
+    then kept whole and no temp file is left behind).
+    """
+    try:
+        atomic_write_text(path, text)
+    except UsageError as exc:
+        raise UsageError(f"{label}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{label}: {path}: cannot write: {exc.strerror or exc}") from None
+
+
 def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Path | None]) -> None:
     """Refuse, before any work, an output path the run could not write or must not write.
 
@@ -161,7 +178,7 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
         if path is None:
             continue
         target = Path(path)
-        reason = output_refusal(target)
+        reason = _length_refusal(target) or output_refusal(target)
         if reason is not None:
             raise UsageError(f"{label}: {target}: {reason}")
         if _own_stream(target) or _is_existing_stream(target):
@@ -198,15 +215,10 @@ def _identities(path: Path) -> list[tuple]:
     return keys
 
 
-def _folder_refusal(target: Path) -> str | None:
-    folder = target.parent if str(target.parent) else Path(".")
-    existing = folder
-    while not os.path.lexists(existing):
-        if existing == existing.parent:
-            break
+def _length_refusal(target: Path) -> str | None:
+    existing = Path(os.path.abspath(target)).parent
+    while not os.path.isdir(existing) and existing != existing.parent:
         existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a folder"
     try:
         name_max = os.pathconf(existing, "PC_NAME_MAX")
         path_max = os.pathconf(existing, "PC_PATH_MAX")
@@ -217,6 +229,18 @@ def _folder_refusal(target: Path) -> str | None:
             return f"a name in the path is longer than the {name_max} bytes this filesystem allows"
     if len(os.fsencode(os.path.abspath(target))) >= path_max:
         return f"the path is longer than the {path_max} bytes the system allows"
+    return None
+
+
+def _folder_refusal(target: Path) -> str | None:
+    folder = target.parent if str(target.parent) else Path(".")
+    existing = folder
+    while not os.path.lexists(existing):
+        if existing == existing.parent:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
     try:
         fd, probe = tempfile.mkstemp(prefix=".retrieval-gate-probe.", dir=existing)
     except OSError as exc:
