@@ -74,11 +74,23 @@ def _recall_gates(result: SetResult, entry: Mapping) -> list[GateResult]:
             scopes.append((category, before, current))
     gates = []
     for category, before, current in scopes:
+        label = result.name + (f"/{category}" if category else " overall")
         if RECALL_METRIC not in before or RECALL_METRIC not in current:
+            # Never a silent pass: a scope with nothing scored on either side says so; a value
+            # missing on one side only fails the gate, naming which side lacks it.
+            if not before.get("n") and not current.get("n"):
+                gates.append(GateResult(result.name, "recall", True,
+                                        f"{label}: no scored queries in the baseline or now; nothing to compare",
+                                        category=category))
+                continue
+            missing = " and ".join(side for side, values in (("the baseline", before), ("this run", current))
+                                   if RECALL_METRIC not in values)
+            gates.append(GateResult(result.name, "recall", False,
+                                    f"{label} {RECALL_METRIC}: missing from {missing}; the recall gate cannot "
+                                    f"pass without it", category=category))
             continue
         base_value, now_value = float(before[RECALL_METRIC]), float(current[RECALL_METRIC])
         drop = base_value - now_value
-        label = result.name + (f"/{category}" if category else " overall")
         passed = drop <= RECALL_DROP_LIMIT + FLOAT_SLACK
         flips = flipped_queries(result, entry, category)
         listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else "")
@@ -105,7 +117,10 @@ def _interval(result: SetResult, entry: Mapping, category: str | None) -> str:
 def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
     p95 = result.latency_ms.get("p95")
     if p95 is None:
-        return GateResult(result.name, "latency", True, f"{result.name}: no latencies measured")
+        if not result.queries:
+            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate")
+        return GateResult(result.name, "latency", False,
+                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
     return GateResult(result.name, "latency", passed,
