@@ -175,3 +175,44 @@ def test_the_cli_with_an_escaping_kind_writes_nothing_outside(tiny_copy, tmp_pat
         assert done.stderr.startswith("harness: error: ") and done.stderr.count("\n") == 1
         assert "set.json: kind: " in done.stderr and "it becomes a file name" in done.stderr
         assert victim.read_text() == "keep\n"
+
+
+def test_corpus_ids_refuse_deep_json_and_fifos_as_set_errors(tmp_path):
+    from harness.sets.corpus import corpus_ids
+    path = tmp_path / "code.jsonl"
+    path.write_text('{"id": "a", "text": "x"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SetError, match=r"code\.jsonl:2: not valid JSON"):
+        corpus_ids(path)
+    path.write_text('{"id": "a", "text": "x"}\n{"text": "no id"}\n')
+    with pytest.raises(SetError, match=r"code\.jsonl:2: id: must be a non-empty string"):
+        corpus_ids(path)
+    path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b", "text": "y"}\n')
+    assert corpus_ids(path) == ["a", "b"]
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(SetError, match=r"code\.jsonl: is a FIFO, not a regular file"):
+        corpus_ids(path)
+
+
+def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
+    import shutil
+    from harness.sets.beir import import_beir
+    from tests.conftest import FIXTURES
+    folder = tmp_path / "beir"
+    shutil.copytree(FIXTURES / "beir", folder)
+    qrels = folder / "qrels" / "test.tsv"
+    lines = qrels.read_text().splitlines()
+    fields = lines[1].split("\t")
+    lines[1] = "\t".join(fields[:2] + ["1001"])
+    qrels.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SetError, match=r"test\.tsv:2: score: 1001 is above the largest grade a set may hold \(1000\)"):
+        import_beir(folder, "bakery", tmp_path / "sets")
+    assert not (tmp_path / "sets" / "bakery").exists()
+
+
+def test_a_fifo_run_file_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "run.txt")
+    code = "import sys; from pathlib import Path; from harness.report.trec import read_run; read_run(Path(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.txt")], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
+    assert done.returncode != 0 and "run.txt: is a FIFO, not a regular file" in done.stderr

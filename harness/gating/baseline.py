@@ -120,6 +120,11 @@ def read_baseline(path: Path) -> dict[str, object]:
     if not path.exists():
         raise BaselineError(f"{label}: no baseline file; record one with --update-baseline (or run with --no-gate)")
     document = read_json_file(path, BaselineError, label, what="corrupt baseline")
+    return check_baseline(document, label)
+
+
+def check_baseline(document: object, label: str) -> dict[str, object]:
+    """Validate a baseline document already parsed (read from `label`); BaselineError naming the field."""
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:

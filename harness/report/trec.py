@@ -28,7 +28,7 @@ from pathlib import Path
 from harness.sets.corpus import _label
 from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, open_regular
 from harness.records import QuerySet
 
 DEFAULT_RUN_TAG = "retrieval-gate"
@@ -51,6 +51,9 @@ def run_lines(report: Mapping[str, object], run_tag: str = DEFAULT_RUN_TAG) -> l
         for row in set_report["queries"]:
             where = f"set {name}: query {row['qid']}"
             qid = _check_token(trec_qid(name, row["qid"], prefixed), f"{where}: qid")
+            # A string is iterable too: without this check "abc" became the ids 'a', 'b', 'c'.
+            if not isinstance(row["ids"], list):
+                raise UsageError(f"{where}: ids: must be a list of document ids, got {type(row['ids']).__name__}")
             ids = list(row["ids"])
             for doc_id in ids:
                 _check_token(doc_id, f"{where}: id")
@@ -215,11 +218,7 @@ def _check_token(value: object, what: str) -> str:
 
 def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[int, list[str]]]:
     """(line number, whitespace-separated fields) of each non-blank line; blank lines are skipped."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise error(f"{label}: cannot read: {exc.strerror}") from None
-    with handle:
+    with open_regular(path, error, label) as handle:  # a FIFO or device is refused, not read forever
         for number, raw in enumerate(handle, start=1):
             try:
                 # bytes.split() cuts at ASCII whitespace only, as trec_eval does.

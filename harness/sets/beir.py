@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.sets.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
 from harness.errors import SetError, UsageError
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, open_regular
 from harness.records import Document, Query
 from harness.sets.loader import MAX_GRADE, SET_FORMAT, compute_pins, load_set, safe_name_problem
 
@@ -160,10 +160,11 @@ def _read_qrels(path: Path, texts: dict[str, str], documents: dict[str, Document
     seen: dict[tuple[str, str], int] = {}
     nonrelevant = unknown = 0
     header_seen = False
-    try:
-        raw_lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise SetError(f"{label}: cannot read: {exc.strerror}") from None
+    with open_regular(path, SetError, label) as handle:  # a FIFO would block the import forever
+        try:
+            raw_lines = handle.read().splitlines()
+        except OSError as exc:
+            raise SetError(f"{label}: cannot read: {exc.strerror}") from None
     for number, raw in enumerate(raw_lines, start=1):
         where = f"{label}:{number}"
         try:

@@ -67,6 +67,22 @@ def iter_jsonl(path: Path, label: str):
             yield number, obj
 
 
+def corpus_ids(path: Path, label: str | None = None) -> list[str]:
+    """The `id` of every line of a `<kind>.jsonl` corpus, in file order (check-adapter's id check).
+
+    Read as every set file is (`iter_jsonl`): bounded lines, FIFOs and devices refused, JSON
+    nested too deeply a SetError naming file:line, never a crash.
+    """
+    label = label or _label(path)
+    ids = []
+    for number, obj in iter_jsonl(path, label):
+        doc_id = obj.get("id")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise SetError(f"{label}:{number}: id: must be a non-empty string")
+        ids.append(doc_id)
+    return ids
+
+
 def _load_jsonl(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
     rel = spec.get("path")
     if not isinstance(rel, str) or not rel:
