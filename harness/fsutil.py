@@ -251,6 +251,33 @@ def _folder_refusal(target: Path) -> str | None:
     return None
 
 
+def open_log(path: Path, label: str = "adapter log"):
+    """Open a log for appending, unbuffered binary, without following a symlink at its name.
+
+    A regular file is created or appended to; a character device (/dev/null) is written into;
+    a symlink, FIFO, directory or anything else is refused with UsageError `LABEL: PATH: why`
+    (a FIFO nobody reads would stall the adapter's stderr). The folder is created.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(target, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == 40 or os.path.islink(target):  # ELOOP: the name is a symlink
+            raise UsageError(f"{label}: {target}: is a symbolic link; give the real path "
+                             f"(logs are never written through links)") from None
+        if exc.errno == 6:  # ENXIO: a FIFO without a reader
+            raise UsageError(f"{label}: {target}: is a FIFO; give a file path") from None
+        raise UsageError(f"{label}: {target}: cannot open: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        os.close(fd)
+        raise UsageError(f"{label}: {target}: is not a regular file or character device")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab", buffering=0)
+
+
 def strict_json_dumps(document: object, *, what: str = "document", **options: object) -> str:
     """json.dumps that refuses what strict JSON readers reject: NaN and Infinity, lone surrogates.
 

@@ -206,3 +206,25 @@ def test_xml_safe_strips_colour_codes_and_forbidden_characters():
     assert cleaned == "FAIL done\ufffd\ufffd\ufffd\ufffd\ufffd tab\tok \U0001f600"
     xml.dom.minidom.parseString(f"<a>{cleaned}</a>".encode("utf-8", "surrogatepass"))  # well-formed
     json.dumps(cleaned)
+
+
+def test_open_log_appends_to_files_and_devices_and_refuses_links_and_fifos(tmp_path):
+    from harness.fsutil import open_log
+    log = tmp_path / "logs" / "a.log"
+    with open_log(log) as handle:
+        handle.write(b"one\n")
+    with open_log(log) as handle:
+        handle.write(b"two\n")
+    assert log.read_bytes() == b"one\ntwo\n"
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "link.log").symlink_to(victim)
+    with pytest.raises(UsageError, match=r"^adapter log: .*link\.log: is a symbolic link"):
+        open_log(tmp_path / "link.log")
+    assert victim.read_text() == "keep"
+    os.mkfifo(tmp_path / "fifo.log")
+    with pytest.raises(UsageError, match=r"fifo\.log: is a FIFO"):
+        open_log(tmp_path / "fifo.log")
+    if ROOT:
+        with open_log(null_device(tmp_path)) as handle:
+            handle.write(b"discarded")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.sets.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
 from harness.errors import SetError, UsageError
-from harness.fsutil import atomic_write_text, open_regular
+from harness.fsutil import atomic_write_text, open_regular, strict_json_dumps
 from harness.records import Document, Query
 from harness.sets.loader import MAX_GRADE, SET_FORMAT, compute_pins, load_set, safe_name_problem
 
@@ -247,7 +247,7 @@ def _write_set(target: Path, meta: dict, documents: dict[str, Document], queries
     try:
         atomic_write_text(staging / "corpus.jsonl", "".join(_corpus_line(d) + "\n" for d in documents.values()))
         atomic_write_text(staging / "queries.jsonl", "".join(_query_line(q) + "\n" for q in queries))
-        atomic_write_text(staging / "set.json", json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(staging / "set.json", strict_json_dumps(meta, what="set.json", indent=1, ensure_ascii=False) + "\n")
         load_set(staging)  # what we wrote must load; a failure here is our bug, not the user's data
         if target.exists():  # created by someone else while we converted
             raise UsageError(f"{target}: already exists; choose another --name or remove it yourself")
