@@ -21,7 +21,7 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes")
 OUTCOMES = ("xfail",)
-MAX_GRADE = 1000  # relevance grades are small integers; nDCG's 2**grade gains overflow far past this
+MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
 # A name that becomes a file or folder name (a set's name and kind, an import's --name): plain
 # letters, digits, '.', '_', '-', starting with a letter or digit, never '..'.
