@@ -232,18 +232,26 @@ def test_cli_a_gold_edit_without_revision_bump_is_refused(cli_baseline, tmp_path
     assert done.stderr.count("\n") == 1
 
 
-@pytest.mark.xfail(strict=True, reason="needs commands/cli.py wiring: build_baseline(..., judgments={s.name: "
-                                       "s.judgments_hash for s in query_sets})")
+@pytest.mark.xfail(strict=True, reason="needs wiring: commands/cli.py build_baseline(..., judgments={s.name: "
+                                       "s.judgments_hash for s in query_sets}) or adapter/asking.py base_provenance "
+                                       "recording \"judgments_hash\": s.judgments_hash per set")
 def test_cli_update_baseline_records_the_judgments_hash(cli_baseline):
     baseline, folder = cli_baseline
     assert json.loads(baseline.read_text())["sets"]["tiny"]["judgments_hash"] == load_set(folder).judgments_hash
 
 
-@pytest.mark.xfail(strict=True, reason="needs commands/cli.py wiring: sets.loader.check_unique_names(query_sets) "
-                                       "right after loading the sets")
 def test_cli_two_folders_with_one_set_name_are_refused(tmp_path, tiny_copy):
     import shutil
     other = tmp_path / "elsewhere" / "tiny2"
     shutil.copytree(tiny_copy, other)
     done = _cli("--set", str(tiny_copy), "--set", str(other), "--no-gate", "--out", str(tmp_path / "r.json"), "--quiet")
-    assert done.returncode == 2 and str(other) in done.stderr and str(tiny_copy) in done.stderr
+    assert done.returncode == 2 and str(other) in done.stderr and str(tiny_copy) in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "two sets in one run need different names" in done.stderr
+    assert not (tmp_path / "r.json").exists()  # refused before anything ran
+
+
+def test_build_baseline_takes_the_judgments_hash_from_the_provenance_too():
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    document = build_baseline([result], {"sets": {"tiny": {"judgments_hash": TINY.judgments_hash}}})
+    assert document["sets"]["tiny"]["judgments_hash"] == TINY.judgments_hash
+    assert "judgments_hash" not in build_baseline([result], {"sets": {"tiny": {"path": "x"}}})["sets"]["tiny"]

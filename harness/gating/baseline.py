@@ -22,7 +22,8 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
                    judgments: Mapping[str, str] | None = None) -> dict[str, object]:
     """The baseline document for a complete run: identity, per-set aggregates and per-query values.
 
-    `judgments` maps set name -> `QuerySet.judgments_hash` of the sets the run measured; each
+    `judgments` maps set name -> `QuerySet.judgments_hash` of the sets the run measured (when
+    None: `provenance["sets"][name]["judgments_hash"]`, if the provenance carries it); each
     set's entry records it, so a later gold edit without a revision bump is refused instead
     of compared (`set_entry_for`). The result is checked as `read_baseline` would check it
     (finite numbers, recall@10 in every scored scope): a baseline no later run could read is
@@ -31,7 +32,11 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
     incomplete = [r.name for r in set_results if not r.complete]
     if incomplete:
         raise BaselineError(f"refusing to write a baseline from an incomplete run (sets: {', '.join(incomplete)})")
-    sets = {r.name: _set_entry(r, (judgments or {}).get(r.name)) for r in set_results}
+    if judgments is None:  # else as the run's provenance recorded it (asking.base_provenance), when it does
+        recorded = provenance.get("sets")
+        judgments = {name: entry.get("judgments_hash") for name, entry in recorded.items()
+                     if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
+    sets = {r.name: _set_entry(r, judgments.get(r.name)) for r in set_results}
     for name, entry in sets.items():
         _check_entry(entry, f"this run: sets.{_key(name)}")
     return {

@@ -73,6 +73,17 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
     for folder in found:
         if folder.resolve() not in {f.resolve() for f in unique}:
             unique.append(folder)
+    if len(unique) > 1:
+        # Two folders, one set name: both would run and the baseline would keep one. Refused here,
+        # from set.json alone, before any corpus is loaded.
+        first: dict[str, Path] = {}
+        for folder in unique:
+            meta_path = folder / "set.json"
+            name = _read_meta(meta_path, _label(meta_path))["name"]
+            if name in first:
+                raise SetError(f"{_label(meta_path)}: name: {name!r} is also the name of the set in "
+                               f"{first[name]}; two sets in one run need different names")
+            first[name] = folder
     return unique
 
 
