@@ -214,7 +214,7 @@ def test_cli_a_baseline_stripped_of_recall_is_exit_2_not_a_silent_pass(cli_basel
     done = _cli("--set", str(folder), "--baseline", str(baseline), "--out", str(tmp_path / "r.json"), "--quiet")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == (f"harness: error: {baseline}: sets.tiny.aggregates.overall.recall@10: missing; the recall "
-                           f"gate needs it for every scope with scored queries (re-baseline with --update-baseline)\n")
+                           f"gate needs it for every scope with scored queries (restore the file from git, or remove it and re-baseline)\n")
 
 
 def test_cli_a_gold_edit_without_revision_bump_is_refused(cli_baseline, tmp_path):

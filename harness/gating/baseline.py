@@ -187,7 +187,7 @@ def _check_scope(values: dict, where: str) -> None:
         raise BaselineError(f"{where}.n: missing or not a count of scored queries")
     if count > 0 and GATED_METRIC not in values:
         raise BaselineError(f"{where}.{GATED_METRIC}: missing; the recall gate needs it for every scope with "
-                            f"scored queries (re-baseline with --update-baseline)")
+                            f"scored queries (restore the file from git, or remove it and re-baseline)")
 
 
 def _key(name: str) -> str:
