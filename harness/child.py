@@ -33,6 +33,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.fsutil import open_log
+
 STOP_GRACE_SECONDS = 5.0          # stdin closed -> child expected to have exited by itself
 TERM_GRACE_SECONDS = 2.0          # SIGTERM sent to the group -> SIGKILL
 EXIT_WAIT_SECONDS = 2.0           # stdout hit EOF -> wait this long for an exit status to report
@@ -113,8 +115,7 @@ class ChildProcess:
         if stderr not in ("thread", "file"):
             raise ValueError(f"stderr must be 'thread' or 'file', got {stderr!r}")
         log_path = Path(log_path)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(log_path, "ab", buffering=0)
+        log = open_log(log_path)  # refuses a symlinked or FIFO log; writes into /dev/null
         start = log.tell()
         pipe = subprocess.PIPE if talk else subprocess.DEVNULL
         try:

@@ -1,23 +1,45 @@
-"""Atomic file writes and the user cache folder: nothing a user wrote is ever half-overwritten."""
+"""Safe file I/O: atomic writes that never replace what they should write into, output preflight, strict reads.
+
+Nothing a user wrote is ever half-overwritten; a device or FIFO named as an output is written
+into, never turned into a regular file; a symlink is never written through or replaced; an
+output naming one of the run's inputs is refused before the first query (`check_outputs`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from harness.errors import UsageError
+
 CACHE_ENV = "RETRIEVAL_GATE_CACHE"
+# Names that stand for one of this process's own descriptors: written into as the shell opened them.
+_OWN_STREAMS = ("/dev/stdout", "/dev/stderr")
+_OWN_STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+_TEMP_NAME_KEEP = 100  # characters of the target's name kept in its temp file's name (see NAME_MAX)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path` via a temp file in the same folder, fsync, then rename.
+    """Write `data` to `path`: a regular file by temp file + fsync + rename, a stream by writing into it.
 
-    A reader sees either the old file or the new one, never a truncated mix.
+    - missing or a regular file: written beside it to a temp file, then renamed over it, so a
+      reader sees the old file or the new one, never a truncated mix;
+    - a character device or FIFO (`/dev/null`, a named pipe), or `/dev/stdout`, `/dev/stderr`,
+      `/dev/fd/N`: opened and written into, never replaced (a FIFO without a reader is refused
+      rather than waited on);
+    - a symlink to anything else, a directory, a block device or a socket: UsageError, one line.
     """
     target = Path(path)
+    if _is_stream(target):
+        _write_into(target, data)
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp makes 0600 files; give the result the mode a plain open() would (0666 & ~umask).
         os.fchmod(fd, 0o666 & ~_current_umask())
@@ -34,6 +56,71 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+def _is_stream(target: Path) -> bool:
+    """True when `target` must be written into; False when it may be (re)created; UsageError when neither."""
+    reason = output_refusal(target)
+    if reason is not None:
+        raise UsageError(f"{target}: {reason}")
+    if _own_stream(target):
+        return True
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:  # missing: created; any other problem surfaces, as OSError, from the write itself
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def output_refusal(target: Path) -> str | None:
+    """Why `target` can be neither replaced nor written into, or None when it is a fine output path."""
+    if _own_stream(target):
+        return None
+    try:
+        link = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # a name too long, a symlink loop, no permission to look
+        return f"cannot be examined: {exc.strerror}"
+    if stat.S_ISLNK(link.st_mode):
+        try:
+            mode = os.stat(target).st_mode
+        except OSError:
+            return "is a dangling symbolic link; give the real path (outputs are never written through links)"
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            return None  # a link to a device or FIFO: written into, the link untouched
+        return "is a symbolic link; give the real path (outputs are never written through or replace links)"
+    if stat.S_ISDIR(link.st_mode):
+        return "is a directory; give a file path"
+    if stat.S_ISREG(link.st_mode) or stat.S_ISCHR(link.st_mode) or stat.S_ISFIFO(link.st_mode):
+        return None
+    return "is not a regular file, character device or FIFO (block device or socket); refusing to replace it"
+
+
+def _own_stream(target: Path) -> bool:
+    text = str(target)
+    return text in _OWN_STREAMS or text.startswith(_OWN_STREAM_PREFIXES)
+
+
+def _write_into(target: Path, data: bytes) -> None:
+    # O_NONBLOCK only for the open: a FIFO with no reader fails at once (ENXIO) instead of hanging.
+    # O_APPEND: /dev/stdout redirected to a file keeps what the shell already wrote there.
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND | os.O_NOCTTY)
+    except OSError as exc:
+        if exc.errno == 6:  # ENXIO
+            raise UsageError(f"{target}: is a FIFO with no reader; start the reader first") from None
+        raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError as exc:
+        raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -41,8 +128,183 @@ def _current_umask() -> int:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """UTF-8 text flavour of `atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """UTF-8 text flavour of `atomic_write_bytes`.
+
+    Text that cannot be UTF-8 (a lone surrogate) is a ValueError naming the path and the
+    offset: inputs are validated where they enter, so this is a bug, not the user's data.
+    """
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{path}: text to write holds a lone surrogate at offset {exc.start}") from None
+    atomic_write_bytes(path, data)
+
+
+def write_output(path: str | os.PathLike[str], text: str, label: str) -> None:
+    """Write one output of a command (`label` the option naming it, e.g. "--junit") as `atomic_write_text` does.
+
+    Every failure is one UsageError line `LABEL: PATH: why`: a refused target (symlink,
+    directory ...), a FIFO without a reader, a full disk or a read-only folder (the old file is
+    then kept whole and no temp file is left behind).
+    """
+    try:
+        atomic_write_text(path, text)
+    except UsageError as exc:
+        raise UsageError(f"{label}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{label}: {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Path | None]) -> None:
+    """Refuse, before any work, an output path the run could not write or must not write.
+
+    `outputs` maps the option that names it (e.g. "--out", "--junit", "adapter log") to its
+    path; `protected` maps a label ("--baseline", "set code: queries.jsonl") to an input the
+    run reads. None values are skipped. Raises UsageError `OPTION: PATH: why` when an output
+    - is refused by `output_refusal` (a directory, a symlink to a regular file, a socket ...);
+    - sits under a path component that is not a folder, or in a folder where a file cannot be
+      created (read-only, no permission; checked by creating and removing a temp file there,
+      in the nearest existing folder when the folder is still to be created, as the write will);
+    - has a name longer than the filesystem allows, or a path longer than PATH_MAX;
+    - is the same file as a protected input or as another output (same resolved path, or the
+      same inode for hard links). Devices and FIFOs (/dev/null) may be named by several outputs.
+    """
+    seen: dict[tuple, str] = {}
+    for label, path in protected.items():
+        if path is not None:
+            for key in _identities(Path(path)):
+                seen.setdefault(key, label)
+    for label, path in outputs.items():
+        if path is None:
+            continue
+        target = Path(path)
+        reason = _length_refusal(target) or output_refusal(target)
+        if reason is not None:
+            raise UsageError(f"{label}: {target}: {reason}")
+        if _own_stream(target) or _is_existing_stream(target):
+            continue
+        reason = _folder_refusal(target)
+        if reason is not None:
+            raise UsageError(f"{label}: {target}: {reason}")
+        keys = _identities(target)
+        for key in keys:
+            if key in seen:
+                raise UsageError(f"{label}: {target}: is the same file as {seen[key]}; "
+                                 f"refusing to overwrite it (give another path)")
+        for key in keys:
+            seen[key] = label
+
+
+def _is_existing_stream(target: Path) -> bool:
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _identities(path: Path) -> list[tuple]:
+    """What makes two paths the same file: the resolved path, and (dev, inode) when it exists."""
+    keys: list[tuple] = [("path", os.path.realpath(path))]
+    try:
+        info = os.stat(path)
+    except OSError:
+        return keys
+    if stat.S_ISREG(info.st_mode):
+        keys.append(("inode", info.st_dev, info.st_ino))
+    return keys
+
+
+def _length_refusal(target: Path) -> str | None:
+    existing = Path(os.path.abspath(target)).parent
+    while not os.path.isdir(existing) and existing != existing.parent:
+        existing = existing.parent
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+        path_max = os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    for part in target.parts:
+        if len(os.fsencode(part)) > name_max:
+            return f"a name in the path is longer than the {name_max} bytes this filesystem allows"
+    if len(os.fsencode(os.path.abspath(target))) >= path_max:
+        return f"the path is longer than the {path_max} bytes the system allows"
+    return None
+
+
+def _folder_refusal(target: Path) -> str | None:
+    folder = target.parent if str(target.parent) else Path(".")
+    existing = folder
+    while not os.path.lexists(existing):
+        if existing == existing.parent:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".retrieval-gate-probe.", dir=existing)
+    except OSError as exc:
+        where = "its folder" if existing == folder else f"{existing} (where its folder would be created)"
+        return f"cannot create a file in {where}: {exc.strerror}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def open_log(path: Path, label: str = "adapter log"):
+    """Open a log for appending, unbuffered binary, without following a symlink at its name.
+
+    A regular file is created or appended to; a character device (/dev/null) is written into;
+    a symlink, FIFO, directory or anything else is refused with UsageError `LABEL: PATH: why`
+    (a FIFO nobody reads would stall the adapter's stderr). The folder is created.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(target, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == 40 or os.path.islink(target):  # ELOOP: the name is a symlink
+            raise UsageError(f"{label}: {target}: is a symbolic link; give the real path "
+                             f"(logs are never written through links)") from None
+        if exc.errno == 6:  # ENXIO: a FIFO without a reader
+            raise UsageError(f"{label}: {target}: is a FIFO; give a file path") from None
+        raise UsageError(f"{label}: {target}: cannot open: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        os.close(fd)
+        raise UsageError(f"{label}: {target}: is not a regular file or character device")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab", buffering=0)
+
+
+def strict_json_dumps(document: object, *, what: str = "document", **options: object) -> str:
+    """json.dumps that refuses what strict JSON readers reject: NaN and Infinity, lone surrogates.
+
+    `what` names the document in the ValueError ("report", "baseline"); `options` go to
+    json.dumps (indent, ensure_ascii...). Use it for every file the harness writes as JSON.
+    """
+    try:
+        text = json.dumps(document, allow_nan=False, **options)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ValueError(f"{what}: cannot be written as strict JSON: {exc} (NaN or Infinity in a value)") from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what}: cannot be written as strict JSON: lone surrogate near "
+                         f"{text[max(0, exc.start - 30):exc.start]!r}") from None
+    return text
+
+
+# ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-character escapes), then every
+# character XML 1.0 forbids (C0 controls but tab, newline, carriage return; surrogates; U+FFFE/F).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """`text` with ANSI colour/cursor escapes removed and characters XML 1.0 forbids replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", _ANSI.sub("", text))
 
 
 def cache_dir(*parts: str) -> Path:
@@ -61,22 +323,80 @@ def cache_dir(*parts: str) -> Path:
     return folder
 
 
-def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:
-    """Parse a JSON file; every way it can fail is one `error` line naming the file.
+def open_regular(path: Path, error: type[Exception], label: str | None = None):
+    """Open `path` for binary reading, refusing anything but a regular file before reading a byte.
 
-    `what` names the document in the message ("corrupt baseline, not valid JSON ...").
+    A FIFO or device named as an input would block forever or never end: it is opened
+    non-blocking (so a FIFO without a writer does not hang the open), checked with fstat,
+    and refused with `error` naming the file. Symlinks to regular files are followed.
     """
     label = label or str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         raise error(f"{label}: file not found") from None
     except OSError as exc:
         raise error(f"{label}: cannot read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise error(f"{label}: is {what}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+class _Refused(Exception):
+    """A JSON literal a strict reader refuses (NaN, Infinity, an integer too large for a float)."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+MAX_INT_DIGITS = 300  # 10**300 still converts to a float; a longer integer literal is not a number we use
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits is too large")
+    return int(text)
+
+
+_STRICT_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int).decode
+
+
+def strict_json_loads(text: str) -> object:
+    """json.loads refusing NaN/Infinity literals and integers too large for a float (ValueError)."""
+    try:
+        return _STRICT_DECODE(text)
+    except _Refused as exc:
+        raise ValueError(str(exc)) from None
+
+
+def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:
+    """Parse a JSON file strictly; every way it can fail is one `error` line naming the file.
+
+    `what` names the document in the message ("corrupt baseline, not valid JSON ...").
+    Refused: a path that is not a regular file (FIFO, device, directory), text that is not
+    UTF-8, NaN/Infinity literals, integers of more than MAX_INT_DIGITS digits, nesting past
+    the parser's recursion limit.
+    """
+    label = label or str(path)
+    with open_regular(Path(path), error, label) as handle:
+        try:
+            raw = handle.read()
+        except OSError as exc:
+            raise error(f"{label}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{label}: {what} is not valid UTF-8") from None
     try:
-        return json.loads(text)
+        return _STRICT_DECODE(text)
+    except _Refused as exc:
+        raise error(f"{label}: {what}, not valid strict JSON ({exc})") from None
     except ValueError as exc:
         raise error(f"{label}: {what}, not valid JSON ({exc})") from None
     except RecursionError:

@@ -71,6 +71,9 @@ class QuerySet:
     corpus_hash: str
     corpus_source: str
     extra: dict[str, object] = field(default_factory=dict)
+    # sha256 over the canonical JSON of every query's judgments (sets/loader.py `judgments_hash`):
+    # a gold edit without a revision bump changes it. "" when not computed (sets built by hand in tests).
+    judgments_hash: str = ""
 
 
 @dataclass(frozen=True, slots=True)

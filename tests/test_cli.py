@@ -82,6 +82,15 @@ def test_deleting_a_query_fails_the_count_gate(tmp_path, scripted, tiny_copy, ca
     lines = (tiny_copy / "queries.jsonl").read_text().splitlines()
     (tiny_copy / "queries.jsonl").write_text("\n".join(lines[:2] + lines[3:]) + "\n")  # drop tiny-03
     code, _ = run(tmp_path, *argv, set_path=tiny_copy)
+    # The set's judgments changed without a revision bump: refused before anything runs.
+    assert code == 2
+    assert "judgments changed without a revision bump" in capsys.readouterr().err
+    # A baseline recorded before judgments were fingerprinted still meets the count gate.
+    baseline = tmp_path / "baseline.json"
+    document = json.loads(baseline.read_text())
+    del document["sets"]["tiny"]["judgments_hash"]
+    baseline.write_text(json.dumps(document))
+    code, _ = run(tmp_path, *argv, set_path=tiny_copy)
     assert code == 1
     assert "query count 6 differs from the baseline's 7" in capsys.readouterr().out
 

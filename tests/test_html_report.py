@@ -307,9 +307,12 @@ def test_cdf_by_hand():
 
 def test_zero_latency_control_characters_and_lone_surrogates_stay_well_formed():
     nasty = "a\x00b\x0bc\ud800d\ufffee & <"
-    report = constructed_report([0.0, 3.0], query=nasty)
-    report["sets"][0]["aggregates"]["category"] = {nasty: {"n": 2, "recall@10": 0.5}}
-    page = render_run_html(Report.from_dict(report), None, {}, 300.0)
+    # A report read from JSON refuses lone surrogates; one built in memory (a Python caller's) may hold them.
+    report = Report.from_dict(constructed_report([0.0, 3.0]))
+    result = report.sets[0]
+    result = dataclasses.replace(result, aggregates={**result.aggregates, "category": {nasty: {"n": 2, "recall@10": 0.5}}},
+                                 queries=tuple(dataclasses.replace(q, query=nasty) for q in result.queries))
+    page = render_run_html(dataclasses.replace(report, sets=(result,)), None, {}, 300.0)
     page.encode("utf-8")  # a lone surrogate would raise here
     (bars,) = charts(page, "recall-bars")
     assert bar_values(bars)[("a\ufffdb\ufffdc\ufffdd\ufffde & <", "current")] == 0.5

@@ -254,12 +254,20 @@ def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
     assert (not all(g.passed for g in gates)) == (shift == 2)
 
 
-def test_an_endless_queries_file_is_refused_after_one_mib_not_read_whole(tmp_path):
-    # /dev/zero has no newline and no end: a loader reading whole lines would never return.
+def test_an_endless_queries_file_is_refused_before_reading(tmp_path):
+    # /dev/zero has no newline and no end: a device is refused before a byte is read.
     folder = tmp_path / "tiny"
     shutil.copytree(TINY_SET, folder)
     (folder / "queries.jsonl").unlink()
     (folder / "queries.jsonl").symlink_to("/dev/zero")
+    with pytest.raises(SetError, match=r"queries\.jsonl: is a device, not a regular file"):
+        load_set(folder, offline=True)
+
+
+def test_a_huge_line_without_newline_is_refused_after_one_mib_not_read_whole(tmp_path):
+    folder = tmp_path / "tiny"
+    shutil.copytree(TINY_SET, folder)
+    (folder / "queries.jsonl").write_bytes(b"x" * (3 << 20))
     with pytest.raises(SetError, match=r"queries\.jsonl:1: line is longer than 1048576 bytes"):
         load_set(folder, offline=True)
 

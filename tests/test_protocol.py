@@ -120,3 +120,41 @@ def test_report_progress_writes_one_flushed_line():
     out = io.BytesIO()
     report_progress("building index", 10, 20, stdout=out)
     assert out.getvalue().count(b"\n") == 1 and b'"done":10' in out.getvalue()
+
+
+# -- values that parse but cannot be carried into a report: refused at the wire -----------------
+
+@pytest.mark.parametrize("line, reason", [
+    (rb'{"ids": ["a", "cut \ud83d"]}', r"query q: 'ids'\[1\] holds a lone surrogate escape"),
+    (rb'{"ids": ["\uDE00"]}', r"query q: 'ids'\[0\] holds a lone surrogate escape"),
+    (rb'{"ids": [], "error": "x\udca9"}', r"query q: 'error' holds a lone surrogate"),
+    (b'{"ids": ["a"], "scores": [' + b"9" * 301 + b']}', r"query q: 'scores'\[0\]: an integer of 301 digits"),
+    (b'{"ids": ["a"], "scores": [-' + b"9" * 400 + b']}', r"'scores'\[0\]: an integer of 400 digits"),
+    (b'{"ids": ["a"], "scores": [Infinity]}', r"'scores'\[0\]: Infinity is not a JSON number"),
+    (b'{"ids": ["a"], "qid": ' + b"1" * 5000 + b'}', r"query q: an integer of 5000 digits"),
+])
+def test_unrepresentable_values_are_protocol_errors_naming_query_and_field(line, reason):
+    with pytest.raises(ProtocolError, match=reason) as caught:
+        decode_response(line, qid="q", k=10)
+    assert caught.value.exit_code == 3 and "\n" not in str(caught.value)
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_text():
+    # A whole pair is an emoji; "\\ud800" is a backslash followed by letters: both are fine.
+    assert decode_response(rb'{"ids": ["\ud83d\ude00", "\\ud800"]}', qid="q", k=10).ids == ("\U0001f600", "\\ud800")
+    assert decode_response(b'{"ids": ["a"], "scores": [' + b"9" * 300 + b']}', qid="q", k=10).scores == (float("9" * 300),)
+
+
+def test_a_banner_must_be_strict_json_and_with_check_fields_well_typed():
+    assert decode_banner(b'{"ready": true, "name": "x", "index": {"n": 3}}', check_fields=True)["index"] == {"n": 3}
+    with pytest.raises(ProtocolError, match=r"^banner: 'index'\.avgdl: NaN is not a JSON number"):
+        decode_banner(b'{"ready": true, "index": {"avgdl": NaN}}')
+    with pytest.raises(ProtocolError, match=r"^banner: 'model' holds a lone surrogate"):
+        decode_banner(rb'{"ready": true, "model": "m\ud800"}')
+    # Types are left to check-adapter unless asked for (the run driver asks).
+    assert decode_banner(b'{"ready": true, "name": 7}') == {"ready": True, "name": 7}
+    with pytest.raises(ProtocolError, match=r"^banner: 'name' must be a string, got '7'"):
+        decode_banner(b'{"ready": true, "name": 7}', check_fields=True)
+    with pytest.raises(ProtocolError, match=r"^banner: 'protocol' is '2'; this harness speaks 1"):
+        decode_banner(b'{"ready": true, "protocol": 2}', check_fields=True)
+    assert decode_banner(b'{"ready": false, "x": NaN}') is None  # not a banner at all

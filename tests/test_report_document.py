@@ -63,12 +63,12 @@ def test_a_report_of_an_unknown_format_is_one_versioned_line():
 
 
 @pytest.mark.parametrize("path, value, expected", [
-    (("sets", 0, "queries", 0, "ids"), "doc-01", "r.json.sets[0].queries[0].ids: must be a list, got \"doc-01\""),
-    (("sets", 0, "queries", 0, "latency_ms"), None, "r.json.sets[0].queries[0].latency_ms: must be a finite number"),
-    (("sets", 0, "k"), "10", "r.json.sets[0].k: must be an integer, got \"10\""),
-    (("gates", 0, "passed"), 1, "r.json.gates[0].passed: must be true or false, got 1"),
-    (("provenance", "backend"), None, "r.json.provenance.backend: must be an object, got null"),
-    (("sets", 0, "queries", 0, "scores"), [1.0, 2.0], "r.json.sets[0].queries[0].scores: has 2 entries for 1 ids"),
+    (("sets", 0, "queries", 0, "ids"), "doc-01", "r.json: sets[0].queries[0].ids: must be a list, got \"doc-01\""),
+    (("sets", 0, "queries", 0, "latency_ms"), None, "r.json: sets[0].queries[0].latency_ms: must be a finite number"),
+    (("sets", 0, "k"), "10", "r.json: sets[0].k: must be an integer, got \"10\""),
+    (("gates", 0, "passed"), 1, "r.json: gates[0].passed: must be true or false, got 1"),
+    (("provenance", "backend"), None, "r.json: provenance.backend: must be an object, got null"),
+    (("sets", 0, "queries", 0, "scores"), [1.0, 2.0], "r.json: sets[0].queries[0].scores: has 2 entries for 1 ids"),
 ])
 def test_a_bad_field_is_named_in_one_line(path, value, expected):
     document = json.loads(gated_report().to_json())
@@ -84,7 +84,7 @@ def test_a_bad_field_is_named_in_one_line(path, value, expected):
 def test_a_missing_field_is_named():
     document = json.loads(gated_report().to_json())
     del document["sets"][0]["queries"][2]["found"]
-    with pytest.raises(ReportError, match=r"^r.json.sets\[0\].queries\[2\].found: missing$"):
+    with pytest.raises(ReportError, match=r"^r.json: sets\[0\].queries\[2\].found: missing$"):
         Report.from_dict(document, "r.json")
 
 

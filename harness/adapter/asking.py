@@ -247,7 +247,8 @@ def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict
                      "repeats": options.repeats, "workers": options.workers,
                      "latency_under_concurrency": options.workers > 1},
         "sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path,
-                          "source": s.corpus_source, "documents": len(s.documents)} for s in query_sets},
+                          "source": s.corpus_source, "documents": len(s.documents),
+                          "judgments_hash": s.judgments_hash} for s in query_sets},
         "machine": {"platform": platform.platform(), "machine": platform.machine(),
                     "cpus": os.cpu_count(), "python": sys.version.split()[0]},
     }

@@ -122,7 +122,10 @@ class AdapterProcess:
     def _await_banner(self) -> None:
         line = self._read_startup(None, _BANNER, time.perf_counter())
         self._seen_first_line = True
-        banner = decode_banner(line)
+        try:
+            banner = decode_banner(line, check_fields=True)
+        except ProtocolError as exc:
+            raise self._failed(None, str(exc)) from None
         if banner is None:
             raise self._failed(None, f"first line was not a banner: {_preview(line)}")
         self.banner = banner
@@ -166,7 +169,10 @@ class AdapterProcess:
         else:
             raw = self._read_startup(label, _FIRST_ANSWER, started)
             self._seen_first_line = True
-            banner = decode_banner(raw)
+            try:
+                banner = decode_banner(raw, check_fields=True)
+            except ProtocolError as exc:
+                raise self._failed(label, str(exc)) from None
             if banner is not None:
                 # It printed a banner nobody waited for: record it, the answer comes next.
                 self.banner = banner

@@ -198,7 +198,12 @@ class LiveAdapter:
         first = self._read_first_line(ready_at)
         self._first_line_pending = False
         startup = time.perf_counter() - self._spawned_at
-        banner = decode_banner(first)
+        try:
+            banner = decode_banner(first)
+        except ProtocolError as exc:  # garbage that passes JSON (a lone surrogate, NaN): a failed banner check
+            self._note_banner(BannerOutcome(str(exc), None, startup))
+            now = time.perf_counter()
+            return self._read_object(now + self.query_timeout), now, True
         if banner is None and _is_answer(first):
             self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
             return first, ready_at, False

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from json.encoder import encode_basestring
 from typing import NamedTuple
 
@@ -24,7 +25,32 @@ PROTOCOL_VERSION = 1
 # Built once: json.dumps/loads with options build a new encoder per call, which costs
 # microseconds per query on the hot path (benchmarks/overhead.py).
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_DECODE = json.JSONDecoder().decode
+
+
+class _Refused(Exception):
+    """A literal strict JSON has no place for: NaN, Infinity, an integer too large for a float."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _Refused(f"{name} is not a JSON number (numbers must be finite)")
+
+
+MAX_INT_DIGITS = 300  # 10**300 is still a float; a longer integer crashes float() and math.isfinite later
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits is too large for a number")
+    return int(text)
+
+
+# The hooks run only on integer and NaN/Infinity literals; the C scanner does the rest as before.
+_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int).decode
+# A \uD800-\uDFFF escape in the raw line: the only way JSON text can carry a lone surrogate (UTF-8
+# bytes cannot). Searched on the raw line, so clean lines (nearly all) pay one regex scan, no walk.
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+BANNER_TEXT_FIELDS = ("name", "version", "model")  # formatted as text by check-adapter and reports
 _STRING = encode_basestring  # a JSON string literal, non-ASCII kept (as ensure_ascii=False)
 
 
@@ -97,6 +123,11 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     raises ProtocolError naming the query.
     """
     obj = _load_object(line, qid)
+    if (_SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else _SURROGATE_ESCAPE_TEXT).search(line):
+        where = _lone_surrogate(obj)
+        if where is not None:
+            raise ProtocolError(f"query {qid}: {where} holds a lone surrogate escape (\\ud800-\\udfff), "
+                                f"not text (a string cut inside a UTF-16 pair?)")
     echoed = obj.get("qid")
     if echoed is not None and echoed != qid:
         # An adapter that echoes the qid lets a desync (answers lagging by one) be caught here.
@@ -125,14 +156,83 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     return Response(ids=tuple(ids), scores=scores)
 
 
-def decode_banner(line: bytes | str) -> dict[str, object] | None:
-    """Return the banner object if `line` is a ready banner (`{"ready": true, ...}`), else None."""
+def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str, object] | None:
+    """Return the banner object if `line` is a ready banner (`{"ready": true, ...}`), else None.
+
+    A line that is a ready banner must also be strict JSON the reports can carry: NaN or
+    Infinity literals, integers too large for a float and lone surrogate escapes anywhere in
+    it raise ProtocolError naming the field. With `check_fields` (the run driver), `name`,
+    `version` and `model` must be strings when present and `protocol` must be
+    PROTOCOL_VERSION; without it (check-adapter, which reports those as a failed check) they
+    are left to the caller.
+    """
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    if isinstance(obj, dict) and obj.get("ready") is True:
-        return obj
+    if not (isinstance(obj, dict) and obj.get("ready") is True):
+        return None
+    try:
+        _DECODE(line.decode("utf-8") if isinstance(line, bytes) else line)
+    except _Refused as exc:
+        raise ProtocolError(f"banner: {_refused_field(line)}{exc}") from None
+    where = _lone_surrogate(obj)
+    if where is not None:
+        raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")
+    if check_fields:
+        for name in BANNER_TEXT_FIELDS:
+            if name in obj and not isinstance(obj[name], str):
+                raise ProtocolError(f"banner: {name!r} must be a string, got {_preview(json.dumps(obj[name]))}")
+        if "protocol" in obj and (type(obj["protocol"]) is not int or obj["protocol"] != PROTOCOL_VERSION):
+            raise ProtocolError(f"banner: 'protocol' is {_preview(json.dumps(obj['protocol']))}; "
+                                f"this harness speaks {PROTOCOL_VERSION}")
+    return obj
+
+
+def _refused_field(text: bytes | str) -> str:
+    """`'scores'[1]: ` for the first refused literal of a line, found on the error path only ("" if unknown)."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+
+    def walk(value: object, path: str) -> str | None:
+        if isinstance(value, float) and not math.isfinite(value):
+            return path
+        if type(value) is int and len(str(abs(value))) > MAX_INT_DIGITS:
+            return path
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            found = walk(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else repr(key)))
+            if found:
+                return found
+        return None
+
+    found = walk(obj, "")
+    return f"{found}: " if found else ""
+
+
+def _lone_surrogate(value: object, path: str = "") -> str | None:
+    """Where in a decoded JSON value a string (or key) holds a lone surrogate: `'ids'[2]`, or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "the value"
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{index}]")
+            if found:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            label = f"{path}.{key}" if path else repr(key)
+            if _lone_surrogate(key, "") is not None:
+                return f"a key of {path or 'the object'}"
+            found = _lone_surrogate(item, label if path else repr(key))
+            if found:
+                return found
     return None
 
 
@@ -200,6 +300,8 @@ def _load_object(line: bytes | str, qid: str | None) -> dict[str, object]:
         raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
     try:
         obj = _DECODE(text)
+    except _Refused as exc:
+        raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {_preview(text)}") from None
     except RecursionError:
         raise ProtocolError(f"{where}: JSON nested too deeply for the parser") from None
     except ValueError:

@@ -25,6 +25,7 @@ from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STAR
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
+from harness.sets.corpus import corpus_ids
 from harness.commands.arguments import parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
@@ -213,7 +214,7 @@ def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
     path = folder / f"{kind}.jsonl"
     if not path.is_file():
         return Corpus(folder, note, None, f"no {path.name} in {folder}")
-    return Corpus(folder, note, frozenset(_corpus_ids(path)))
+    return Corpus(folder, note, frozenset(corpus_ids(path)))
 
 
 def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
@@ -230,19 +231,3 @@ def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
     note = (f"set {query_set.name} revision {query_set.revision}: {query_set.kind}.jsonl, "
             f"{len(query_set.documents)} documents, deleted afterwards")
     return query_set.kind, Corpus(scratch, note, frozenset(doc.id for doc in query_set.documents), queries=queries)
-
-
-def _corpus_ids(path: Path) -> list[str]:
-    ids = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                doc_id = json.loads(line).get("id")
-            except (ValueError, AttributeError):
-                doc_id = None
-            if not isinstance(doc_id, str):
-                raise UsageError(f"check-adapter: {path}:{number}: id: not a JSON object with a string 'id'")
-            ids.append(doc_id)
-    return ids

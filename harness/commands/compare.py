@@ -10,7 +10,7 @@ from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_
 from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, strict_json_dumps
 from harness.scoring.stats import RESAMPLES
 
 
@@ -47,8 +47,7 @@ def main(argv: list[str]) -> int:
     comparison = compare(base, candidate, seed=args.seed, resamples=args.resamples, tested=tested)
     print(render_text(comparison), end="")
     if args.json:
-        import json
-        atomic_write_text(args.json, json.dumps(comparison.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(args.json, strict_json_dumps(comparison.to_dict(), what="comparison", indent=1, ensure_ascii=False) + "\n")
     if args.html:
         from harness.report.html import render_comparison_html
         atomic_write_text(args.html, render_comparison_html(comparison))

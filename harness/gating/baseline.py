@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
+import fcntl
 import math
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.errors import BaselineError
-from harness.fsutil import atomic_write_text, read_json_file
+from harness.fsutil import atomic_write_text, read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity
 from harness.records import QuerySet, SetResult
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
 BASELINE_VERSION = 1
+GATED_METRIC = "recall@10"  # what the recall gate reads (gates.RECALL_METRIC); every scored scope must carry it
 
 
-def build_baseline(set_results: list[SetResult], provenance: dict[str, object]) -> dict[str, object]:
-    """The baseline document for a complete run: identity, per-set aggregates and per-query values."""
+def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,
+                   judgments: Mapping[str, str] | None = None) -> dict[str, object]:
+    """The baseline document for a complete run: identity, per-set aggregates and per-query values.
+
+    `judgments` maps set name -> `QuerySet.judgments_hash` of the sets the run measured (when
+    None: `provenance["sets"][name]["judgments_hash"]`, if the provenance carries it); each
+    set's entry records it, so a later gold edit without a revision bump is refused instead
+    of compared (`set_entry_for`). The result is checked as `read_baseline` would check it
+    (finite numbers, recall@10 in every scored scope): a baseline no later run could read is
+    never written.
+    """
     incomplete = [r.name for r in set_results if not r.complete]
     if incomplete:
         raise BaselineError(f"refusing to write a baseline from an incomplete run (sets: {', '.join(incomplete)})")
+    if judgments is None:  # else as the run's provenance recorded it (asking.base_provenance), when it does
+        recorded = provenance.get("sets")
+        judgments = {name: entry.get("judgments_hash") for name, entry in recorded.items()
+                     if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
+    sets = {r.name: _set_entry(r, judgments.get(r.name)) for r in set_results}
+    for name, entry in sets.items():
+        _check_entry(entry, f"this run: sets.{_key(name)}")
     return {
         "format": BASELINE_FORMAT,
         "version": BASELINE_VERSION,
@@ -29,7 +49,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object]) 
         "backend": backend_record(provenance),
         "condition": provenance.get("condition"),
         "metric_definitions": provenance.get("metric_definitions"),
-        "sets": {r.name: _set_entry(r) for r in set_results},
+        "sets": sets,
     }
 
 
@@ -41,9 +61,12 @@ def backend_record(provenance: dict[str, object]) -> dict[str, object]:
     return {"label": backend.get("label"), **identity.to_dict()}  # type: ignore[union-attr]
 
 
-def _set_entry(result: SetResult) -> dict[str, object]:
+def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str, object]:
+    identity: dict[str, object] = {"revision": result.revision, "corpus_hash": result.corpus_hash}
+    if judgments_hash:
+        identity["judgments_hash"] = judgments_hash
     return {
-        "revision": result.revision, "corpus_hash": result.corpus_hash, "k": result.k,
+        **identity, "k": result.k,
         "query_count": result.query_count, "aggregates": result.aggregates,
         "latency_ms": result.latency_ms,
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
@@ -55,14 +78,55 @@ def _set_entry(result: SetResult) -> dict[str, object]:
 
 
 def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = True) -> None:
-    """Write atomically. With `merge`, sets not in this run keep their previous entries."""
-    document = dict(baseline)
-    if merge and path.exists():
-        previous = read_baseline(path)
-        sets = dict(previous["sets"])
-        sets.update(baseline["sets"])  # type: ignore[arg-type]
-        document["sets"] = dict(sorted(sets.items()))
-    atomic_write_text(path, json.dumps(document, indent=1, sort_keys=False, ensure_ascii=False) + "\n")
+    """Write atomically. With `merge`, sets not in this run keep their previous entries.
+
+    Read, merge and replace happen under an exclusive lock (`baseline_lock`), so two runs
+    updating different sets of one baseline at the same time both keep their set.
+    """
+    with baseline_lock(path):
+        document = dict(baseline)
+        if merge and path.exists():
+            previous = read_baseline(path)
+            sets = dict(previous["sets"])
+            sets.update(baseline["sets"])  # type: ignore[arg-type]
+            document["sets"] = dict(sorted(sets.items()))
+        try:
+            text = strict_json_dumps(document, what=f"{path}: baseline", indent=1, ensure_ascii=False)
+        except ValueError as exc:
+            raise BaselineError(str(exc)) from None
+        atomic_write_text(path, text + "\n")
+
+
+@contextlib.contextmanager
+def baseline_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `.NAME.lock` beside `path`; the lock file is removed on release.
+
+    Removing it is safe: a waiter that wins the lock on a file already unlinked (or replaced
+    by a newer lock file) sees the inode changed and locks again, so two holders never meet.
+    Blocks until the lock is free; writers hold it for one read-merge-write, milliseconds.
+    """
+    lock_path = path.with_name(f".{path.name}.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise BaselineError(f"{lock_path}: cannot create the baseline lock: {exc.strerror}") from None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            current = os.stat(lock_path, follow_symlinks=False)
+        except FileNotFoundError:
+            current = None
+        if current is not None and current.st_ino == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # the file we locked was removed by the previous holder: lock the new one
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(lock_path)
+        finally:
+            os.close(fd)
 
 
 def read_baseline(path: Path) -> dict[str, object]:
@@ -71,6 +135,11 @@ def read_baseline(path: Path) -> dict[str, object]:
     if not path.exists():
         raise BaselineError(f"{label}: no baseline file; record one with --update-baseline (or run with --no-gate)")
     document = read_json_file(path, BaselineError, label, what="corrupt baseline")
+    return check_baseline(document, label)
+
+
+def check_baseline(document: object, label: str) -> dict[str, object]:
+    """Validate a baseline document already parsed (read from `label`); BaselineError naming the field."""
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:
@@ -88,23 +157,47 @@ def _check_entry(entry: object, where: str) -> None:
         raise BaselineError(f"{where}: must be an object")
     for field, kind in (("revision", int), ("corpus_hash", str), ("k", int), ("query_count", int),
                         ("aggregates", dict), ("queries", dict), ("latency_ms", dict)):
-        if not isinstance(entry.get(field), kind):
+        if not isinstance(entry.get(field), kind) or isinstance(entry.get(field), bool):
             raise BaselineError(f"{where}.{field}: missing or not a {kind.__name__}")
+    if "judgments_hash" in entry and not isinstance(entry["judgments_hash"], str):
+        raise BaselineError(f"{where}.judgments_hash: must be a string")
     overall = entry["aggregates"].get("overall")
     categories = entry["aggregates"].get("category")
     if not isinstance(overall, dict) or not isinstance(categories, dict):
         raise BaselineError(f"{where}.aggregates: needs 'overall' and 'category'")
-    _check_numbers(overall, f"{where}.aggregates.overall")
+    _check_scope(overall, f"{where}.aggregates.overall")
     for category, values in categories.items():
         if not isinstance(values, dict):
             raise BaselineError(f"{where}.aggregates.category.{_key(category)}: must be an object")
-        _check_numbers(values, f"{where}.aggregates.category.{_key(category)}")
+        _check_scope(values, f"{where}.aggregates.category.{_key(category)}")
+    _check_numbers(entry["latency_ms"], f"{where}.latency_ms")
     for qid, row in entry["queries"].items():
         if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
             raise BaselineError(f"{where}.queries.{_key(qid)}: needs 'found' and 'metrics'")
         if not all(isinstance(doc_id, str) for doc_id in row["found"]):
             raise BaselineError(f"{where}.queries.{_key(qid)}.found: must be a list of document ids")
         _check_numbers(row["metrics"], f"{where}.queries.{_key(qid)}.metrics")
+        if "broken" in row and not (isinstance(row["broken"], list) and all(isinstance(k, str) for k in row["broken"])):
+            raise BaselineError(f"{where}.queries.{_key(qid)}.broken: must be a list of contract keys")
+        if not isinstance(row.get("scored", True), bool):
+            raise BaselineError(f"{where}.queries.{_key(qid)}.scored: must be true or false")
+        if row.get("category") is not None and not isinstance(row["category"], str):
+            raise BaselineError(f"{where}.queries.{_key(qid)}.category: must be a string")
+
+
+def _check_scope(values: dict, where: str) -> None:
+    """One aggregate scope: finite numbers, a count `n`, and the gated metric whenever n > 0.
+
+    Without recall@10 in a scope that has scored queries the recall gate would have nothing
+    to compare against: refused here rather than letting that gate pass unseen.
+    """
+    _check_numbers(values, where)
+    count = values.get("n")
+    if type(count) is not int or count < 0:
+        raise BaselineError(f"{where}.n: missing or not a count of scored queries")
+    if count > 0 and GATED_METRIC not in values:
+        raise BaselineError(f"{where}.{GATED_METRIC}: missing; the recall gate needs it for every scope with "
+                            f"scored queries (restore the file from git, or remove it and re-baseline)")
 
 
 def _key(name: str) -> str:
@@ -115,8 +208,14 @@ def _key(name: str) -> str:
 def _check_numbers(values: dict, where: str) -> None:
     """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {value!r}")
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not -1e300 <= value <= 1e300 or not math.isfinite(value)):  # bounds first: a huge int overflows isfinite
+            raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {_preview(value)}")
+
+
+def _preview(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, label: str, *,
@@ -134,4 +233,12 @@ def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, lab
             raise BaselineError(
                 f"{label}: sets.{name}.{field}: baseline has {entry[field]!r}, this run has {now!r}; "
                 f"the numbers are not comparable: re-baseline deliberately with --update-baseline")
+    # Pins cover documents, not judgments: a gold edit without a revision bump shows here. Baselines
+    # written before the field existed, and results that do not carry it, compare on the rest.
+    recorded, now_hash = entry.get("judgments_hash"), getattr(result, "judgments_hash", "")
+    if recorded and now_hash and recorded != now_hash:
+        raise BaselineError(
+            f"{label}: sets.{name}.judgments_hash: judgments changed without a revision bump (baseline "
+            f"{recorded[:12]}, set {now_hash[:12]}); a changed gold is neither a regression nor an improvement: "
+            f"bump the set's revision and re-baseline with --update-baseline")
     return entry

@@ -94,11 +94,19 @@ def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePo
     for category, before, current in scopes:
         label = result.name + (f"/{category}" if category else " overall")
         if metric not in before or metric not in current:
-            # Never a silent pass: a gated metric the baseline (or this run) lacks fails the gate.
-            where = "the baseline" if metric not in before else "this run"
+            # Never a silent pass: a scope with nothing scored on either side says so; a value
+            # missing on one side only fails the gate, naming which side lacks it.
+            if not before.get("n") and not current.get("n"):
+                gates.append(GateResult(result.name, gate_name(metric), True,
+                                        f"{label}: no scored queries in the baseline or now; nothing to compare",
+                                        category=category))
+                continue
+            missing = " and ".join(side for side, values in (("the baseline", before), ("this run", current))
+                                   if metric not in values)
             gates.append(GateResult(result.name, gate_name(metric), False,
-                                    f"{label} {metric}: {where} has no value to gate; re-record the baseline "
-                                    f"with this gate policy (--update-baseline)", category=category))
+                                    f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
+                                    f"(re-record the baseline with this gate policy: --update-baseline)",
+                                    category=category))
             continue
         base_value, now_value = float(before[metric]), float(current[metric])
         drop = base_value - now_value
@@ -184,7 +192,10 @@ def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
 def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
     p95 = result.latency_ms.get("p95")
     if p95 is None:
-        return GateResult(result.name, "latency", True, f"{result.name}: no latencies measured")
+        if not result.queries:
+            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate")
+        return GateResult(result.name, "latency", False,
+                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
     return GateResult(result.name, "latency", passed,

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
-from harness.fsutil import read_json_file
+from harness.fsutil import read_json_file, strict_json_dumps
 from harness.records import ContractResult, GateResult, QueryResult, SetResult
 
 REPORT_FORMAT = 1
 SUPPORTED_FORMATS = (1,)
+OUTCOMES = ("pass", "fail", "xfail", "xpass")
 
 
 class ReportError(UsageError):
@@ -71,10 +72,14 @@ class SetSource:
     path: str | None = None
     source: str | None = None
     documents: int | None = None
+    judgments_hash: str | None = None  # fingerprint of the gold (harness.sets.loader.judgments_hash)
 
     def to_dict(self) -> dict[str, object]:
-        return {"revision": self.revision, "corpus_hash": self.corpus_hash, "path": self.path,
-                "source": self.source, "documents": self.documents}
+        row: dict[str, object] = {"revision": self.revision, "corpus_hash": self.corpus_hash, "path": self.path,
+                                  "source": self.source, "documents": self.documents}
+        if self.judgments_hash is not None:
+            row["judgments_hash"] = self.judgments_hash
+        return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +174,7 @@ class Report:
 
     def to_json(self) -> str:
         """Strict JSON (no NaN or Infinity literals), one space indent, UTF-8 text kept as is."""
-        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        return strict_json_dumps(self.to_dict(), what="report", indent=1, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str, label: str = "report") -> Report:
@@ -184,7 +189,10 @@ class Report:
 
     @classmethod
     def from_dict(cls, document: object, label: str = "report") -> Report:
-        return _read_report(_Reader(document, label))
+        reader = _Reader(document, label)
+        if not isinstance(document, dict) or "report_format" not in document:
+            raise reader.fail("not a retrieval-gate run report (written by a run's --out)")
+        return _read_report(reader)
 
 
 def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
@@ -215,16 +223,22 @@ def _plain(value: object) -> object:
 # -- reading, strictly -----------------------------------------------------------------------------
 
 class _Reader:
-    """A cursor into a JSON document that names the path of every field it rejects."""
+    """A cursor into a JSON document that names the file and the path of every field it rejects:
+    `report.json: sets[0].queries[3].ids: must be a list, got "doc-01"`."""
 
-    __slots__ = ("value", "where")
+    __slots__ = ("value", "label", "where")
 
-    def __init__(self, value: object, where: str) -> None:
+    def __init__(self, value: object, label: str, where: str = "") -> None:
         self.value = value
+        self.label = label
         self.where = where
 
     def fail(self, why: str) -> ReportError:
-        return ReportError(f"{self.where}: {why}")
+        return ReportError(f"{self.label}: {self.where}: {why}" if self.where else f"{self.label}: {why}")
+
+    def child(self, value: object, step: str) -> _Reader:
+        where = f"{self.where}{step}" if step.startswith("[") else (f"{self.where}.{step}" if self.where else step)
+        return _Reader(value, self.label, where)
 
     def obj(self) -> dict:
         if not isinstance(self.value, dict):
@@ -234,8 +248,8 @@ class _Reader:
     def get(self, key: str, required: bool = True) -> _Reader:
         document = self.obj()
         if key not in document and required:
-            raise ReportError(f"{self.where}.{key}: missing")
-        return _Reader(document.get(key), f"{self.where}.{key}")
+            raise self.child(None, key).fail("missing")
+        return self.child(document.get(key), key)
 
     def has(self, key: str) -> bool:
         return isinstance(self.value, dict) and self.value.get(key) is not None
@@ -245,6 +259,10 @@ class _Reader:
             return None
         if not isinstance(self.value, str):
             raise self.fail(f"must be a string, got {_kind(self.value)}")
+        try:
+            self.value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail("holds a lone surrogate, not text") from None
         return self.value
 
     def integer(self, optional: bool = False) -> int | None:
@@ -268,15 +286,24 @@ class _Reader:
         return self.value
 
     def items(self) -> list[tuple[str, _Reader]]:
-        return [(key, _Reader(value, f"{self.where}.{_key(key)}")) for key, value in self.obj().items()]
+        return [(key, self.child(value, _key(key))) for key, value in self.obj().items()]
 
     def elements(self) -> list[_Reader]:
         if not isinstance(self.value, list):
             raise self.fail(f"must be a list, got {_kind(self.value)}")
-        return [_Reader(value, f"{self.where}[{index}]") for index, value in enumerate(self.value)]
+        return [self.child(value, f"[{index}]") for index, value in enumerate(self.value)]
 
     def strings(self) -> tuple[str, ...]:
         return tuple(element.string() for element in self.elements())  # type: ignore[misc]
+
+    def ids(self) -> tuple[str, ...]:
+        """A list of unique, non-empty document ids (a string is refused, never split into characters)."""
+        values = self.strings()
+        if any(not value for value in values):
+            raise self.fail("holds an empty document id")
+        if len(set(values)) != len(values):
+            raise self.fail("repeats a document id")
+        return values
 
     def numbers(self) -> dict[str, float]:
         return {key: value.number() for key, value in self.items()}  # type: ignore[misc]
@@ -299,10 +326,14 @@ def _read_report(reader: _Reader) -> Report:
     document = reader.obj()
     version = document.get("report_format")
     if version not in SUPPORTED_FORMATS:
-        raise ReportError(f"{reader.where}: report_format: {json.dumps(version)} is not a report format this "
+        raise ReportError(f"{reader.label}: report_format: {json.dumps(version)} is not a report format this "
                           f"harness reads ({', '.join(map(str, SUPPORTED_FORMATS))}); "
                           "read it with the retrieval-gate version that wrote it")
     sets = tuple(_read_set(element) for element in reader.get("sets").elements())
+    names = [s.name for s in sets]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise reader.child(None, f"sets[{index}].name").fail(f"{json.dumps(name)} appears twice")
     gates = tuple(_read_gate(element) for element in reader.get("gates").elements())
     complete = reader.get("complete").boolean()
     error = reader.get("error", required=False).string(optional=True)
@@ -345,7 +376,8 @@ def _read_provenance(reader: _Reader) -> Provenance:
                             corpus_hash=entry.get("corpus_hash").string(),  # type: ignore[arg-type]
                             path=entry.get("path", required=False).string(optional=True),
                             source=entry.get("source", required=False).string(optional=True),
-                            documents=entry.get("documents", required=False).integer(optional=True))
+                            documents=entry.get("documents", required=False).integer(optional=True),
+                            judgments_hash=entry.get("judgments_hash", required=False).string(optional=True))
             for name, entry in (reader.get("sets", required=False).items() if reader.has("sets") else [])}
     nondeterministic = reader.get("nondeterministic_queries", required=False)
     return Provenance(
@@ -386,12 +418,22 @@ def _read_set(reader: _Reader) -> SetResult:
         complete=reader.get("complete").boolean(),
         aggregates=_read_aggregates(reader.get("aggregates")),
         latency_ms=reader.get("latency_ms").numbers(),
-        queries=tuple(_read_query(element) for element in reader.get("queries").elements()),
+        queries=_read_queries(reader.get("queries")),
     )
 
 
+def _read_queries(reader: _Reader) -> tuple[QueryResult, ...]:
+    rows = tuple(_read_query(element) for element in reader.elements())
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        if row.qid in seen:
+            raise reader.child(None, f"[{index}].qid").fail(f"{json.dumps(row.qid)} appears twice")
+        seen.add(row.qid)
+    return rows
+
+
 def _read_query(reader: _Reader) -> QueryResult:
-    ids = reader.get("ids").strings()
+    ids = reader.get("ids").ids()
     scores = reader.get("scores", required=False)
     score_values = None
     if scores.value is not None:
@@ -407,12 +449,19 @@ def _read_query(reader: _Reader) -> QueryResult:
         ids=ids, scores=score_values,
         latency_seconds=float(latency_ms) / 1000,  # type: ignore[arg-type]
         metrics=reader.get("metrics").numbers(),
-        found=reader.get("found").strings(),
+        found=reader.get("found").ids(),
         contracts=tuple(_read_contract(element) for element in reader.get("contracts").elements()),
-        outcome=reader.get("outcome").string(),  # type: ignore[arg-type]
+        outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).string(optional=True),
     )
+
+
+def _outcome(reader: _Reader) -> str:
+    value = reader.string()
+    if value not in OUTCOMES:
+        raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
+    return value  # type: ignore[return-value]
 
 
 def _read_contract(reader: _Reader) -> ContractResult:

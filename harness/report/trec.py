@@ -29,7 +29,7 @@ from pathlib import Path
 from harness.sets.corpus import _label
 from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, open_regular
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from harness.report.document import Report
@@ -217,11 +217,7 @@ def _check_token(value: object, what: str) -> str:
 
 def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[int, list[str]]]:
     """(line number, whitespace-separated fields) of each non-blank line; blank lines are skipped."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise error(f"{label}: cannot read: {exc.strerror}") from None
-    with handle:
+    with open_regular(path, error, label) as handle:  # a FIFO or device is refused, not read forever
         for number, raw in enumerate(handle, start=1):
             try:
                 # bytes.split() cuts at ASCII whitespace only, as trec_eval does.

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import UsageError
+from harness.errors import BaselineError, UsageError
 from harness.fsutil import read_json_file
+from harness.gating.baseline import BASELINE_FORMAT, check_baseline
 from harness.report.document import Report
 from harness.scoring.compare import RunView, run_view
 
@@ -15,6 +16,11 @@ def load_run(path: Path) -> RunView:
     document = read_json_file(path, UsageError, what="report or baseline")
     if isinstance(document, dict) and "report_format" in document:
         return report_view(Report.from_dict(document, str(path)), str(path))
+    if isinstance(document, dict) and document.get("format") == BASELINE_FORMAT:
+        try:
+            check_baseline(document, str(path))
+        except BaselineError as exc:  # for compare, both are inputs named on the command line
+            raise UsageError(str(exc)) from None
     return run_view(document, str(path))
 
 

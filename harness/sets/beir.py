@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 from dataclasses import dataclass
@@ -12,17 +11,15 @@ from pathlib import Path
 
 from harness.sets.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
 from harness.errors import SetError, UsageError
-from harness.fsutil import atomic_write_text
+from harness.fsutil import atomic_write_text, open_regular, strict_json_dumps
 from harness.records import Document, Query
-from harness.sets.loader import SET_FORMAT, compute_pins, load_set
+from harness.sets.loader import MAX_GRADE, SET_FORMAT, compute_pins, load_set, safe_name_problem
 
 CATEGORY = "beir"
 SOURCE = "beir"
 DEFAULT_K = 10
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 _HEADER_TEXT = "\t".join(QRELS_HEADER)
-# A set name becomes a folder name and the adapter's `kind`: keep it plain.
-_SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -76,9 +73,10 @@ def convert_beir(folder: Path, name: str, sets_dir: Path, *, split_name: str = "
     folder beside it, loaded back with `load_set`, then moved into place in one rename.
     Problems in the BEIR files raise SetError naming file:line:field.
     """
-    if not _SET_NAME.fullmatch(name):
-        raise UsageError(f"--name: {name!r} must be 1-64 letters, digits, '.', '_' or '-', "
-                         f"starting with a letter or digit")
+    # The name becomes a folder name and the adapter's `kind`: the one safe-name rule of the loader.
+    problem = safe_name_problem(name)
+    if problem:
+        raise UsageError(f"--name: {problem}")
     if split_name in ("", ".", "..") or "/" in split_name or "\\" in split_name:
         raise UsageError(f"split: {split_name!r} is not a qrels file name")
     target = sets_dir / name
@@ -162,10 +160,11 @@ def _read_qrels(path: Path, texts: dict[str, str], documents: dict[str, Document
     seen: dict[tuple[str, str], int] = {}
     nonrelevant = unknown = 0
     header_seen = False
-    try:
-        raw_lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise SetError(f"{label}: cannot read: {exc.strerror}") from None
+    with open_regular(path, SetError, label) as handle:  # a FIFO would block the import forever
+        try:
+            raw_lines = handle.read().splitlines()
+        except OSError as exc:
+            raise SetError(f"{label}: cannot read: {exc.strerror}") from None
     for number, raw in enumerate(raw_lines, start=1):
         where = f"{label}:{number}"
         try:
@@ -189,6 +188,8 @@ def _read_qrels(path: Path, texts: dict[str, str], documents: dict[str, Document
             grade = int(score)
         except ValueError:
             raise SetError(f"{where}: score: {score!r} is not an integer") from None
+        if grade > MAX_GRADE:
+            raise SetError(f"{where}: score: {grade} is above the largest grade a set may hold ({MAX_GRADE})")
         if qid not in texts:
             raise SetError(f"{where}: query-id: {qid!r} is not in queries.jsonl")
         if (qid, doc_id) in seen:
@@ -246,7 +247,7 @@ def _write_set(target: Path, meta: dict, documents: dict[str, Document], queries
     try:
         atomic_write_text(staging / "corpus.jsonl", "".join(_corpus_line(d) + "\n" for d in documents.values()))
         atomic_write_text(staging / "queries.jsonl", "".join(_query_line(q) + "\n" for q in queries))
-        atomic_write_text(staging / "set.json", json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(staging / "set.json", strict_json_dumps(meta, what="set.json", indent=1, ensure_ascii=False) + "\n")
         load_set(staging)  # what we wrote must load; a failure here is our bug, not the user's data
         if target.exists():  # created by someone else while we converted
             raise UsageError(f"{target}: already exists; choose another --name or remove it yourself")

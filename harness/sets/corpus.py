@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.errors import SetError
+from harness.fsutil import open_regular
 from harness.records import Document
 
 MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a mistake, not data
@@ -40,11 +41,8 @@ def content_sha256(text: str) -> str:
 
 def iter_jsonl(path: Path, label: str):
     """Yield (line number, object) for each non-blank line; SetError names file and line."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise SetError(f"{label}: cannot read: {exc.strerror}") from None
-    with handle:
+    # A FIFO or device would block or never end: refused before a byte is read.
+    with open_regular(path, SetError, label) as handle:
         number = 0
         while True:
             # Bounded read: a huge file without newlines is refused after MAX_LINE_BYTES, not loaded whole.
@@ -69,12 +67,31 @@ def iter_jsonl(path: Path, label: str):
             yield number, obj
 
 
+def corpus_ids(path: Path, label: str | None = None) -> list[str]:
+    """The `id` of every line of a `<kind>.jsonl` corpus, in file order (check-adapter's id check).
+
+    Read as every set file is (`iter_jsonl`): bounded lines, FIFOs and devices refused, JSON
+    nested too deeply a SetError naming file:line, never a crash.
+    """
+    label = label or _label(path)
+    ids = []
+    for number, obj in iter_jsonl(path, label):
+        doc_id = obj.get("id")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise SetError(f"{label}:{number}: id: must be a non-empty string")
+        ids.append(doc_id)
+    return ids
+
+
 def _load_jsonl(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
     rel = spec.get("path")
     if not isinstance(rel, str) or not rel:
         raise SetError(f"{where}: corpus.path: must name the corpus file, e.g. 'corpus.jsonl'")
     path = set_dir / rel
     label = _label(path)
+    problem = contained_path_problem(set_dir, rel)
+    if problem:
+        raise SetError(f"{where}: corpus.path: {rel!r} {problem}")
     documents: list[Document] = []
     seen: set[str] = set()
     for number, obj in iter_jsonl(path, label):
@@ -92,6 +109,22 @@ def _load_jsonl(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Do
     if not documents:
         raise SetError(f"{label}: corpus is empty")
     return documents
+
+
+def contained_path_problem(folder: Path, relative: str) -> str | None:
+    """Why `relative` does not name a file inside `folder` (symlinks resolved), or None when it does."""
+    if "\0" in relative:
+        return "holds a NUL character"
+    candidate = Path(relative)
+    if candidate.is_absolute() or ".." in candidate.parts:
+        return "must be a path inside the set folder (no absolute path, no '..')"
+    try:
+        inside = (folder / candidate).resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return "cannot be resolved (symbolic link loop?)"
+    if not inside:
+        return "leads outside the set folder (through a symbolic link)"
+    return None
 
 
 def _load_from(module_name: str) -> Callable[[dict, Path, str, bool], list[Document]]:

@@ -12,13 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from harness.records import QuerySet
-
-SET_FILES = ("set.json", "queries.jsonl", "corpus.jsonl")
-
+from harness.sets.loader import protected_files
 
 def set_files(query_sets: Sequence[QuerySet]) -> list[Path]:
     """The files of each set's folder that decide what is asked and how it is scored."""
-    return [Path(s.path) / name for s in query_sets for name in SET_FILES if (Path(s.path) / name).is_file()]
+    return [path for path in protected_files(query_sets).values() if path.is_file()]
 
 
 def corpus_fingerprints(folder: Path) -> dict[str, str | None]:

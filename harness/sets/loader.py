@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.fsutil import read_json_file
@@ -17,6 +21,34 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes")
 OUTCOMES = ("xfail",)
+MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
+MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
+# A name that becomes a file or folder name (a set's name and kind, an import's --name): plain
+# letters, digits, '.', '_', '-', starting with a letter or digit, never '..'.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+SAFE_NAME_RULE = "1-100 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..'"
+
+
+def safe_name_problem(value: object) -> str | None:
+    """Why `value` cannot be used as a file name (set name, kind, import --name), or None."""
+    if not isinstance(value, str) or not value:
+        return "must be a non-empty string"
+    if not SAFE_NAME.fullmatch(value) or ".." in value:
+        return f"{_preview(value)} must be {SAFE_NAME_RULE} (it becomes a file name)"
+    return None
+
+
+def safe_name(value: object, field: str, where: str = "") -> str:
+    """`value` when it is a safe file name (see SAFE_NAME), else SetError `where: field: why`."""
+    problem = safe_name_problem(value)
+    if problem:
+        raise SetError(f"{where + ': ' if where else ''}{field}: {problem}")
+    return value  # type: ignore[return-value]
+
+
+def _preview(value: str, limit: int = 60) -> str:
+    """A value quoted so it stays on one line: repr escapes NUL, newlines and surrogates."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
@@ -41,7 +73,67 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
     for folder in found:
         if folder.resolve() not in {f.resolve() for f in unique}:
             unique.append(folder)
+    if len(unique) > 1:
+        # Two folders, one set name: both would run and the baseline would keep one. Refused here,
+        # from set.json alone, before any corpus is loaded.
+        first: dict[str, Path] = {}
+        for folder in unique:
+            meta_path = folder / "set.json"
+            name = _read_meta(meta_path, _label(meta_path))["name"]
+            if name in first:
+                raise SetError(f"{_label(meta_path)}: name: {name!r} is also the name of the set in "
+                               f"{first[name]}; two sets in one run need different names")
+            first[name] = folder
     return unique
+
+
+def check_unique_names(query_sets: Sequence[QuerySet]) -> None:
+    """Refuse two loaded sets with one name: their results and baseline entries would collide.
+
+    SetError naming both folders. Call it on the sets a run loaded, before asking anything.
+    """
+    first: dict[str, str] = {}
+    for query_set in query_sets:
+        if query_set.name in first:
+            raise SetError(f"{query_set.path}/set.json: name: {query_set.name!r} is also the name of the set in "
+                           f"{first[query_set.name]}; two sets in one run need different names")
+        first[query_set.name] = query_set.path
+
+
+def protected_files(query_sets: Sequence[QuerySet]) -> dict[str, Path]:
+    """The files a run reads for each set (set.json, queries.jsonl, a jsonl corpus), by label.
+
+    For `fsutil.check_outputs(..., protected=...)`: no output may be one of them.
+    """
+    files: dict[str, Path] = {}
+    for query_set in query_sets:
+        folder = Path(query_set.path)
+        files[f"set {query_set.name}: set.json"] = folder / "set.json"
+        files[f"set {query_set.name}: queries.jsonl"] = folder / "queries.jsonl"
+        corpus_file = query_set.extra.get("corpus_file")
+        if isinstance(corpus_file, str):
+            files[f"set {query_set.name}: corpus"] = folder / corpus_file
+    return files
+
+
+def judgments_hash(queries: Sequence[Query]) -> str:
+    """sha256 over the canonical JSON of every query's judgments, in qid order.
+
+    Covers what scoring and gating depend on besides the documents (which pins cover): qid,
+    relevant grades, category, split, whether it is scored, and every contract (forbid,
+    rank_before, no_relevant, max_score, xfail, measure_only). The query text and notes are
+    not included: rewording a query is not a gold edit.
+    """
+    digest = hashlib.sha256()
+    for query in sorted(queries, key=lambda q: q.qid):
+        row = {"qid": query.qid, "relevant": dict(sorted(query.relevant.items())), "category": query.category,
+               "split": query.split, "scored": query.scored, "group": query.group, "forbid": list(query.forbid),
+               "rank_before": [[rule.before, rule.after] for rule in query.rank_before],
+               "no_relevant": query.no_relevant, "xfail": query.xfail, "measure_only": query.measure_only,
+               "max_score": query.max_score}
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
 
 
 def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) -> QuerySet:
@@ -54,11 +146,14 @@ def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) ->
     queries = _read_queries(folder / "queries.jsonl", by_id)
     if check_pins:
         check_pinned(meta.get("pins"), queries, by_id, where)
+    extra: dict[str, object] = {"pins": meta.get("pins", {})}
+    if meta["corpus"]["source"] == "jsonl":
+        extra["corpus_file"] = meta["corpus"]["path"]  # for protected_files: outputs must not overwrite it
     return QuerySet(
         name=meta["name"], kind=meta["kind"], revision=meta["revision"],
         description=meta.get("description", ""), k=meta["k"], path=str(folder),
         queries=tuple(queries), documents=tuple(documents), corpus_hash=corpus_hash(documents),
-        corpus_source=meta["corpus"]["source"], extra={"pins": meta.get("pins", {})},
+        corpus_source=meta["corpus"]["source"], extra=extra, judgments_hash=judgments_hash(queries),
     )
 
 
@@ -105,9 +200,24 @@ def _read_meta(path: Path, where: str) -> dict:
             raise SetError(f"{where}: {field}: missing or not a {kind.__name__}")
     if not 1 <= meta["k"] <= MAX_SET_K:
         raise SetError(f"{where}: k: must be between 1 and {MAX_SET_K}")
+    if not 0 <= meta["revision"] <= 10**15:
+        raise SetError(f"{where}: revision: must be an integer between 0 and 10**15")
+    # The name and the kind become file names (results, baselines, `<kind>.jsonl` corpora): checked here, once.
+    safe_name(meta["name"], "name", where)
+    safe_name(meta["kind"], "kind", where)
     if "description" in meta and not isinstance(meta["description"], str):
         raise SetError(f"{where}: description: must be a string")
+    if not _is_text(meta.get("description", "")):
+        raise SetError(f"{where}: description: holds a lone surrogate (\\ud800-\\udfff escape), not text")
     return meta
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_set_metadata(folder: Path) -> tuple[dict, list[Query]]:
@@ -166,8 +276,10 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         raise SetError(f"{where}: group: must be a non-empty string")
     max_score = obj.get("max_score")
     if max_score is not None and (isinstance(max_score, bool) or not isinstance(max_score, (int, float))
+                                  or not -MAX_SCORE_LIMIT <= max_score <= MAX_SCORE_LIMIT
                                   or not math.isfinite(max_score)):
-        raise SetError(f"{where}: max_score: must be a finite number")
+        raise SetError(f"{where}: max_score: must be a finite number between {-MAX_SCORE_LIMIT:g} "
+                       f"and {MAX_SCORE_LIMIT:g}")
     return Query(
         qid=obj["qid"], query=obj["query"], relevant=relevant, category=obj["category"],
         split=obj["split"], source=obj["source"], group=group,
@@ -182,8 +294,10 @@ def _grades(value: object, where: str) -> dict[str, int]:
     if not isinstance(value, dict):
         raise SetError(f"{where}: relevant: must be an object {{doc_id: grade}}")
     for doc_id, grade in value.items():
-        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
-            raise SetError(f"{where}: relevant: grade of {doc_id!r} must be an integer >= 1")
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
+            raise SetError(f"{where}: relevant: grade of {_preview(doc_id)} must be an integer from 1 to {MAX_GRADE}")
+        if not _is_text(doc_id):
+            raise SetError(f"{where}: relevant: id {_preview(doc_id)} holds a lone surrogate, not text")
     return dict(value)
 
 
@@ -195,7 +309,7 @@ def _flag(obj: dict, field: str, where: str) -> bool:
 
 
 def _id_list(value: object, where: str, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and _is_text(v) for v in value):
         raise SetError(f"{where}: {field}: must be a list of document ids")
     return tuple(value)
 
