@@ -13,6 +13,7 @@ import random
 import pytest
 
 from harness.scoring.metrics import FAMILIES, compute_many, make_measure, parse_metric
+from harness.scoring.metrics import trec_eval_order as metrics_trec_eval_order
 
 pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec_eval not installed: pip install pytrec-eval-terrier")
 
@@ -148,6 +149,12 @@ def test_the_generated_runs_cover_the_edge_cases():
     assert any(all(g < 1 for g in judged.values()) for _, _, judged in queries)  # nothing relevant
     ties = sum(len(scores) - len(set(scores.values())) for _, scores, _ in queries[120:])
     assert ties > 1000
+
+
+def test_trec_eval_order_breaks_ties_by_docno_descending():
+    for _, scores, _ in generated_queries(seed=41, count=80, tied=True) + generated_queries(seed=5, count=20, tied=False):
+        assert metrics_trec_eval_order(scores) == trec_eval_order(scores)
+    assert metrics_trec_eval_order({"b": 1.0, "a": 1.0, "c": 2.0, "d": 0.5}) == ["c", "b", "a", "d"]
 
 
 def test_names_in_trec_eval_spelling_mean_the_trec_eval_measure():

@@ -6,7 +6,8 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
+from operator import mul, truediv
 
 # A document is relevant when its grade is at least this (trec_eval's default relevance
 # level, `-l 1`): grade 0 is judged non-relevant.
@@ -49,53 +50,61 @@ class Ranking:
     """One query's ranking as the families read it; built once per query by `rank`.
 
     grades    grade at each position (index 0 = position 1), UNJUDGED when not judged
+    judged    ascending 1-based positions whose grade >= 0 (judged, relevant or not)
     relevant  ascending 1-based positions whose grade >= level
     relevant_count  R: judged relevant documents, retrieved or not
     judgments, level  the query's judgments and the relevance level in force
     """
 
-    __slots__ = ("grades", "relevant", "relevant_count", "judgments", "level")
+    __slots__ = ("grades", "judged", "relevant", "relevant_count", "judgments", "level")
 
-    def __init__(self, grades: list[int], relevant: list[int], relevant_count: int,
+    def __init__(self, grades: list[int], judged: list[int], relevant: list[int], relevant_count: int,
                  judgments: Mapping[str, int], level: int) -> None:
         self.grades = grades
+        self.judged = judged
         self.relevant = relevant
         self.relevant_count = relevant_count
         self.judgments = judgments
         self.level = level
 
 
-def grades_of(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> list[int]:
-    """The grade at each position; a repeated id counts once, at its first position.
+def grades_of(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> tuple[list[int], list[int]]:
+    """(grade at each position, ascending positions of the judged ones); a repeated id counts once.
 
-    Later copies of an id read as UNJUDGED (positions are not renumbered), so they are
-    neither relevant nor judged. trec_eval refuses a run with a repeated docno; the
-    protocol rejects one upstream, this rule only makes the functions total.
+    A repeated id counts at its first position; later copies read as UNJUDGED (positions
+    are not renumbered), so they are neither relevant nor judged. trec_eval refuses a run
+    with a repeated docno; the protocol rejects one upstream, this rule only makes the
+    functions total.
     """
     if isinstance(ranked_ids, str):
         # A bare string is a Sequence[str] of characters: always a caller's mistake.
         raise TypeError("ranked_ids must be a sequence of ids, not a string")
-    # map(get, ids, repeat(default)) runs in C: the one pass every query pays for.
+    # Two passes over the list, both in C (map, compress): the cost every query pays.
     grades = list(map(judgments.get, ranked_ids, repeat(UNJUDGED)))
-    if len(set(ranked_ids)) != len(grades):
+    judged = list(compress(count(1), map((0).__le__, grades)))
+    # Only a repeated *judged* id can change a value (an unjudged copy reads as UNJUDGED
+    # anyway), so only the few judged ids are checked for repeats.
+    if len({ranked_ids[position - 1] for position in judged}) != len(judged):
         seen: set[str] = set()
         for index, doc_id in enumerate(ranked_ids):
-            if doc_id in seen:
+            if doc_id in seen and grades[index] >= 0:
                 grades[index] = UNJUDGED
             seen.add(doc_id)
-    return grades
+        judged = list(compress(count(1), map((0).__le__, grades)))
+    return grades, judged
 
 
-def condense(grades: list[int]) -> list[int]:
+def condense(grades: list[int], judged: list[int]) -> tuple[list[int], list[int]]:
     """Sakai's condensed list: the judged positions only, renumbered (trec_eval `-J`)."""
-    return list(compress(grades, map((0).__le__, grades)))
+    kept = [grades[position - 1] for position in judged]
+    return kept, list(range(1, len(kept) + 1))
 
 
-def rank(grades: list[int], judgments: Mapping[str, int], level: int) -> Ranking:
-    """The Ranking of `grades` (from grades_of, maybe condensed) at relevance level `level`."""
-    relevant = list(compress(count(1), map(level.__le__, grades)))
+def rank(grades: list[int], judged: list[int], judgments: Mapping[str, int], level: int) -> Ranking:
+    """The Ranking of (grades, judged) from grades_of (maybe condensed) at relevance level `level`."""
+    relevant = [position for position in judged if grades[position - 1] >= level]
     relevant_count = sum(map(level.__le__, judgments.values()))
-    return Ranking(grades, relevant, relevant_count, judgments, level)
+    return Ranking(grades, judged, relevant, relevant_count, judgments, level)
 
 
 # ---------------------------------------------------------------- the families
@@ -131,8 +140,8 @@ def average_precision(ranking: Ranking, k: int | None) -> float:
     if not total:
         return 0.0
     relevant = ranking.relevant if k is None else ranking.relevant[:bisect_right(ranking.relevant, k)]
-    # Summed in rank order, as trec_eval does.
-    return sum(found / position for found, position in enumerate(relevant, start=1)) / total
+    # found / position for the found-th relevant document, summed in rank order as trec_eval does.
+    return sum(map(truediv, count(1), relevant)) / total
 
 
 def r_precision(ranking: Ranking, k: int | None) -> float:
@@ -151,17 +160,16 @@ def ndcg(ranking: Ranking, k: int | None) -> float:
     grade whatever the relevance level, so this family takes no `rel`.
     """
     relevant = ranking.relevant if k is None else ranking.relevant[:bisect_right(ranking.relevant, k)]
-    ideal_gains = sorted((grade for grade in ranking.judgments.values() if grade >= RELEVANCE_LEVEL),
-                         reverse=True)
+    ideal_gains = sorted(filter(RELEVANCE_LEVEL.__le__, ranking.judgments.values()), reverse=True)
     if k is not None:
         ideal_gains = ideal_gains[:k]
     discounts = _discount_table(max(len(ranking.grades), len(ideal_gains)))
     # Both sums in rank order, as trec_eval does, so the floating-point result matches it.
-    ideal = sum(gain * discounts[position] for position, gain in enumerate(ideal_gains, start=1))
+    ideal = sum(map(mul, ideal_gains, islice(discounts, 1, None)))
     if ideal == 0:
         return 0.0
     grades = ranking.grades
-    return sum(grades[position - 1] * discounts[position] for position in relevant) / ideal
+    return sum([grades[position - 1] * discounts[position] for position in relevant]) / ideal
 
 
 def bpref(ranking: Ranking, k: int | None) -> float:
@@ -178,10 +186,10 @@ def bpref(ranking: Ranking, k: int | None) -> float:
     denominator = min(judged_nonrelevant, total)
     above = 0
     preferences = 0.0
-    for grade in ranking.grades if k is None else ranking.grades[:k]:
-        if grade < 0:
-            continue
-        if grade < level:
+    grades = ranking.grades
+    judged_positions = ranking.judged if k is None else ranking.judged[:bisect_right(ranking.judged, k)]
+    for position in judged_positions:  # unjudged documents are skipped
+        if grades[position - 1] < level:
             above += 1
         elif above:
             preferences += 1.0 - min(above, total) / denominator
@@ -192,7 +200,7 @@ def bpref(ranking: Ranking, k: int | None) -> float:
 
 def judged(ranking: Ranking, k: int) -> float:
     """Judged@k = documents in the top k with a judgment (any grade >= 0) / k (ir_measures Judged)."""
-    return sum(map((0).__le__, ranking.grades[:k])) / k
+    return bisect_right(ranking.judged, k) / k
 
 
 # ---------------------------------------------------------------- the registry

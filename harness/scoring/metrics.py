@@ -2,7 +2,8 @@
 
 The families and their definitions live in harness.scoring.measures; this module is the
 public face: `parse_metric(name) -> Measure`, `Measure.compute(ranked_ids, judgments)`,
-`compute_many(measures, ranked_ids, judgments)`, `family_table()`, and `percentile`.
+`compute_many(measures, ranked_ids, judgments)`, `trec_eval_order(scores)`, `family_table()`,
+and `percentile`.
 
 Names (case-insensitive, surrounding blanks ignored):
 - ours: FAMILY[@K][(OPTIONS)], e.g. `ndcg@10`, `ap@100`, `rr`, `bpref(condensed)`,
@@ -30,7 +31,7 @@ from fractions import Fraction
 from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, Family, condense, grades_of, rank
 
 __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_many",
-           "family_table", "metric_names", "parse_metric", "percentile"]
+           "family_table", "make_measure", "metric_names", "parse_metric", "percentile", "trec_eval_order"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (issue 6: `compare` refuses to mix
@@ -189,12 +190,27 @@ class _Plan:
 
 
 _PLANS: dict[tuple[Measure | str, ...], _Plan] = {}
+# The last tuple planned, held (so its id cannot be reused) for an identity check that is
+# cheaper than hashing its Measures: callers pass one module-level tuple query after query.
+# One tuple, read once, so a thread never pairs one call's key with another's plan.
+_LAST: tuple[object, _Plan | None] = (None, None)
 
 
 def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
+    global _LAST
+    last_key, last_plan = _LAST
+    if measures is last_key:
+        return last_plan
     plan = _PLANS.get(measures)
-    if plan is not None:
-        return plan
+    if plan is None:
+        plan = _new_plan(measures)
+        if len(_PLANS) < 256:  # callers use a handful of measure tuples; never grow without bound
+            _PLANS[measures] = plan
+    _LAST = (measures, plan)
+    return plan
+
+
+def _new_plan(measures: tuple[Measure | str, ...]) -> _Plan:
     parsed = [m if isinstance(m, Measure) else parse_metric(m) for m in measures]
     groups: dict[tuple[bool, int], list[tuple[str, object, int | None]]] = {}
     for measure in parsed:
@@ -203,10 +219,7 @@ def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
     # Condensing needs the whole list (documents below k move up); so does a full-depth measure.
     unbounded = any(m.cutoff is None or m.condensed for m in parsed)
     depth = None if unbounded or not parsed else max(m.cutoff for m in parsed)
-    plan = _Plan(depth, tuple((condensed, level, tuple(items)) for (condensed, level), items in groups.items()))
-    if len(_PLANS) < 256:  # callers use a handful of measure tuples; never grow without bound
-        _PLANS[measures] = plan
-    return plan
+    return _Plan(depth, tuple((condensed, level, tuple(items)) for (condensed, level), items in groups.items()))
 
 
 def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
@@ -221,13 +234,29 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
     Inputs are not mutated. Raises TypeError when ranked_ids is a bare string.
     """
     plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
-    grades = grades_of(ranked_ids if plan.depth is None else ranked_ids[:plan.depth], judgments)
+    depth = plan.depth
+    # No copy when the list is no deeper than needed (the usual case: run k = deepest cutoff).
+    grades, judged = grades_of(ranked_ids if depth is None or len(ranked_ids) <= depth else ranked_ids[:depth],
+                               judgments)
     values: dict[str, float] = {}
     for condensed, level, items in plan.groups:
-        ranking = rank(condense(grades) if condensed else grades, judgments, level)
+        ranking = rank(*(condense(grades, judged) if condensed else (grades, judged)), judgments, level)
         for name, function, cutoff in items:
             values[name] = function(ranking, cutoff)
     return values
+
+
+def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
+    """The ranking trec_eval reads from one query's {doc_id: score}: score descending, ties by docno descending.
+
+    For scoring a run that holds scores rather than an order (a TREC run file, a peer's
+    output). Scores must be comparable numbers (no NaN).
+    """
+    if len(set(scores.values())) == len(scores):  # no ties, the usual case: one sort on the score
+        return sorted(scores, key=scores.__getitem__, reverse=True)
+    ranked = sorted(scores, reverse=True)  # docno descending, then a stable sort on the score
+    ranked.sort(key=scores.__getitem__, reverse=True)
+    return ranked
 
 
 # ---------------------------------------------------------------- listing
