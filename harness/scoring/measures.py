@@ -7,7 +7,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
-from operator import mul, truediv
+from functools import partial
+from operator import le, mul, truediv
 
 # A document is relevant when its grade is at least this (trec_eval's default relevance
 # level, `-l 1`): grade 0 is judged non-relevant.
@@ -19,6 +20,10 @@ RELEVANCE_LEVEL = 1
 # negative grade means "unjudged": never relevant, never judged non-relevant, dropped
 # from condensed lists, not counted by judged@k or in bpref's non-relevant pool.
 UNJUDGED = -1
+
+# _is_judged(grade) is 0 <= grade, as a C-level callable for map/filter (the bound method
+# (0).__le__ would answer NotImplemented, which is truthy, for a float grade).
+_is_judged = partial(le, 0)
 
 # Conventions shared by every family function below (each `f(ranking, cutoff) -> float`):
 # - `ranking` is one query's Ranking: the grades of the adapter's list, position 1 first.
@@ -81,7 +86,7 @@ def grades_of(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> tuple[
         raise TypeError("ranked_ids must be a sequence of ids, not a string")
     # Two passes over the list, both in C (map, compress): the cost every query pays.
     grades = list(map(judgments.get, ranked_ids, repeat(UNJUDGED)))
-    judged = list(compress(count(1), map((0).__le__, grades)))
+    judged = list(compress(count(1), map(_is_judged, grades)))
     # Only a repeated *judged* id can change a value (an unjudged copy reads as UNJUDGED
     # anyway), so only the few judged ids are checked for repeats.
     if len({ranked_ids[position - 1] for position in judged}) != len(judged):
@@ -90,7 +95,7 @@ def grades_of(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> tuple[
             if doc_id in seen and grades[index] >= 0:
                 grades[index] = UNJUDGED
             seen.add(doc_id)
-        judged = list(compress(count(1), map((0).__le__, grades)))
+        judged = list(compress(count(1), map(_is_judged, grades)))
     return grades, judged
 
 
@@ -103,7 +108,7 @@ def condense(grades: list[int], judged: list[int]) -> tuple[list[int], list[int]
 def rank(grades: list[int], judged: list[int], judgments: Mapping[str, int], level: int) -> Ranking:
     """The Ranking of (grades, judged) from grades_of (maybe condensed) at relevance level `level`."""
     relevant = [position for position in judged if grades[position - 1] >= level]
-    relevant_count = sum(map(level.__le__, judgments.values()))
+    relevant_count = sum(map(partial(le, level), judgments.values()))
     return Ranking(grades, judged, relevant, relevant_count, judgments, level)
 
 
@@ -160,7 +165,7 @@ def ndcg(ranking: Ranking, k: int | None) -> float:
     grade whatever the relevance level, so this family takes no `rel`.
     """
     relevant = ranking.relevant if k is None else ranking.relevant[:bisect_right(ranking.relevant, k)]
-    ideal_gains = sorted(filter(RELEVANCE_LEVEL.__le__, ranking.judgments.values()), reverse=True)
+    ideal_gains = sorted(filter(partial(le, RELEVANCE_LEVEL), ranking.judgments.values()), reverse=True)
     if k is not None:
         ideal_gains = ideal_gains[:k]
     discounts = _discount_table(max(len(ranking.grades), len(ideal_gains)))
