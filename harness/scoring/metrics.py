@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, Family, condense, grades_of, rank
 
@@ -134,6 +135,11 @@ def parse_metric(name: str) -> Measure:
     """
     if not isinstance(name, str):
         raise ValueError(f"metric name must be a string, got {name!r}")
+    return _parse(name)
+
+
+@lru_cache(maxsize=1024)  # Measures are immutable; callers parse the same few names per query
+def _parse(name: str) -> Measure:
     text = name.strip().lower()
     cut, full = _trec_eval_spellings()
     if text in full and text not in _spellings():  # recip_rank; map, ndcg, bpref are ours too
@@ -173,9 +179,10 @@ def _with_options(name: str, family: str, cutoff: int | None, options: str) -> M
 
 def _expected() -> str:
     families = ", ".join(f"{family.name} ({family.ir_measures})" for family in FAMILIES.values())
-    return (f"expected FAMILY[@K][(condensed,rel=N)] with FAMILY one of {families}, "
-            f"a trec_eval name (ndcg_cut_10, map_cut_100, recall_1000, recip_rank, P_5, bpref), "
-            f"or {DEFAULT_RR_NAME} (= RR@{DEFAULT_RR_CUTOFF}); see python -m harness metrics")
+    trec = ", ".join(name for family in FAMILIES.values() for name in
+                     ((f"{family.trec_eval[0]}_K" if family.trec_eval[0] else None), family.trec_eval[1]) if name)
+    return (f"expected FAMILY[@K][(condensed,rel=N)] with FAMILY one of {families}, a trec_eval name "
+            f"({trec}), or {DEFAULT_RR_NAME} (= RR@{DEFAULT_RR_CUTOFF}); see python -m harness metrics")
 
 
 # ---------------------------------------------------------------- computing
