@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from harness.scoring.metrics import FAMILIES, compute_many, make_measure, parse_metric
 from harness.scoring.metrics import trec_eval_order as metrics_trec_eval_order
@@ -59,8 +61,10 @@ def generated_queries(seed, count, tied):
             scores = {doc: float(length - position) for position, doc in enumerate(retrieved)}
         judged_share = rng.choice((0.05, 0.3, 0.7, 1.0))
         grades = {doc: rng.choice((-1, 0, 0, 0, 1, 1, 2, 3, 4)) for doc in pool if rng.random() < judged_share}
-        if not grades:
-            grades = {rng.choice(pool): rng.choice((0, 1, 2))}  # pytrec_eval drops a query without qrels
+        if all(grade < 0 for grade in grades.values()):
+            # pytrec_eval drops a query without qrels, and never returned on one whose every
+            # judgment is negative (test_only_negative_judgments_score_zero).
+            grades[rng.choice(pool)] = rng.choice((0, 1, 2))
         queries.append((f"q{number}", scores, grades))
     return queries
 
@@ -140,6 +144,13 @@ def test_tied_scores_in_trec_evals_order_give_trec_evals_values():
     assert_equal_to_trec_eval(generated_queries(seed=41, count=80, tied=True))
 
 
+def test_only_negative_judgments_score_zero():
+    # pytrec_eval never returned on such a query when asked for all ten trec_eval measures at
+    # once (trec_eval sizes its per-grade counts by the highest grade, here negative). Ours: 0.
+    values = compute_many(every_measure(), ["a", "b", "c"], {"a": -1, "z": -1})
+    assert set(values.values()) == {0.0}
+
+
 def test_the_generated_runs_cover_the_edge_cases():
     queries = generated_queries(seed=14, count=120, tied=False) + generated_queries(seed=41, count=80, tied=True)
     lengths = [len(scores) for _, scores, _ in queries]
@@ -166,3 +177,20 @@ def test_names_in_trec_eval_spelling_mean_the_trec_eval_measure():
     ranked = trec_eval_order(scores)
     for name in names:
         assert parse_metric(name).compute(ranked, grades) == pytest.approx(trec[name], abs=TOLERANCE), name
+
+
+DOC_IDS = [f"d{index:02d}" for index in range(30)]
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.lists(st.sampled_from(DOC_IDS), unique=True, max_size=30),
+       st.dictionaries(st.sampled_from(DOC_IDS), st.integers(min_value=-1, max_value=4), min_size=1, max_size=30),
+       st.lists(st.integers(min_value=0, max_value=3), min_size=30, max_size=30), st.booleans())
+def test_small_generated_runs_equal_trec_eval(ranked, grades, tie_scores, tied):
+    # Small runs find the corners (R above the run length, nothing judged retrieved, ...).
+    if tied:
+        scores = {doc: float(tie_scores[index]) for index, doc in enumerate(ranked)}
+    else:
+        scores = {doc: float(len(ranked) - index) for index, doc in enumerate(ranked)}
+    assume(any(grade >= 0 for grade in grades.values()))  # see trec_eval's hang, above
+    assert_equal_to_trec_eval([("q", scores, grades)])
