@@ -107,6 +107,8 @@ def trec_eval_values(queries, measures):
                 prefix = run_cut(ranked, grades, cutoff, measure.condensed)
                 pseudo = f"{qid}/{len(prefix)}"
             key = (level, measure.condensed, family == "judged")
+            # trec_eval caches a query's ranking by its id across calls: no id in two evaluators.
+            pseudo = f"{pseudo}/{level}/{measure.condensed:d}/{family == 'judged':d}"
             requests.setdefault(key, {})[pseudo] = ({doc: scores[doc] for doc in prefix}, qrels)
             wanted.append((qid, measure.name, key, pseudo, trec_name))
     trec_measures = {"P.1,2,3,5,10,20,100,1000", "recall.1,2,3,5,10,20,100,1000",
