@@ -204,7 +204,11 @@ def bpref(ranking: Ranking, k: int | None) -> float:
 
 
 def judged(ranking: Ranking, k: int) -> float:
-    """Judged@k = documents in the top k with a judgment (any grade >= 0) / k (ir_measures Judged)."""
+    """Judged@k = documents in the top k with a judgment (grade >= 0) / k, as P_k divides (ir_measures Judged).
+
+    ir_measures' Judged differs in two corners: it divides by the number retrieved when
+    fewer than k came back, and counts a negative grade as a judgment.
+    """
     return bisect_right(ranking.judged, k) / k
 
 
