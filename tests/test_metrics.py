@@ -9,10 +9,11 @@ from types import MappingProxyType
 
 import pytest
 
-from harness.scoring import metrics
+from harness.scoring import measures, metrics
+from harness.scoring.measures import Family
 from harness.scoring.metrics import (
-    DEFAULT_METRICS, FAMILIES, METRICS, Family, hit, metric_names, ndcg, parse_metric,
-    percentile, precision, recall, reciprocal_rank,
+    DEFINITIONS_VERSION, FAMILIES, compute_many, family_table, make_measure, metric_names, parse_metric,
+    percentile,
 )
 
 LOG2_3 = math.log2(3)  # discount denominator at rank 2: 1/log2(2+1)
@@ -103,8 +104,14 @@ TABLE = [
      }),
 ]
 
-FUNCTIONS = {"ndcg": ndcg, "recall": recall, "precision": precision,
-             "mrr": reciprocal_rank, "hit": hit}
+def _at(family):
+    """The family as f(ranked, grades, k), through the public parser and compute."""
+    return lambda ranked, grades, k: parse_metric(f"{family}@{k}").compute(ranked, grades)
+
+
+# The table's "mrr" column is RR at the case's cutoff (the rr family).
+FUNCTIONS = {"ndcg": _at("ndcg"), "recall": _at("recall"), "precision": _at("precision"),
+             "mrr": _at("rr"), "hit": _at("hit")}
 
 
 @pytest.mark.parametrize(("ranked", "grades", "k", "expected"),
@@ -117,46 +124,116 @@ def test_hand_computed_table(ranked, grades, k, expected):
 def test_hand_computed_ndcg_values_spelled_out():
     # The same graded case as the table, with the decimals written down as a second check:
     # 2.5 / (3 + 1.2618595071429148 + 0.5) = 2.5 / 4.761859507142915 = 0.5250051...
-    assert ndcg(["c", "x", "a"], {"a": 3, "b": 2, "c": 1}, 10) == pytest.approx(0.525005, abs=1e-6)
+    assert FUNCTIONS["ndcg"](["c", "x", "a"], {"a": 3, "b": 2, "c": 1}, 10) == pytest.approx(0.525005, abs=1e-6)
     # rank 10: 1/log2(11) = 1/3.4594316186 = 0.2890648...
-    assert ndcg(TEN_MISSES[:9] + ["a"], {"a": 1}, 10) == pytest.approx(0.289065, abs=1e-6)
+    assert FUNCTIONS["ndcg"](TEN_MISSES[:9] + ["a"], {"a": 1}, 10) == pytest.approx(0.289065, abs=1e-6)
 
 
-def test_mrr_defaults_to_a_cutoff_of_ten():
-    # First relevant at rank 10 -> 1/10; at rank 11 -> 0 (outside the top 10).
-    assert reciprocal_rank(TEN_MISSES[:9] + ["a"], {"a": 1}) == pytest.approx(0.1)
-    assert reciprocal_rank(TEN_MISSES + ["a"], {"a": 1}) == 0.0
+# One ranking for the families added with the registry. Positions: a1 x2 b3 e4 c5 d6.
+# Judged relevant (grade >= 1): a, b, d, f (f never retrieved): R = 4. Judged non-relevant
+# (grade 0): c: N = 1. x is unjudged, e has a negative grade (trec_eval: pooled, unjudged).
+RANKED = ["a", "x", "b", "e", "c", "d"]
+GRADES = {"a": 1, "b": 2, "c": 0, "d": 3, "e": -1, "f": 1}
+LOG2_5 = math.log2(5)
+
+NEW_FAMILIES = [
+    ("ap", (1 / 1 + 2 / 3 + 3 / 6) / 4),        # relevant at 1, 3, 6: P@1, P@3, P@6 over R = 4
+    ("ap@3", (1 / 1 + 2 / 3) / 4),              # only positions <= 3; still over all R = 4
+    ("map_cut_3", (1 / 1 + 2 / 3) / 4),         # the same in trec_eval's spelling
+    ("rprec", 2 / 4),                           # top R = 4: a, x, b, e -> a, b
+    ("rprec@2", 1 / 4),                         # ranking cut at 2: top min(R, 2) = a, x -> a
+    ("bpref", (1 + 1 + 0) / 4),                 # a, b: no judged non-relevant above -> 1 each;
+                                                # d: 1 - min(1, R) / min(N, R) = 1 - 1/1 = 0
+    ("bpref@5", (1 + 1) / 4),                   # d (position 6) is cut off
+    ("judged@3", 2 / 3),                        # a, b judged; x not
+    ("judged@6", 4 / 6),                        # a, b, c, d; e's negative grade is not a judgment
+    ("judged@10", 4 / 10),                      # divided by k, as P@k
+    ("rr", 1.0),                                # a at 1
+    ("ndcg", (1 + 2 / 2 + 3 / math.log2(7))      # DCG: a 1/log2(2), b 2/log2(4), d 3/log2(7)
+     / (3 + 2 / LOG2_3 + 1 / 2 + 1 / LOG2_5)),  # ideal: 3, 2, 1, 1 at positions 1..4
+    # condensed: unjudged x and e removed -> a1 b2 c3 d4
+    ("ap(condensed)", (1 / 1 + 2 / 2 + 3 / 4) / 4),
+    ("precision@2(condensed)", 2 / 2),
+    ("P(judged_only=True)@2", 2 / 2),
+    ("ndcg@2(condensed)", (1 + 2 / LOG2_3) / (3 + 2 / LOG2_3)),
+    ("rprec(condensed)", 3 / 4),                # top 4 of a, b, c, d
+    ("judged@4(condensed)", 4 / 4),
+    # rel=2: relevant b, d (R = 2); judged non-relevant a, c, f (N = 3)
+    ("ap(rel=2)", (1 / 3 + 2 / 6) / 2),
+    ("P(rel=2)@3", 1 / 3),
+    ("bpref(rel=2)", ((1 - 1 / 2) + (1 - 2 / 2)) / 2),  # b: 1 - min(1, 2)/min(3, 2); d: 1 - 2/2
+    ("recall@6(rel=2)", 2 / 2),
+    ("rr(rel=2)", 1 / 3),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), NEW_FAMILIES, ids=[name for name, _ in NEW_FAMILIES])
+def test_hand_computed_new_families(name, expected):
+    assert parse_metric(name).compute(RANKED, GRADES) == pytest.approx(expected, abs=1e-12)
+
+
+def test_compute_many_equals_each_compute_and_keys_by_canonical_name():
+    names = [name for name, _ in NEW_FAMILIES]
+    values = compute_many(names, RANKED, GRADES)
+    assert set(values) == {parse_metric(name).name for name in names}
+    for name, expected in NEW_FAMILIES:
+        assert values[parse_metric(name).name] == pytest.approx(expected, abs=1e-12), name
+    # Measures and names mix; asking twice for one measure gives it once.
+    assert compute_many([parse_metric("RR@10"), "mrr", "P@5"], RANKED, GRADES) == {"mrr": 1.0, "precision@5": 2 / 5}
+
+
+def test_rr_with_no_cutoff_is_full_depth_but_mrr_is_rr_at_ten():
+    ranked = TEN_MISSES + ["a"]
+    assert parse_metric("RR").compute(ranked, {"a": 1}) == pytest.approx(1 / 11)
+    assert parse_metric("recip_rank").compute(ranked, {"a": 1}) == pytest.approx(1 / 11)
+    assert parse_metric("mrr").compute(ranked, {"a": 1}) == 0.0
+    assert parse_metric("mrr").compute(TEN_MISSES[:9] + ["a"], {"a": 1}) == pytest.approx(0.1)
+
+
+def test_nothing_retrieved_and_nothing_judged_score_zero():
+    for name in ("ap", "rprec", "bpref", "judged@5", "ndcg", "rr", "ap(condensed)"):
+        assert parse_metric(name).compute([], GRADES) == 0.0
+        assert parse_metric(name).compute(RANKED, {}) == 0.0
+
+
+def test_a_repeated_id_counts_once_for_the_new_families():
+    # [a, a, b]: the second a is neither relevant nor judged, and is dropped when condensing.
+    grades = {"a": 1, "b": 0}
+    assert parse_metric("judged@2").compute(["a", "a", "b"], grades) == 1 / 2
+    assert parse_metric("ap").compute(["a", "a", "c", "a"], {"a": 1, "c": 1}) == pytest.approx((1 + 2 / 3) / 2)
+    assert parse_metric("precision@2(condensed)").compute(["a", "a", "b"], grades) == 1 / 2
 
 
 def test_recall_over_judged_relevant_only():
     # Three judged docs, one of grade 0: recall@1 of [b] = 1 relevant found / 2 relevant.
-    assert recall(["b"], {"a": 1, "b": 2, "c": 0}, 1) == pytest.approx(1 / 2)
+    assert FUNCTIONS["recall"](["b"], {"a": 1, "b": 2, "c": 0}, 1) == pytest.approx(1 / 2)
 
 
 def test_inputs_are_not_mutated_and_any_sequence_or_mapping_works():
     ranked = ["c", "x", "a"]
     grades = {"a": 3, "b": 2, "c": 1}
     before = (list(ranked), dict(grades))
-    for function in FUNCTIONS.values():
-        function(ranked, grades, 2)
+    compute_many([name for name, _ in NEW_FAMILIES], ranked, grades)
     assert (ranked, grades) == before
     frozen = MappingProxyType(dict(grades))
-    assert ndcg(tuple(ranked), frozen, 10) == ndcg(ranked, grades, 10)
-    assert recall(tuple(ranked), frozen, 10) == pytest.approx(2 / 3)
+    assert FUNCTIONS["ndcg"](tuple(ranked), frozen, 10) == FUNCTIONS["ndcg"](ranked, grades, 10)
+    assert FUNCTIONS["recall"](tuple(ranked), frozen, 10) == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize("bad_k", [0, -1, True, 1.5, "10", None])
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_bad_cutoff_is_a_value_error(name, bad_k):
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_bad_cutoff_is_a_value_error(family, bad_k):
+    if bad_k is None and not FAMILIES[family].cutoff_required:
+        return  # no cutoff = the whole ranking
     with pytest.raises(ValueError, match="cutoff"):
-        FUNCTIONS[name](["a"], {"a": 1}, bad_k)
+        make_measure(family, bad_k)
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_a_bare_string_is_not_a_ranking(name):
+def test_a_bare_string_is_not_a_ranking():
     # "abc" would otherwise be read as the ranking ["a", "b", "c"].
-    with pytest.raises(TypeError, match="not a string"):
-        FUNCTIONS[name]("abc", {"a": 1}, 10)
+    for name in ("ndcg@10", "ap", "bpref(condensed)"):
+        with pytest.raises(TypeError, match="not a string"):
+            parse_metric(name).compute("abc", {"a": 1})
 
 
 # ------------------------------------------------------------------ percentile
@@ -197,22 +274,13 @@ def test_percentile_errors(values, p, message):
 
 # ------------------------------------------------------------------ registry and names
 
-def test_registry_holds_the_required_metrics():
-    for name in ("recall@5", "recall@10", "precision@10", "mrr@10", "mrr", "ndcg@10", "hit@10"):
-        assert name in METRICS
-    assert METRICS["mrr"] is METRICS["mrr@10"]
-    assert DEFAULT_METRICS == ("recall@5", "recall@10", "mrr", "ndcg@10")
-    for key, metric in METRICS.items():
-        assert parse_metric(key) is metric
-
-
-def test_registry_metrics_compute_their_family_at_their_cutoff():
-    ranked, grades = ["c", "x", "a", "b"], {"a": 3, "b": 2, "c": 1}
-    for metric in METRICS.values():
-        function = FAMILIES[metric.family].function
-        assert metric.compute(ranked, grades) == function(ranked, grades, metric.cutoff)
-    # mrr@10 on a relevant doc at rank 11 is 0: the cutoff is bound.
-    assert METRICS["mrr"].compute(TEN_MISSES + ["a"], {"a": 1}) == 0.0
+def test_canonical_names_reports_carry_are_unchanged():
+    # Reports and committed baselines key per-query values by these strings.
+    for spelling, name in [("recall@5", "recall@5"), ("recall@10", "recall@10"), ("mrr", "mrr"),
+                           ("mrr@10", "mrr"), ("RR@10", "mrr"), ("ndcg@10", "ndcg@10"),
+                           ("precision@10", "precision@10"), ("hit@10", "hit@10")]:
+        assert parse_metric(spelling).name == name
+    assert DEFINITIONS_VERSION == 1
 
 
 @pytest.mark.parametrize(("spelling", "name", "family", "cutoff"), [
@@ -221,21 +289,42 @@ def test_registry_metrics_compute_their_family_at_their_cutoff():
     ("recall@1", "recall@1", "recall", 1),
     ("precision@3", "precision@3", "precision", 3),
     ("hit@1", "hit@1", "hit", 1),
-    ("mrr", "mrr@10", "mrr", 10),
-    ("mrr@5", "mrr@5", "mrr", 5),
+    ("mrr", "mrr", "rr", 10),
+    ("MRR", "mrr", "rr", 10),
+    ("mrr@5", "rr@5", "rr", 5),
     ("R@10", "recall@10", "recall", 10),
     ("nDCG@10", "ndcg@10", "ndcg", 10),
     ("nDCG@3", "ndcg@3", "ndcg", 3),
-    ("RR@10", "mrr@10", "mrr", 10),
-    ("RR", "mrr@10", "mrr", 10),
+    ("RR@10", "mrr", "rr", 10),
+    ("RR", "rr", "rr", None),
+    ("RR@1000", "rr@1000", "rr", 1000),
     ("P@10", "precision@10", "precision", 10),
     ("Success@10", "hit@10", "hit", 10),
     ("NDCG@10", "ndcg@10", "ndcg", 10),   # case-insensitive
     (" recall@5 ", "recall@5", "recall", 5),  # as split from "a, b"
+    # the issue's ir_measures spellings
+    ("AP@100", "ap@100", "ap", 100), ("nDCG@20", "ndcg@20", "ndcg", 20), ("R@1000", "recall@1000", "recall", 1000),
+    ("P@5", "precision@5", "precision", 5), ("Judged@10", "judged@10", "judged", 10), ("Bpref", "bpref", "bpref", None),
+    ("Rprec", "rprec", "rprec", None), ("AP", "ap", "ap", None), ("nDCG", "ndcg", "ndcg", None),
+    # the issue's trec_eval spellings
+    ("map_cut_100", "ap@100", "ap", 100), ("ndcg_cut_20", "ndcg@20", "ndcg", 20),
+    ("recall_1000", "recall@1000", "recall", 1000), ("recip_rank", "rr", "rr", None),
+    ("P_5", "precision@5", "precision", 5), ("P.5", "precision@5", "precision", 5), ("bpref", "bpref", "bpref", None),
+    ("map", "ap", "ap", None), ("ndcg", "ndcg", "ndcg", None), ("success_1", "hit@1", "hit", 1),
+    # options: condensed (trec_eval -J, ir_measures judged_only) and rel (trec_eval -l)
+    ("nDCG(judged_only=True)@10", "ndcg@10(condensed)", "ndcg", 10),
+    ("ndcg@10(condensed)", "ndcg@10(condensed)", "ndcg", 10),
+    ("ndcg(condensed)@10", "ndcg@10(condensed)", "ndcg", 10),
+    ("AP(rel=2)@100", "ap@100(rel=2)", "ap", 100),
+    ("ap@100(rel=2, condensed)", "ap@100(condensed,rel=2)", "ap", 100),
+    ("P(judged_only=False)@5", "precision@5", "precision", 5),
+    ("RR(rel=1)@10", "mrr", "rr", 10),
 ])
 def test_parse_metric_spellings(spelling, name, family, cutoff):
-    metric = parse_metric(spelling)
-    assert (metric.name, metric.family, metric.cutoff) == (name, family, cutoff)
+    measure = parse_metric(spelling)
+    assert (measure.name, measure.family, measure.cutoff) == (name, family, cutoff)
+    assert parse_metric(measure.name) == measure  # the canonical name parses back to itself
+    assert parse_metric(measure.ir_measures_name) == measure
 
 
 def test_parsed_metric_with_a_new_cutoff_computes_at_that_cutoff():
@@ -249,40 +338,60 @@ def test_metrics_compare_by_name_family_cutoff():
     assert parse_metric("recall@20") == parse_metric("R@20")
     assert hash(parse_metric("recall@20")) == hash(parse_metric("R@20"))
     assert parse_metric("recall@20") != parse_metric("recall@21")
+    assert parse_metric("ap@10") != parse_metric("ap@10(condensed)") != parse_metric("ap@10(rel=2)")
 
 
-@pytest.mark.parametrize("bad", ["", "ndcg", "ndcg@", "@10", "ndcg@0", "ndcg@-1", "ndcg@1.5",
-                                 "ndcg@10x", "map@10", "R(rel=2)@10", "ndcg @ 10", "mrr10",
-                                 "ndcg@1234567890", None, 10])
-def test_unknown_metric_is_a_value_error_listing_the_families(bad):
+@pytest.mark.parametrize("bad", ["", "ndcg@", "@10", "ndcg@0", "ndcg@-1", "ndcg@1.5",
+                                 "ndcg@10x", "mapp@10", "ndcg @ 10", "mrr10", "P", "recall", "Judged",
+                                 "ndcg@1234567890", "ndcg_10", "P_0", "R(rel=0)@10", "nDCG(rel=2)@10",
+                                 "P(judged_only=yes)@5", "P@5(fast)", "ndcg@10(condensed", None, 10])
+def test_unknown_metric_is_a_value_error(bad):
     with pytest.raises(ValueError) as caught:
         parse_metric(bad)
-    message = str(caught.value)
-    assert "\n" not in message
-    if isinstance(bad, str) and bad != "ndcg@0":  # ndcg@0 gets "cutoff must be >= 1"
-        for family in FAMILIES:
-            assert family in message
+    assert "\n" not in str(caught.value)
 
 
-def test_error_message_follows_the_registry(monkeypatch):
-    # The list of valid families is read from FAMILIES, never typed by hand.
-    monkeypatch.setitem(FAMILIES, "zzfamily", Family("zzfamily", recall, "test only", "ZZ"))
+def test_unknown_family_message_lists_every_family_from_the_registry(monkeypatch):
+    with pytest.raises(ValueError) as caught:
+        parse_metric("mapp@10")
+    for family in FAMILIES.values():
+        assert family.name in str(caught.value) and family.ir_measures in str(caught.value)
+    # The list is read from FAMILIES, never typed by hand.
+    monkeypatch.setitem(FAMILIES, "zzfamily", Family("zzfamily", FAMILIES["recall"].function, "ZZ", (None, None)))
     with pytest.raises(ValueError, match="zzfamily"):
-        parse_metric("map@10")
+        parse_metric("mapp@10")
+    assert parse_metric("ZZ@3").name == "zzfamily@3"
 
 
-def test_metric_names_lists_every_registered_name_and_its_ir_measures_spelling():
+def test_a_cutoff_is_required_where_the_family_has_no_full_depth():
+    with pytest.raises(ValueError, match="precision needs a cutoff"):
+        parse_metric("P")
+
+
+def test_metric_names_lists_every_family_in_every_spelling_and_all_parse():
     names = metric_names()
-    assert set(METRICS) <= set(names)
-    for alias in ("R@5", "R@10", "P@10", "RR@10", "RR", "nDCG@10", "Success@10"):
+    for alias in ("R@10", "P@10", "RR@10", "RR", "nDCG@10", "Success@10", "mrr", "AP@10", "map_cut_10",
+                  "recip_rank", "bpref", "Rprec", "Judged@10", "ndcg_cut_10", "P_10", "recall_10"):
         assert alias in names
     assert len(names) == len(set(names))
+    families = set()
     for name in names:
-        parse_metric(name)  # everything listed is accepted
+        families.add(parse_metric(name).family)  # everything listed is accepted
+    assert families == set(FAMILIES)
 
 
-def test_module_imports_only_the_standard_library():
-    with open(metrics.__file__, encoding="utf-8") as handle:
+def test_family_table_has_one_row_per_family_with_its_definition():
+    rows = family_table()
+    assert [row["family"] for row in rows] == list(FAMILIES)
+    for row in rows:
+        assert "trec_eval" in row["definition"] or "ir_measures" in row["definition"]
+        for example in row["examples"].split(", "):
+            assert parse_metric(example).family == row["family"]
+
+
+@pytest.mark.parametrize("module", [metrics, measures])
+def test_module_imports_only_the_standard_library(module):
+    with open(module.__file__, encoding="utf-8") as handle:
         source = handle.read()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -292,4 +401,11 @@ def test_module_imports_only_the_standard_library():
         else:
             continue
         for root in roots:
-            assert root in sys.stdlib_module_names or root == "__future__", root
+            assert root in sys.stdlib_module_names or root in ("__future__", "harness"), root
+
+
+def test_float_grades_read_like_the_integers_they_equal():
+    # A C-level comparison such as (0).__le__ answers NotImplemented (truthy) for floats.
+    names = [name for name, _ in NEW_FAMILIES]
+    as_floats = {doc: float(grade) for doc, grade in GRADES.items()}
+    assert compute_many(names, RANKED, as_floats) == compute_many(names, RANKED, GRADES)

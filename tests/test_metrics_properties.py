@@ -1,4 +1,8 @@
-"""Property tests for harness.scoring.metrics: a plain reference implementation, and trec_eval itself."""
+"""Property tests for harness.scoring.metrics: a plain reference implementation, and trec_eval itself.
+
+The full proof against trec_eval (every family, condensed, rel levels, depths to 1,000) is
+tests/test_metrics_trec_eval.py.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,19 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.scoring.metrics import (
-    METRICS, hit, ndcg, parse_metric, percentile, precision, recall, reciprocal_rank,
-)
+from harness.scoring.metrics import compute_many, parse_metric, percentile
+
+
+def _at(family):
+    """The family as f(ranked, grades, k), through the public parser and compute."""
+    def at(ranked, grades, k):
+        return parse_metric(f"{family}@{k}").compute(ranked, grades)
+    at.__name__ = family
+    return at
+
+
+recall, precision, reciprocal_rank, ndcg, hit = (_at(family) for family in ("recall", "precision", "rr", "ndcg", "hit"))
+average_precision, r_precision, judged = _at("ap"), _at("rprec"), _at("judged")
 
 # No example database in the working tree, and no timing-based failures.
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, database=None)
@@ -67,8 +81,21 @@ def ref_hit(ranked, grades, k):
     return 1.0 if any(g > 0 for g in ref_vector(ranked, grades, k)) else 0.0
 
 
+def ref_ap(ranked, grades, k):
+    total = len([g for g in grades.values() if g > 0])
+    vector = ref_vector(ranked, grades, k)
+    precisions = [len([g for g in vector[:index + 1] if g > 0]) / (index + 1)
+                  for index in range(len(vector)) if vector[index] > 0]
+    return sum(precisions) / total if total else 0.0
+
+
+def ref_rprec(ranked, grades, k):
+    total = len([g for g in grades.values() if g > 0])
+    return len([g for g in ref_vector(ranked, grades, min(k, total)) if g > 0]) / total if total else 0.0
+
+
 PAIRS = [(recall, ref_recall), (precision, ref_precision), (reciprocal_rank, ref_rr),
-         (ndcg, ref_ndcg), (hit, ref_hit)]
+         (ndcg, ref_ndcg), (hit, ref_hit), (average_precision, ref_ap), (r_precision, ref_rprec)]
 
 
 @PROPERTY_SETTINGS
@@ -133,14 +160,32 @@ def test_grade_zero_negative_and_unjudged_are_the_same(ranked, grades, k):
 
 
 @PROPERTY_SETTINGS
+@given(rankings, judgments, cutoffs)
+def test_judged_counts_grades_zero_and_up_over_k(ranked, grades, k):
+    assert judged(ranked, grades, k) == len([d for d in ranked[:k] if grades.get(d, -1) >= 0]) / k
+
+
+@PROPERTY_SETTINGS
+@given(rankings, judgments, cutoffs)
+def test_condensed_is_the_measure_on_the_judged_documents_only(ranked, grades, k):
+    kept = [doc for doc in ranked if grades.get(doc, -1) >= 0]
+    for family in ("recall", "precision", "rr", "ndcg", "hit", "ap", "rprec", "bpref", "judged"):
+        assert (parse_metric(f"{family}@{k}(condensed)").compute(ranked, grades)
+                == parse_metric(f"{family}@{k}").compute(kept, grades)), family
+
+
+MANY = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10", "ap", "ap@3", "rr", "rprec",
+        "bpref", "judged@5", "ndcg(condensed)", "bpref@4(rel=2)", "P@3(condensed,rel=2)")
+
+
+@PROPERTY_SETTINGS
 @given(rankings, judgments)
-def test_registry_equals_the_functions_and_inputs_stay_untouched(ranked, grades):
+def test_compute_many_equals_each_compute_and_inputs_stay_untouched(ranked, grades):
     ranked_copy, grades_copy = list(ranked), dict(grades)
-    for name, metric in METRICS.items():
-        function = {"recall": recall, "precision": precision, "mrr": reciprocal_rank,
-                    "ndcg": ndcg, "hit": hit}[metric.family]
-        assert metric.compute(ranked, grades) == function(ranked, grades, metric.cutoff)
-        assert parse_metric(name) == metric
+    values = compute_many(MANY, ranked, grades)
+    for name in MANY:
+        measure = parse_metric(name)
+        assert values[measure.name] == measure.compute(ranked, grades), name
     assert (ranked, grades) == (ranked_copy, grades_copy)
 
 
@@ -187,7 +232,7 @@ except ImportError:
 TREC_MEASURES = {"ndcg_cut_10": ("ndcg", 10), "ndcg_cut_5": ("ndcg", 5),
                  "recall_5": ("recall", 5), "recall_10": ("recall", 10),
                  "recall_20": ("recall", 20), "P_10": ("precision", 10), "P_5": ("precision", 5),
-                 "recip_rank": ("mrr", 10), "success_10": ("hit", 10), "success_1": ("hit", 1)}
+                 "recip_rank": ("rr", 10), "success_10": ("hit", 10), "success_1": ("hit", 1)}
 
 
 @pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "

@@ -1,139 +1,314 @@
-"""Per-query retrieval metrics (trec_eval definitions), their registry and name parsing; no I/O."""
+"""Measure names (ours, ir_measures and trec_eval spellings) parsed into Measures, computed in one pass per query; no I/O.
+
+The families and their definitions live in harness.scoring.measures; this module is the
+public face: `parse_metric(name) -> Measure`, `Measure.compute(ranked_ids, judgments)`,
+`compute_many(measures, ranked_ids, judgments)`, `trec_eval_order(scores)`, `family_table()`,
+and `percentile`.
+
+Names (case-insensitive, surrounding blanks ignored):
+- ours: FAMILY[@K][(OPTIONS)], e.g. `ndcg@10`, `ap@100`, `rr`, `bpref(condensed)`,
+  `recall@1000(rel=2)`, `precision@5(condensed,rel=2)`. The canonical `name` of a Measure
+  is always in this spelling: options `condensed` and `rel=N` (N != 1) in that order.
+- ir_measures: `nDCG@20`, `AP@100`, `R@1000`, `RR`, `P@5`, `Judged@10`, `Bpref`,
+  `nDCG(judged_only=True)@10`, `P(rel=2)@5`.
+- trec_eval: `ndcg_cut_20`, `map_cut_100`, `recall_1000`, `recip_rank`, `P_5`, `bpref`,
+  `Rprec`, `map`, `ndcg`, `success_10` (also with a dot: `P.5`). trec_eval's `-J` and
+  `-l N` flags are the `condensed` and `rel=N` options.
+- `mrr` with no cutoff is RR@10, the shipped default (DESIGN.md's MRR@10), and RR@10's
+  canonical name is `mrr`: reports key per-query values by it. A bare `RR` is full depth.
+Condensed (Sakai's condensed lists, trec_eval -J): the measure computed after removing
+unjudged documents from the ranking, later documents moving up.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
-from itertools import islice
+from functools import lru_cache
 
-# A document is relevant when its grade is at least this (trec_eval's default relevance
-# level): grade 0 or below is judged non-relevant, exactly like an unjudged document.
-RELEVANCE_LEVEL = 1
+from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, Family, condense, grades_of, rank
 
-# Bumped whenever a formula below changes, so reports made under different definitions
-# can be told apart (issue 6: `compare` refuses to mix them).
+__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_many",
+           "family_table", "make_measure", "metric_names", "parse_metric", "percentile", "trec_eval_order"]
+
+# Bumped whenever a formula changes the value of an existing canonical name, so reports
+# made under different definitions can be told apart (issue 6: `compare` refuses to mix
+# them). Adding families and spellings changes no existing value.
 DEFINITIONS_VERSION = 1
 
-# Cutoff of the reciprocal rank when none is named ("mrr", "RR"): DESIGN.md's MRR@10.
+# The cutoff the bare name "mrr" carries, and the canonical name of RR at it.
 DEFAULT_RR_CUTOFF = 10
-
-# Conventions shared by every function below:
-# - `ranked_ids` is the adapter's list, position 1 first; only its first `k` entries count.
-#   A document listed twice (the protocol rejects that upstream) is counted once, at its
-#   first position.
-# - `grades` maps judged document ids to integer grades; unjudged ids count as grade 0.
-# - A query with no relevant document scores 0.0 on every metric (trec_eval does the
-#   same); the evaluator leaves such queries (`no_relevant` probes) out of the aggregates.
-# - No function mutates its inputs.
+DEFAULT_RR_NAME = "mrr"
 
 
-def _check_cutoff(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"metric cutoff must be an integer >= 1, got {k!r}")
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One family at one cutoff (None = the whole ranking), condensed or not, at one relevance level.
 
-
-def _first_positions(ranked_ids: Sequence[str], k: int) -> list[tuple[int, str]]:
-    """(1-based position, id) of each id's first occurrence among the first k entries.
-
-    A repeated id keeps its first position and is not counted again.
+    `name` is canonical: two spellings of one measure give equal Measures with equal names.
     """
-    if isinstance(ranked_ids, str):
-        # A bare string is a Sequence[str] of characters: always a caller's mistake.
-        raise TypeError("ranked_ids must be a sequence of ids, not a string")
-    _check_cutoff(k)
-    seen: set[str] = set()
-    positions: list[tuple[int, str]] = []
-    for position, doc_id in enumerate(islice(ranked_ids, k), start=1):
-        if doc_id not in seen:
-            seen.add(doc_id)
-            positions.append((position, doc_id))
-    return positions
+
+    name: str
+    family: str
+    cutoff: int | None
+    condensed: bool = False
+    relevance_level: int = RELEVANCE_LEVEL
+
+    def compute(self, ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> float:
+        """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade}."""
+        return compute_many((self,), ranked_ids, judgments)[self.name]
+
+    @property
+    def ir_measures_name(self) -> str:
+        """ir_measures' spelling, e.g. `nDCG(judged_only=True)@10`."""
+        options = ([f"rel={self.relevance_level}"] if self.relevance_level != RELEVANCE_LEVEL else []) + \
+                  (["judged_only=True"] if self.condensed else [])
+        text = FAMILIES[self.family].ir_measures + (f"({','.join(options)})" if options else "")
+        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
 
-def _relevant_retrieved(ranked_ids: Sequence[str], grades: Mapping[str, int], k: int) -> int:
-    return sum(1 for _, doc_id in _first_positions(ranked_ids, k) if _is_relevant(grades, doc_id))
+Metric = Measure  # the name this class had before the registry grew (kept for callers)
 
 
-def _is_relevant(grades: Mapping[str, int], doc_id: str) -> bool:
-    return grades.get(doc_id, 0) >= RELEVANCE_LEVEL
+def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int) -> str:
+    if family == "rr" and cutoff == DEFAULT_RR_CUTOFF and not condensed and level == RELEVANCE_LEVEL:
+        return DEFAULT_RR_NAME
+    options = (["condensed"] if condensed else []) + ([f"rel={level}"] if level != RELEVANCE_LEVEL else [])
+    return family + (f"@{cutoff}" if cutoff is not None else "") + (f"({','.join(options)})" if options else "")
 
 
-def _relevant_count(grades: Mapping[str, int]) -> int:
-    return sum(1 for grade in grades.values() if grade >= RELEVANCE_LEVEL)
+def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = False,
+                 relevance_level: int = RELEVANCE_LEVEL) -> Measure:
+    """The Measure of a registered family; ValueError on a cutoff or option it does not take."""
+    spec = FAMILIES.get(family)
+    if spec is None:
+        raise ValueError(f"unknown measure family {family!r}: {_expected()}")
+    if cutoff is None and spec.cutoff_required:
+        raise ValueError(f"{spec.name} needs a cutoff ({spec.name}@K, {spec.ir_measures}@K)")
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
+        raise ValueError(f"{spec.name}: cutoff must be an integer >= 1, got {cutoff!r}")
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int) or relevance_level < 1:
+        raise ValueError(f"{spec.name}: rel must be an integer >= 1, got {relevance_level!r}")
+    if relevance_level != RELEVANCE_LEVEL and not spec.takes_relevance_level:
+        raise ValueError(f"{spec.name}: takes no rel option (its value does not depend on the relevance level)")
+    return Measure(_canonical_name(spec.name, cutoff, condensed, relevance_level), spec.name, cutoff,
+                   bool(condensed), relevance_level)
 
 
-def recall(ranked_ids: Sequence[str], grades: Mapping[str, int], k: int) -> float:
-    """recall@k = |relevant in the top k| / |relevant judged| (trec_eval `recall_k`).
+# ---------------------------------------------------------------- parsing
 
-    Relevant documents that were never retrieved still count in the denominator.
-    0.0 when the query has no relevant document (see the module conventions).
+def _spellings() -> dict[str, str]:
+    """Lower-cased family spelling (ours, aliases, ir_measures) -> family name."""
+    table: dict[str, str] = {}
+    for family in FAMILIES.values():
+        for spelling in (family.name, family.ir_measures, *family.aliases):
+            table[spelling.lower()] = family.name
+    return table
+
+
+def _trec_eval_spellings() -> tuple[dict[str, str], dict[str, str]]:
+    """(lower-cased cut stem -> family, lower-cased full-depth name -> family)."""
+    cut: dict[str, str] = {}
+    full: dict[str, str] = {}
+    for family in FAMILIES.values():
+        stem, whole = family.trec_eval
+        if stem:
+            cut[stem.lower()] = family.name
+        if whole:
+            full[whole.lower()] = family.name
+    return cut, full
+
+
+_OPTIONS = r"(?:\((?P<{}>[^()]*)\))?"
+_OURS = re.compile(r"(?P<family>[a-z][a-z-]*)" + _OPTIONS.format("before")
+                   + r"(?:@(?P<cutoff>[0-9]{1,9}))?" + _OPTIONS.format("after"))
+_TREC = re.compile(r"(?P<stem>[a-z][a-z_]*?)[_.](?P<cutoff>[0-9]{1,9})")
+
+
+def parse_metric(name: str) -> Measure:
+    """The Measure a name means, in any of the three spellings (see the module docstring).
+
+    Anything else raises ValueError (one line) listing the families from the registry.
     """
-    found = _relevant_retrieved(ranked_ids, grades, k)
-    total = _relevant_count(grades)
-    return found / total if total else 0.0
+    if not isinstance(name, str):
+        raise ValueError(f"metric name must be a string, got {name!r}")
+    return _parse(name)
 
 
-def precision(ranked_ids: Sequence[str], grades: Mapping[str, int], k: int) -> float:
-    """precision@k = |relevant in the top k| / k (trec_eval `P_k`).
+@lru_cache(maxsize=1024)  # Measures are immutable; callers parse the same few names per query
+def _parse(name: str) -> Measure:
+    text = name.strip().lower()
+    cut, full = _trec_eval_spellings()
+    if text in full and text not in _spellings():  # recip_rank; map, ndcg, bpref are ours too
+        return make_measure(full[text])
+    trec = _TREC.fullmatch(text)
+    if trec and trec.group("stem") in cut:
+        return _with_options(name, cut[trec.group("stem")], int(trec.group("cutoff")), "")
+    match = _OURS.fullmatch(text)
+    family = _spellings().get(match.group("family")) if match else None
+    if match is None or family is None:
+        raise ValueError(f"unknown metric {name!r}: {_expected()}")
+    options = ",".join(part for part in (match.group("before"), match.group("after")) if part)
+    cutoff = match.group("cutoff")
+    if cutoff is None and match.group("family") == DEFAULT_RR_NAME:
+        cutoff = DEFAULT_RR_CUTOFF  # a bare mrr is MRR@10, as reports have always meant it
+    return _with_options(name, family, int(cutoff) if cutoff is not None else None, options)
 
-    The denominator is k even when fewer than k results came back: returning less is
-    not rewarded.
+
+def _with_options(name: str, family: str, cutoff: int | None, options: str) -> Measure:
+    condensed, level = False, RELEVANCE_LEVEL
+    for option in (part.strip() for part in options.split(",") if part.strip()):
+        key, _, value = (piece.strip() for piece in option.partition("="))
+        if key == "condensed" and not value:
+            condensed = True
+        elif key == "judged_only" and value in ("true", "false"):
+            condensed = value == "true"
+        elif key == "rel" and value.isdigit():
+            level = int(value)
+        else:
+            raise ValueError(f"metric {name!r}: unknown option {option!r}; expected condensed, "
+                             "judged_only=True|False or rel=N")
+    try:
+        return make_measure(family, cutoff, condensed=condensed, relevance_level=level)
+    except ValueError as exc:
+        raise ValueError(f"metric {name!r}: {exc}") from None
+
+
+def _expected() -> str:
+    families = ", ".join(f"{family.name} ({family.ir_measures})" for family in FAMILIES.values())
+    trec = ", ".join(name for family in FAMILIES.values() for name in
+                     ((f"{family.trec_eval[0]}_K" if family.trec_eval[0] else None), family.trec_eval[1]) if name)
+    return (f"expected FAMILY[@K][(condensed,rel=N)] with FAMILY one of {families}, a trec_eval name "
+            f"({trec}), or {DEFAULT_RR_NAME} (= RR@{DEFAULT_RR_CUTOFF}); see python -m harness metrics")
+
+
+# ---------------------------------------------------------------- computing
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one call of compute_many does per query, worked out once per tuple of measures."""
+
+    depth: int | None                     # how much of the ranking any measure reads
+    # (condensed, relevance level, [(name, function, cutoff)]): one Ranking per group
+    groups: tuple[tuple[bool, int, tuple[tuple[str, object, int | None], ...]], ...]
+
+
+_PLANS: dict[tuple[Measure | str, ...], _Plan] = {}
+# The last tuple planned, held (so its id cannot be reused) for an identity check that is
+# cheaper than hashing its Measures: callers pass one module-level tuple query after query.
+# One tuple, read once, so a thread never pairs one call's key with another's plan.
+_LAST: tuple[object, _Plan | None] = (None, None)
+
+
+def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
+    global _LAST
+    last_key, last_plan = _LAST
+    if measures is last_key:
+        return last_plan
+    plan = _PLANS.get(measures)
+    if plan is None:
+        plan = _new_plan(measures)
+        if len(_PLANS) < 256:  # callers use a handful of measure tuples; never grow without bound
+            _PLANS[measures] = plan
+    _LAST = (measures, plan)
+    return plan
+
+
+def _new_plan(measures: tuple[Measure | str, ...]) -> _Plan:
+    parsed = [m if isinstance(m, Measure) else parse_metric(m) for m in measures]
+    groups: dict[tuple[bool, int], list[tuple[str, object, int | None]]] = {}
+    for measure in parsed:
+        groups.setdefault((measure.condensed, measure.relevance_level), []).append(
+            (measure.name, FAMILIES[measure.family].function, measure.cutoff))
+    # Condensing needs the whole list (documents below k move up); so does a full-depth measure.
+    unbounded = any(m.cutoff is None or m.condensed for m in parsed)
+    depth = None if unbounded or not parsed else max(m.cutoff for m in parsed)
+    return _Plan(depth, tuple((condensed, level, tuple(items)) for (condensed, level), items in groups.items()))
+
+
+def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
+                 judgments: Mapping[str, int]) -> dict[str, float]:
+    """{canonical name: value} for one query, reading the ranking once for all `measures`.
+
+    measures    Measures (or names, parsed here); a measure named twice is computed once
+    ranked_ids  the adapter's list, position 1 first (a repeated id counts once, at its
+                first position); only as deep as the measures need is read
+    judgments   {doc_id: grade}: grade >= relevance level relevant, 0 judged
+                non-relevant, negative or absent unjudged (trec_eval's conventions)
+    Inputs are not mutated. Raises TypeError when ranked_ids is a bare string.
     """
-    return _relevant_retrieved(ranked_ids, grades, k) / k
+    plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
+    depth = plan.depth
+    # No copy when the list is no deeper than needed (the usual case: run k = deepest cutoff).
+    grades, judged = grades_of(ranked_ids if depth is None or len(ranked_ids) <= depth else ranked_ids[:depth],
+                               judgments)
+    values: dict[str, float] = {}
+    for condensed, level, items in plan.groups:
+        ranking = rank(*(condense(grades, judged) if condensed else (grades, judged)), judgments, level)
+        for name, function, cutoff in items:
+            values[name] = function(ranking, cutoff)
+    return values
 
 
-def reciprocal_rank(ranked_ids: Sequence[str], grades: Mapping[str, int],
-                    k: int = DEFAULT_RR_CUTOFF) -> float:
-    """RR@k = 1 / position of the first relevant result within the top k, else 0.0.
+def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
+    """The ranking trec_eval reads from one query's {doc_id: score}: score descending, ties by docno descending.
 
-    trec_eval's `recip_rank` has no cutoff; it equals RR@k on the list cut at k
-    (`trec_eval -M k`). MRR is the mean of this over queries.
+    For scoring a run that holds scores rather than an order (a TREC run file, a peer's
+    output). Scores must be comparable numbers (no NaN).
     """
-    for position, doc_id in _first_positions(ranked_ids, k):
-        if _is_relevant(grades, doc_id):
-            return 1.0 / position
-    return 0.0
+    if len(set(scores.values())) == len(scores):  # no ties, the usual case: one sort on the score
+        return sorted(scores, key=scores.__getitem__, reverse=True)
+    ranked = sorted(scores, reverse=True)  # docno descending, then a stable sort on the score
+    ranked.sort(key=scores.__getitem__, reverse=True)
+    return ranked
 
 
-def _gain(grade: int) -> int:
-    """Linear gain (trec_eval): the grade itself when relevant, else nothing."""
-    return grade if grade >= RELEVANCE_LEVEL else 0
+# ---------------------------------------------------------------- listing
+
+def _spellings_of(family: Family) -> list[str]:
+    """Example spellings of a family, every one of them accepted by parse_metric."""
+    k = 10
+    ours = [f"{family.name}@{k}"] + ([family.name] if not family.cutoff_required else [])
+    ours += [f"{alias}@{k}" for alias in family.aliases]
+    ours += [DEFAULT_RR_NAME] if family.name == "rr" else []
+    ir = [f"{family.ir_measures}@{k}"] + ([family.ir_measures] if not family.cutoff_required else [])
+    stem, whole = family.trec_eval
+    trec = ([f"{stem}_{k}"] if stem else []) + ([whole] if whole else [])
+    return list(dict.fromkeys(ours + ir + trec))
 
 
-def _discount(position: int) -> float:
-    """1 / log2(position + 1): 1 at position 1, 1/log2(3) at position 2, ..."""
-    return 1.0 / math.log2(position + 1)
+def family_table() -> list[dict[str, str]]:
+    """One row per registered family: its spellings, cutoff behaviour and definition."""
+    rows = []
+    for family in FAMILIES.values():
+        stem, whole = family.trec_eval
+        trec = ", ".join(([f"{stem}_K"] if stem else []) + ([whole] if whole else [])) or "-"
+        ours = ", ".join([family.name, *family.aliases])
+        if family.cutoff_required:
+            cutoff = "required (@K)"
+        else:
+            cutoff = "optional; none = whole ranking"
+        if family.name == "rr":
+            cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
+        rows.append({"family": family.name, "ours": ours, "ir_measures": family.ir_measures,
+                     "trec_eval": trec, "cutoff": cutoff,
+                     "options": "condensed" + (", rel=N" if family.takes_relevance_level else ""),
+                     "definition": family.definition, "examples": ", ".join(_spellings_of(family))})
+    return rows
 
 
-def ndcg(ranked_ids: Sequence[str], grades: Mapping[str, int], k: int) -> float:
-    """nDCG@k = DCG@k / IDCG@k, as trec_eval `ndcg_cut_k`.
-
-    DCG@k  = sum over positions i <= k of gain(grade of doc i) / log2(i + 1), gain = grade
-             for relevant documents (linear), 0 otherwise.
-    IDCG@k = the same sum over every relevant judged grade, retrieved or not, sorted
-             descending and cut at k. IDCG 0 (nothing relevant) gives 0.0.
-    """
-    positions = _first_positions(ranked_ids, k)
-    ideal_gains = sorted((_gain(grade) for grade in grades.values() if _gain(grade) > 0),
-                         reverse=True)[:k]
-    # Summed in rank order, as trec_eval does, so the floating-point result matches it.
-    ideal = sum(gain * _discount(position)
-                for position, gain in enumerate(ideal_gains, start=1))
-    if ideal == 0:
-        return 0.0
-    actual = sum(_gain(grades.get(doc_id, 0)) * _discount(position)
-                 for position, doc_id in positions)
-    return actual / ideal
+def metric_names() -> list[str]:
+    """Example spellings of every family (ours, ir_measures, trec_eval) and the bare `mrr`; all parse."""
+    names = [DEFAULT_RR_NAME]
+    for family in FAMILIES.values():
+        names.extend(_spellings_of(family))
+    return list(dict.fromkeys(names))
 
 
-def hit(ranked_ids: Sequence[str], grades: Mapping[str, int], k: int) -> float:
-    """hit@k = 1.0 if any relevant document is in the top k, else 0.0 (trec_eval `success_k`)."""
-    return 1.0 if _relevant_retrieved(ranked_ids, grades, k) else 0.0
-
+# ---------------------------------------------------------------- percentile
 
 def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile: sorted(values)[ceil(p/100 * n) - 1], p in [0, 100].
@@ -150,125 +325,5 @@ def percentile(values: Sequence[float], p: float) -> float:
     if any(math.isnan(value) for value in values):
         raise ValueError("percentile of values containing NaN")
     ordered = sorted(values)
-    rank = math.ceil(Fraction(str(p)) * len(ordered) / 100)
-    return ordered[max(rank, 1) - 1]
-
-
-# ---------------------------------------------------------------- registry and names
-
-@dataclass(frozen=True)
-class Family:
-    """One kind of metric, computed at any cutoff k >= 1."""
-
-    name: str
-    function: Callable[[Sequence[str], Mapping[str, int], int], float]
-    description: str
-    ir_measures: str  # the ir_measures spelling of the family (R, P, RR, nDCG, Success)
-
-
-FAMILIES: dict[str, Family] = {family.name: family for family in (
-    Family("recall", recall, "relevant in the top k / all judged relevant (trec_eval recall_k)", "R"),
-    Family("precision", precision, "relevant in the top k / k (trec_eval P_k)", "P"),
-    Family("mrr", reciprocal_rank,
-           "1 / rank of the first relevant result in the top k, else 0 (trec_eval recip_rank -M k)",
-           "RR"),
-    Family("ndcg", ndcg, "linear-gain nDCG cut at k, log2(rank + 1) discount (trec_eval ndcg_cut_k)",
-           "nDCG"),
-    Family("hit", hit, "1 if any relevant result is in the top k, else 0 (trec_eval success_k)",
-           "Success"),
-)}
-
-
-def _family_named(spelling: str) -> str | None:
-    """Our family for a spelling, ours or ir_measures' (R, P, RR, nDCG, Success), any case."""
-    for family in FAMILIES.values():
-        if spelling.lower() in (family.name.lower(), family.ir_measures.lower()):
-            return family.name
-    return None
-
-
-_NAME = re.compile(r"([A-Za-z]+)@([0-9]{1,9})")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A family at a fixed cutoff; `compute(ranked_ids, grades) -> float`.
-
-    Equality and hashing use name, family and cutoff only, so two parses of one name are
-    equal even though each holds its own `compute`.
-    """
-
-    name: str
-    family: str
-    cutoff: int
-    compute: Callable[[Sequence[str], Mapping[str, int]], float] = field(compare=False, repr=False)
-
-
-def _make(family: str, cutoff: int) -> Metric:
-    _check_cutoff(cutoff)
-    function = FAMILIES[family].function
-    return Metric(f"{family}@{cutoff}", family, cutoff, partial(function, k=cutoff))
-
-
-# Names a report can carry. Keys are accepted spellings; "mrr" is the same metric as
-# "mrr@10" (its canonical `name`).
-METRICS: dict[str, Metric] = {metric.name: metric for metric in (
-    _make("recall", 5), _make("recall", 10), _make("precision", 10),
-    _make("mrr", DEFAULT_RR_CUTOFF), _make("ndcg", 10), _make("hit", 10),
-)}
-METRICS["mrr"] = METRICS[f"mrr@{DEFAULT_RR_CUTOFF}"]
-
-# The report's columns.
-DEFAULT_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
-
-# Names without a cutoff (matched in any case) and the metric each means. ir_measures' bare "RR"
-# has no cutoff; ours is cut at 10, which differs only for runs of more than 10 results.
-_BARE_NAMES: dict[str, str] = {"mrr": f"mrr@{DEFAULT_RR_CUTOFF}", "RR": f"mrr@{DEFAULT_RR_CUTOFF}"}
-_BARE_LOOKUP = {bare.lower(): target for bare, target in _BARE_NAMES.items()}
-
-
-def parse_metric(name: str) -> Metric:
-    """The metric a name means: FAMILY@K for any K >= 1, or a bare `mrr` / `RR` (= mrr@10).
-
-    FAMILY is ours (recall, precision, mrr, ndcg, hit) or ir_measures' (R, P, RR, nDCG,
-    Success), case-insensitive. Anything else raises ValueError listing the families.
-    """
-    if not isinstance(name, str):
-        raise ValueError(f"metric name must be a string, got {name!r}")
-    text = name.strip()
-    bare = _BARE_LOOKUP.get(text.lower())
-    if bare is not None:
-        return METRICS[bare]
-    match = _NAME.fullmatch(text)
-    family = _family_named(match.group(1)) if match else None
-    if match is None or family is None:
-        raise ValueError(f"unknown metric {name!r}: {_expected()}")
-    cutoff = int(match.group(2))
-    if cutoff < 1:
-        raise ValueError(f"metric {name!r}: cutoff must be >= 1")
-    canonical = f"{family}@{cutoff}"
-    return METRICS.get(canonical) or _make(family, cutoff)
-
-
-def _expected() -> str:
-    families = ", ".join(sorted(FAMILIES))
-    aliases = ", ".join(f"{family.ir_measures}={family.name}"
-                        for family in sorted(FAMILIES.values(), key=lambda f: f.name))
-    bare = ", ".join(sorted(_BARE_NAMES))
-    return (f"expected FAMILY@K with K >= 1 and FAMILY one of {families} "
-            f"(ir_measures spellings {aliases}), or one of {bare}")
-
-
-def metric_names() -> list[str]:
-    """Every registered metric name, then its ir_measures spelling and bare aliases.
-
-    Any other cutoff of a family (recall@20, nDCG@3 ...) is accepted by parse_metric too.
-    """
-    names: list[str] = []
-    for key, metric in METRICS.items():
-        if key != metric.name:
-            continue  # a bare alias, listed with its metric
-        names.append(metric.name)
-        names.append(f"{FAMILIES[metric.family].ir_measures}@{metric.cutoff}")
-        names.extend(bare for bare, target in _BARE_NAMES.items() if target == metric.name)
-    return names
+    rank_ = math.ceil(Fraction(str(p)) * len(ordered) / 100)
+    return ordered[max(rank_, 1) - 1]
