@@ -218,12 +218,13 @@ def test_budget_falls_back_to_the_default(runs):
 
 def test_flips_list_losses_first_then_gains_with_query_text(runs, run_page):
     rows = parse_page(run_page).tables["flips"]
-    assert rows[0] == ["qid", "change", "lost", "gained", "query"]
-    # By hand: tiny-01 lost doc-01 and tiny-03 lost doc-03 now; tiny-02 found doc-02 again.
+    assert rows[0] == ["qid", "change", "lost", "gained", "returned now", "counts", "query"]
+    # By hand: tiny-01 lost doc-01 (doc-02 came back instead) and tiny-03 lost doc-03 (nothing came
+    # back) now; tiny-02 found doc-02 again. All three are scored queries.
     hostile_as_shown = HOSTILE_QUERY.replace("\x01", "\ufffd")
-    assert rows[1:] == [["tiny-01", "lost", "doc-01", "", "how is the config file parsed"],
-                        ["tiny-03", "lost", "doc-03", "", hostile_as_shown],
-                        ["tiny-02", "gained", "", "doc-02", "retry backoff for failed requests"]]
+    assert rows[1:] == [["tiny-01", "lost", "doc-01", "", "doc-02", "scored", "how is the config file parsed"],
+                        ["tiny-03", "lost", "doc-03", "", "nothing", "scored", hostile_as_shown],
+                        ["tiny-02", "gained", "", "doc-02", "doc-02", "scored", "retry backoff for failed requests"]]
 
 
 def test_gates_and_failing_queries_are_listed(run_page):
@@ -268,7 +269,8 @@ def test_a_category_only_in_the_baseline_shows_as_missing(runs):
 
 def test_incomplete_runs_render(runs):
     partial = render_run_html(runs["partial"], None, {}, 300.0)
-    assert "INCOMPLETE" in partial and "backend failed, incomplete run" in partial
+    assert "INCOMPLETE (3 of 7 answered)" in partial
+    assert "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)" in partial
     points = cdf_points(charts(partial, "latency-cdf")[0])
     assert [fraction for _, fraction in points] == [1 / 3, 2 / 3, 1.0]  # crashed after 3 answers
     empty = render_run_html(runs["empty"], None, {}, 300.0)
