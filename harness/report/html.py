@@ -47,7 +47,7 @@ SVG_FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 # Readable from a phone (390 px) to a desktop (1,400 px): wide tables scroll inside their own
 # box (div.scroll), never the page; ids and CI cells never wrap mid-token; stderr wraps in its box.
 STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; color: #1d2329; margin: 1.5em auto; max-width: 72em; padding: 0 1em; }
+body { font: 14px/1.45 system-ui, sans-serif; color: #1d2329; margin: 1.5em auto; max-width: 94em; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: .3em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccd; }
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 table { border-collapse: collapse; margin: .5em 0; }
@@ -57,7 +57,8 @@ td.test { white-space: nowrap; }
 .pass { color: #17692b; } .fail, .lost, .worse { color: #b3261e; } .gained, .better { color: #17692b; }
 .warn { background: #fff4d6; border: 1px solid #e0b84a; padding: .5em; }
 .status { font-weight: bold; white-space: nowrap; } .status.warn { background: none; border: 0; padding: 0; color: #8a5a00; }
-.ids { font-family: ui-monospace, monospace; font-size: .92em; }
+.ids { font-family: ui-monospace, monospace; font-size: .92em; } .id { white-space: nowrap; }
+table.gates td:nth-child(3) { white-space: nowrap; } table.meta td { overflow-wrap: anywhere; }
 .qid, .qid a { font-family: ui-monospace, monospace; white-space: nowrap; }
 .label { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; background: #e8ebef;
   white-space: nowrap; }
@@ -73,6 +74,18 @@ pre.stderr { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f7f9
   padding: .5em; font-size: .9em; max-width: 100%; box-sizing: border-box; }
 tr:target { outline: 2px solid #2f6db5; }
 svg { max-width: 100%; height: auto; display: block; margin: .3em 0; }
+@media (max-width: 600px) {
+  body { margin: .8em auto; padding: 0 .6em; }
+  /* a phone: each gate is a card (status, set and gate on one line, the message below), and a
+     chart keeps a legible size inside its own scrolling box */
+  table.gates tr:first-child { display: none; }
+  table.gates, table.gates tbody { display: block; }
+  table.gates tr { display: grid; grid-template-columns: auto auto minmax(0, 1fr); border: 1px solid #d5d9de;
+    margin-bottom: .4em; }
+  table.gates td { border: 0; } table.gates td:nth-child(n+4) { grid-column: 1 / -1; }
+  table.gates td:empty { display: none; }
+  .chart-box svg { min-width: 560px; }
+}
 """
 
 
@@ -296,6 +309,11 @@ def latency_cdf_svg(title: str, latencies_ms: Sequence[float], markers: Sequence
     return "\n".join(out)
 
 
+def _chart_box(svg: str) -> str:
+    """A chart in its own scrolling box: on a phone it keeps a legible width and scrolls, the page does not."""
+    return f'<div class="scroll chart-box">\n{svg}\n</div>'
+
+
 def _svg_open(kind: str, height: float, data: str) -> str:
     """No xmlns: the HTML parser puts <svg> in the SVG namespace, and the page names no URL at all."""
     return (f'<svg class="chart {kind}" viewBox="0 0 {CHART_WIDTH} {height}" width="{CHART_WIDTH}" height="{height}" '
@@ -423,9 +441,10 @@ def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_b
            f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
            _aggregates_table(result.aggregates)]
     out.append(f"<h3>{_text(RECALL_METRIC)} per category</h3>")
-    out.append(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, "
-                               + ("baseline vs current" if entry is not None else "current run (no baseline)"),
-                               _run_bar_groups(result.aggregates, entry), ("baseline", "current")))
+    out.append(_chart_box(recall_bars_svg(
+        f"set {name}: {RECALL_METRIC} per category, "
+        + ("baseline vs current" if entry is not None else "current run (no baseline)"),
+        _run_bar_groups(result.aggregates, entry), ("baseline", "current"))))
     out.append("<h3>latency</h3>")
     out.append(_latency_block(result, budget_ms))
     out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
@@ -456,8 +475,14 @@ def _returned(query: QueryResult | None) -> str:
     """What came back instead: the first ids the backend returned now."""
     if query is None:
         return ""
-    shown = ", ".join(query.ids[:RETURNED_SHOWN]) + (" \u2026" if len(query.ids) > RETURNED_SHOWN else "")
-    return f'<span class="ids">{_text(shown) or "nothing"}</span>'
+    more = " \u2026" if len(query.ids) > RETURNED_SHOWN else ""
+    return _ids(query.ids[:RETURNED_SHOWN], "nothing") + more
+
+
+def _ids(ids: Sequence[str], empty: str = "", css: str = "") -> str:
+    """Document ids, comma-separated; a line may break between ids, never inside one (`doc-05`)."""
+    inner = ", ".join(f'<span class="id">{_text(doc_id)}</span>' for doc_id in ids) or _text(empty)
+    return f'<span class="ids{" " + css if css else ""}">{inner}</span>'
 
 
 def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str] = frozenset()) -> list[str]:
@@ -473,7 +498,7 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str
                 f'<span class="qid">{_text(q.qid)}</span>',
                 f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
                 + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
-                _text(q.category), f'<span class="ids">{_text(", ".join(q.found)) or "none"}</span>', _returned(q),
+                _text(q.category), _ids(q.found, "none"), _returned(q),
                 _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
                 _text(q.query))) for q in rows), "queries"))
     return out
@@ -514,7 +539,7 @@ def _latency_block(result: SetResult, budget_ms: float) -> str:
     chart = latency_cdf_svg(f"set {result.name}: latency distribution",
                             latencies, [("p50", summary["p50"]), ("p95", summary["p95"]), ("budget", budget_ms)],
                             over_budget=over)
-    return caption + "\n" + chart
+    return caption + "\n" + _chart_box(chart)
 
 
 def _run_flips(result: SetResult, entry: Mapping) -> list[Flip]:
@@ -545,8 +570,7 @@ def _flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | Non
     def cells(flip: Flip) -> list:
         row = [f'<span class="qid">{_text(flip.qid)}</span>',
                '<span class="lost">lost</span>' if flip.lost else '<span class="gained">gained</span>',
-               f'<span class="ids lost">{_text(", ".join(flip.lost))}</span>',
-               f'<span class="ids gained">{_text(", ".join(flip.gained))}</span>']
+               _ids(flip.lost, css="lost"), _ids(flip.gained, css="gained")]
         if queries is not None:
             query = queries.get(flip.qid)
             row += [_returned(query), _label_html(query) or "scored"]
@@ -583,8 +607,8 @@ def render_comparison_html(comparison: Comparison, base: RunView | None = None,
         scopes = [s for s in comparison.scopes if s.set_name == name]
         body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
                  f"<h3>{_text(RECALL_METRIC)} per category</h3>",
-                 recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
-                                 _comparison_bar_groups(scopes), ("base", "candidate")),
+                 _chart_box(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
+                                            _comparison_bar_groups(scopes), ("base", "candidate"))),
                  "<h3>latency</h3>", _comparison_latency(name, base, candidate),
                  "<h3>every scope: change, 95% CI and p (Holm)</h3>", _scope_table(scopes),
                  "<h3>flipped queries (relevant found in one run, lost in the other)</h3>",
