@@ -117,6 +117,12 @@ def test_usage_names_the_console_script_when_run_so():
     assert "retrieval-gate sets: error:" in sub.stderr
 
 
+def test_a_mistyped_subcommand_gets_a_suggestion():
+    completed = run_cli(["stes", "list"])
+    assert completed.returncode == 2
+    assert completed.stderr.rstrip().endswith("hint: stes: did you mean the subcommand sets?")
+
+
 def test_adapter_command_without_the_separator_gets_the_hint():
     completed = run_cli(["--adapter", "./my-adapter", "--index", "prod"])
     assert completed.returncode == 2

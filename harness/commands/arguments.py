@@ -52,12 +52,15 @@ def program_name(subcommand: str | None = None) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, with "did you mean --baseline?" for an unknown option, and the `--` hint when an
-    option in `command_after` (e.g. `--adapter`) is followed by a command without `--` first."""
+    """argparse, with "did you mean --baseline?" for an unknown option (or `sets` for a mistyped
+    subcommand among `commands`), and the `--` hint when an option in `command_after` (e.g.
+    `--adapter`) is followed by a command without `--` first."""
 
-    def __init__(self, *args, command_after: tuple[str, ...] = (), **kwargs) -> None:
+    def __init__(self, *args, command_after: tuple[str, ...] = (), commands: tuple[str, ...] = (),
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.command_after = command_after
+        self.commands = commands
         self._argv: list[str] = []
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
@@ -82,6 +85,10 @@ class ArgumentParser(argparse.ArgumentParser):
                 command = " ".join(unknown)
                 return (f"hint: put '--' between {option} and the adapter command: "
                         f"{option} -- {command}")
+        if unknown and self._argv and unknown[0] == self._argv[0] and not unknown[0].startswith("-"):
+            close = difflib.get_close_matches(unknown[0], self.commands, n=1, cutoff=0.6)
+            if close:
+                return f"hint: {unknown[0]}: did you mean the subcommand {close[0]}?"
         for word in unknown:
             if word.startswith("--"):
                 name = word.split("=", 1)[0]

@@ -52,7 +52,8 @@ exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog=program_name(), command_after=("--adapter",), formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        prog=program_name(), command_after=("--adapter",), commands=tuple(SUBCOMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
         description="Measure a search backend's retrieval quality and latency on versioned query "
                     "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
                     "count changes or a hard contract breaks. Subcommands: "
