@@ -178,3 +178,51 @@ def test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked(scripted_
     assert coloured.stdout.splitlines()[-1] == "\033[32mPASSED: 6 gates\033[0m"
     no_colour = scripted_run("--color", "auto", env={"NO_COLOR": "1"})
     assert "\033[" not in no_colour.stdout + no_colour.stderr
+
+
+# --- on a real (pseudo-)terminal ---------------------------------------------------------------
+
+def run_on_a_terminal(scripted_args, term):
+    """The run command with stdout and stderr on a pseudo-terminal, as a user at a shell sees it."""
+    import pty
+    leader, follower = pty.openpty()
+    env = dict(os.environ, TERM=term)
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(scripted_args, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def terminal_argv(tmp_path):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(GOOD))
+    return [sys.executable, "-c",
+            f"import os; os.environ['SCRIPTED_ANSWERS'] = {str(answers)!r}; "
+            "from harness.commands.cli import main; import sys; sys.exit(main(sys.argv[1:]))",
+            "--set", str(TINY_SET), "--no-gate", "--out", str(tmp_path / "r.json"),
+            "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]
+
+
+def test_a_terminal_gets_colour_and_a_live_progress_line(terminal_argv):
+    text = run_on_a_terminal(terminal_argv, "xterm-256color")
+    assert CLEAR_LINE + "[tiny] 7/7 queries" in text and " q/s  in " in text
+    assert "\033[32mMEASURED: 7 queries in 1 set, not gated\033[0m" in text
+
+
+def test_a_dumb_terminal_gets_plain_progress_lines_and_no_escapes(terminal_argv):
+    text = run_on_a_terminal(terminal_argv, "dumb")
+    assert "\033" not in text
+    assert "[tiny] 7/7 queries" in text and " q/s  in " in text
+    assert text.replace("\r\n", "\n").rstrip().endswith("MEASURED: 7 queries in 1 set, not gated")
