@@ -182,11 +182,11 @@ def test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked(scripted_
 
 # --- on a real (pseudo-)terminal ---------------------------------------------------------------
 
-def run_on_a_terminal(scripted_args, term):
+def run_on_a_terminal(scripted_args, term, expect=0, **extra_env):
     """The run command with stdout and stderr on a pseudo-terminal, as a user at a shell sees it."""
     import pty
     leader, follower = pty.openpty()
-    env = dict(os.environ, TERM=term)
+    env = dict(os.environ, TERM=term, **extra_env)
     env.pop("NO_COLOR", None)
     process = subprocess.Popen(scripted_args, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
     os.close(follower)
@@ -200,7 +200,7 @@ def run_on_a_terminal(scripted_args, term):
             break
         chunks.append(chunk)
     os.close(leader)
-    assert process.wait(timeout=60) == 0
+    assert process.wait(timeout=60) == expect
     return b"".join(chunks).decode("utf-8", "replace")
 
 
@@ -226,3 +226,12 @@ def test_a_dumb_terminal_gets_plain_progress_lines_and_no_escapes(terminal_argv)
     assert "\033" not in text
     assert "[tiny] 7/7 queries" in text and " q/s  in " in text
     assert text.replace("\r\n", "\n").rstrip().endswith("MEASURED: 7 queries in 1 set, not gated")
+
+
+def test_a_crash_on_a_terminal_shows_tables_then_the_error_then_the_verdict(terminal_argv):
+    text = run_on_a_terminal(terminal_argv, "dumb", expect=3, SCRIPTED_CRASH_AFTER="3").replace("\r\n", "\n")
+    tables = text.index("set tiny (revision 1, 7 queries, k=10)  INCOMPLETE (3 of 7 answered)")
+    error = text.index("harness: error: query tiny-04: ")
+    verdict = text.index("INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)")
+    assert tables < error < verdict and text.rstrip().endswith("(exit 3)")
+    assert "simulated crash" in text[error:verdict]  # the adapter's stderr tail, with the error

@@ -218,8 +218,8 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
     api.write_baseline_update(update)
     if not args.quiet:
         print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
-          f"review and commit it to accept these numbers"
-          + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
+              f"review and commit it to accept these numbers"
+              + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
     return EXIT_OK
 
 
@@ -237,32 +237,38 @@ def _progress_printer(args: argparse.Namespace) -> ProgressLine | None:
 
 
 def _print_run(report: Report, args: argparse.Namespace, inputs: api.GateInputs, log_path: Path) -> None:
-    """Warnings and the error on stderr, then the console report with the verdict as its last line.
+    """The console report, then warnings and the error on stderr, then the verdict as the last line.
 
     --quiet: only the failed gates (and the error) are printed.
     """
-    style = _console_style(args)
-    error_style = Style(wants_colour(args.color, sys.stderr, os.environ))
-    if not args.quiet:
-        for warning in report.warnings:
-            print(f"harness: {error_style.paint('warn', 'warning:')} {warning}", file=sys.stderr)
-    if report.error is not None:
-        print(f"harness: {error_style.paint('fail', 'error:')} {report.error}", file=sys.stderr)
-        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
     if args.quiet:
+        _print_problems(report, args)
         for gate in report.failed_gates:
             print(f"FAIL {gate.gate} {gate.message}")
         return
-    sys.stderr.flush()
     written = [("partial report" if report.error is not None else "report", str(args.out))]
     if report.provenance.run_file is None:
         written.append(("adapter log", str(log_path)))
-    text = render_text(report, inputs.baseline_entries, verbose=args.verbose, style=style, written=written)
+    text = render_text(report, inputs.baseline_entries, verbose=args.verbose, style=_console_style(args),
+                       written=written)
     body, _, closing = text.rstrip("\n").rpartition("\n")
     print(body)
     for name, what_if in (report.what_if or {}).items():
         print(render_what_if(name, what_if))  # type: ignore[arg-type]
+    sys.stdout.flush()  # on a terminal the warnings and error land between the tables and the verdict
+    _print_problems(report, args)
     print(closing, flush=True)
+
+
+def _print_problems(report: Report, args: argparse.Namespace) -> None:
+    style = Style(wants_colour(args.color, sys.stderr, os.environ))
+    if not args.quiet:
+        for warning in report.warnings:
+            print(f"harness: {style.paint('warn', 'warning:')} {warning}", file=sys.stderr)
+    if report.error is not None:
+        print(f"harness: {style.paint('fail', 'error:')} {report.error}", file=sys.stderr)
+        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _print_error(error: HarnessError) -> None:
