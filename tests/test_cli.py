@@ -159,8 +159,8 @@ def test_summary_and_github_step_summary(tmp_path, scripted, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     summary = tmp_path / "summary.md"
     assert run(tmp_path, "--no-gate", "--summary", str(summary), *scripted(GOOD))[0] == 0
-    assert "| tiny | overall | 5 | 1.000 | 1.000 | 1.000 | 1.000 |" in summary.read_text()
-    assert step.read_text().startswith("previous step\n**retrieval-gate: measured (no gate)**")
+    assert "| overall | 5 | 1.000 | 1.000 | 1.000 | 1.000 |" in summary.read_text().splitlines()
+    assert step.read_text().startswith("previous step\n### retrieval-gate: MEASURED\n")
 
 
 def test_repeats_warmup_condition_and_banner_are_recorded(tmp_path, scripted):
@@ -189,7 +189,8 @@ def test_real_subprocess_exact_output(tmp_path):
     assert lines[3].split() == ["n", "recall@5", "recall@10", "mrr", "ndcg@10"]
     assert lines[4].split() == ["overall", "5", "1.000", "1.000", "1.000", "1.000"]
     assert lines[5].split() == ["a", "3", "1.000", "1.000", "1.000", "1.000"]
-    assert lines[-1].startswith("report: ")
+    assert lines[-2].startswith("report: ")
+    assert lines[-1] == "MEASURED: 7 queries in 1 set, not gated"  # the verdict closes the output
 
 
 def test_update_baseline_shows_changes_keeps_old_values_and_asks_on_a_terminal(tmp_path, scripted, capsys, monkeypatch):

@@ -218,12 +218,13 @@ def test_budget_falls_back_to_the_default(runs):
 
 def test_flips_list_losses_first_then_gains_with_query_text(runs, run_page):
     rows = parse_page(run_page).tables["flips"]
-    assert rows[0] == ["qid", "change", "lost", "gained", "query"]
-    # By hand: tiny-01 lost doc-01 and tiny-03 lost doc-03 now; tiny-02 found doc-02 again.
+    assert rows[0] == ["qid", "change", "lost", "gained", "returned now", "counts", "query"]
+    # By hand: tiny-01 lost doc-01 (doc-02 came back instead) and tiny-03 lost doc-03 (nothing came
+    # back) now; tiny-02 found doc-02 again. All three are scored queries.
     hostile_as_shown = HOSTILE_QUERY.replace("\x01", "\ufffd")
-    assert rows[1:] == [["tiny-01", "lost", "doc-01", "", "how is the config file parsed"],
-                        ["tiny-03", "lost", "doc-03", "", hostile_as_shown],
-                        ["tiny-02", "gained", "", "doc-02", "retry backoff for failed requests"]]
+    assert rows[1:] == [["tiny-01", "lost", "doc-01", "", "doc-02", "scored", "how is the config file parsed"],
+                        ["tiny-03", "lost", "doc-03", "", "nothing", "scored", hostile_as_shown],
+                        ["tiny-02", "gained", "", "doc-02", "doc-02", "scored", "retry backoff for failed requests"]]
 
 
 def test_gates_and_failing_queries_are_listed(run_page):
@@ -268,7 +269,8 @@ def test_a_category_only_in_the_baseline_shows_as_missing(runs):
 
 def test_incomplete_runs_render(runs):
     partial = render_run_html(runs["partial"], None, {}, 300.0)
-    assert "INCOMPLETE" in partial and "backend failed, incomplete run" in partial
+    assert "INCOMPLETE (3 of 7 answered)" in partial
+    assert "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)" in partial
     points = cdf_points(charts(partial, "latency-cdf")[0])
     assert [fraction for _, fraction in points] == [1 / 3, 2 / 3, 1.0]  # crashed after 3 answers
     empty = render_run_html(runs["empty"], None, {}, 300.0)
@@ -371,3 +373,54 @@ def test_compare_command_writes_the_page(runs, tmp_path, capsys):
     page = out.read_text(encoding="utf-8")
     assert_self_contained(page)
     assert len(charts(page, "recall-bars")) == 1
+
+
+# --- labels, links and numbers a reviewer relies on (in-memory reports) ------------------------
+
+def test_an_xfail_query_that_flips_is_labelled_and_failures_link_to_their_rows():
+    from tests.output_reports import gated_with_baseline
+    from tests.reports import CURRENT_ANSWERS, gated_report, tiny_baseline_entries
+    # tiny-06 is marked xfail; answered right now it gains doc-06 against the baseline (which missed it)
+    answers = dict(CURRENT_ANSWERS, **{"tiny-06": (("doc-06",), 6.0)})
+    page = render_run_html(gated_report(answers), tiny_baseline_entries(), {"tiny": 200.0}, 300.0)
+    rows = parse_page(page).tables["flips"][1:]
+    assert [row[:2] + row[4:6] for row in rows] == [["tiny-01", "lost", "doc-09", "scored"],
+                                                    ["tiny-06", "gained", "doc-06", "xfail, not scored"]]
+    # every failed gate naming queries links to a row that exists on the page
+    failing = render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0)
+    targets = re.findall(r'<a class="qid" href="#([^"]+)">', failing)
+    assert targets == ["q-0-tiny-01", "q-0-tiny-01", "q-0-tiny-04"]  # recall overall, recall a, contract
+    for target in set(targets):
+        assert failing.count(f'id="{target}"') == 1
+    # the header names the baseline file and when and for whom it was recorded
+    assert "<dt>baseline</dt><dd>baselines/current.json</dd>" in failing
+    assert "<dt>recorded</dt><dd>2026-11-30T09:15:00+00:00 for bm25 at commit 1a2b3c4d5e6f</dd>" in failing
+    assert "<dt>backend</dt><dd>bm25 (bm25 1)</dd>" in failing
+
+
+def test_a_crash_shows_its_stderr_tail_preformatted():
+    from tests.output_reports import crashed_with_tail
+    page = render_run_html(crashed_with_tail(), None, {}, 300.0)
+    (tail,) = re.findall(r'<pre class="stderr">(.*?)</pre>', page, re.S)
+    assert tail.splitlines()[:2] == ["adapter stderr (last lines):", "  | Traceback (most recent call last):"]
+    assert '<p class="warn">Error: query tiny-04: adapter exited with status 7' in page
+
+
+def test_numbers_never_show_negative_zero():
+    from harness.report import html as html_module
+    assert html_module._signed(-1e-12) == "0.000" and html_module._signed(-0.0) == "0.000"
+    assert html_module._signed(-0.0004) == "0.000" and html_module._signed(-0.0006) == "\u22120.001"
+    assert html_module._fixed(-0.0) == "0.000" and html_module._fixed(-1e-9) == "0.000"
+
+
+def test_comparison_page_has_a_verdict_and_latency(runs, comparison):
+    page = render_comparison_html(comparison, load_run(runs["base_path"]), load_run(runs["current_path"]))
+    # base 0.8 -> candidate 0.6 overall: a 20-point drop, more than the 2-point limit
+    assert "WORSE: 1 of 1 sets dropped (worst: tiny overall recall@10 \u221220.0 points" in page
+    rows = parse_page(page).tables["latency"]
+    assert rows[0] == ["run", "n", "p50 ms", "p95 ms", "max ms"] and [row[:2] for row in rows[1:]] == [
+        ["base", "7"], ["candidate", "7"]]
+    assert "-0.000" not in page and "\u22120.000" not in page
+    assert_self_contained(page)
+    # without the runs the page says there are no latencies rather than leaving the section out
+    assert "No per-query latencies" in render_comparison_html(comparison)

@@ -1,42 +1,152 @@
-"""Console, Markdown and JUnit renderers, from in-memory reports (no adapter process), against golden files."""
+"""Console, Markdown and JUnit renderers, from in-memory reports (no adapter process), against golden files.
 
+Every golden comparison is followed by asserts on the lines a reader relies on, with numbers
+worked by hand from tests/reports.py, so refreshing a golden file cannot hide a wrong number.
+"""
+
+import re
 import xml.etree.ElementTree as ET
 
 from harness.report.console import render_text
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
+from harness.report.terminal import Style
 from tests.golden import assert_matches_golden
-from tests.reports import crashed_report, gated_report
+from tests.output_reports import crashed_with_tail, gated_with_baseline
+from tests.reports import crashed_report, gated_report, tiny_baseline_entries
+
+WRITTEN = [("report", "out/report.json"), ("adapter log", "out/report.adapter.log")]
+# tiny (tests/reports.py): scored a = tiny-01, 02, 05; b = tiny-03, 04. The current run loses
+# tiny-01's only relevant document: overall 5/5 -> 4/5 (-20.0 points), a 3/3 -> 2/3 (-33.3), b 2/2.
 
 
 def test_console_of_a_failing_run():
-    text = render_text(gated_report())
+    text = render_text(gated_with_baseline(), tiny_baseline_entries(), written=WRITTEN)
     assert_matches_golden("console-failing.txt", text)
-    # independent of the golden file: what a reader relies on
-    assert "FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, now 0.8000" in text
-    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms" in text
+    lines = text.splitlines()
+    assert lines[0] == "backend: bm25 (bm25 1)  condition: warm"
+    assert lines[1] == "baseline: baselines/current.json (recorded 2026-11-30T09:15:00+00:00 for bm25 at 1a2b3c4d5e6f)"
     # tiny-01 lost its document and tiny-04 broke rank_before: 2 fail; tiny-06 is xfail (doc-06 not
     # returned); tiny-02, 03, 05 found theirs and the negative probe tiny-07 returned nothing: 4 pass.
-    assert "queries: 2 fail, 4 pass, 1 xfail" in text.splitlines()
+    assert "queries: 2 fail, 4 pass, 1 xfail" in lines
+    gates = [line for line in lines if line[:5] in ("FAIL ", "WARN ", "PASS ")]
+    assert [line.split()[:2] for line in gates] == [["FAIL", "recall"], ["FAIL", "recall"], ["FAIL", "latency"],
+                                                    ["FAIL", "contract"]]  # failures only, first
+    assert gates[0].startswith("FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, "
+                               "now 0.8000")
+    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms" in lines
+    assert "passed: 2 gates (query-count 1, recall 1); -v lists them" in lines
+    assert lines[-2] == "report: out/report.json  adapter log: out/report.adapter.log"
+    assert lines[-1] == "FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)"
+    assert "None" not in text and "" not in [line.strip() for line in lines[:2]]
+
+
+def test_console_verbose_lists_passes_after_failures():
+    lines = render_text(gated_report(), verbose=True).splitlines()
+    statuses = [line[:4] for line in lines if line[:5] in ("FAIL ", "PASS ")]
+    assert statuses == ["FAIL"] * 4 + ["PASS"] * 2
+    assert "PASS recall      tiny/b recall@10 1.0000 (baseline 1.0000)" in lines
+    # without the baseline entries the verdict names the first failure's gist instead of a number
+    assert lines[-1] == "FAILED: 4 of 6 gates (worst: tiny overall recall@10 dropped 20.00 points)"
 
 
 def test_console_of_a_crashed_run():
-    text = render_text(crashed_report())
+    text = render_text(crashed_report(), written=[("partial report", "r.json")])
     assert_matches_golden("console-crashed.txt", text)
-    assert "INCOMPLETE" in text
+    lines = text.splitlines()
+    assert "set tiny (revision 1, 7 queries, k=10)  INCOMPLETE (3 of 7 answered)" in lines
+    assert lines[-1] == "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)"
+    assert "None" not in text
+
+
+def test_console_never_prints_none_or_an_empty_queries_line():
+    import dataclasses
+    report = crashed_report()
+    nothing = dataclasses.replace(report.sets[0], queries=(), latency_ms={"n": 0})
+    report = dataclasses.replace(report, sets=(nothing,),
+                                 provenance=dataclasses.replace(report.provenance, condition=None))
+    text = render_text(report)
+    assert text.splitlines()[0] == "backend: bm25 (bm25 1)"  # no `condition: None`
+    assert "queries: none answered" in text.splitlines()
+    assert "None" not in text and "latency ms" not in text
+
+
+def test_console_colour_is_only_where_asked():
+    plain = render_text(gated_report())
+    assert "\033[" not in plain
+    coloured = render_text(gated_report(), style=Style(True))
+    assert "\033[1;31mFAIL\033[0m recall" in coloured
+    assert coloured.splitlines()[-1].startswith("\033[1;31mFAILED: 4 of 6 gates")
+    assert re.sub(r"\033\[[0-9;]*m", "", coloured) == plain  # colour adds codes, never text
 
 
 def test_markdown_of_a_failing_run():
-    text = render_markdown(gated_report())
+    text = render_markdown(gated_with_baseline(), tiny_baseline_entries())
     assert_matches_golden("summary-failing.md", text)
-    assert text.startswith("**retrieval-gate: FAILED**")
-    assert "| tiny | overall | 5 | 0.800 | 0.800 |" in text
+    lines = text.splitlines()
+    assert lines[0] == "### retrieval-gate: FAILED"
+    assert lines[2] == "**FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)**"
+    assert "Gates: 4 failed, 0 warned, 2 passed." in lines
+    assert "- Backend: `bm25 (bm25 1)`" in lines
+    assert "- Baseline: `baselines/current.json (recorded 2026-11-30T09:15:00+00:00 for bm25 at 1a2b3c4d5e6f)`" in lines
+    # failures (with their queries) come before the tables
+    assert text.index("#### Failures") < text.index("#### Gated values")
+    assert "  - `tiny-01` lost `doc-01` — “how is the config file parsed”" in lines
+    # baseline, current and change for each gated value; p95 baseline 7 ms (tiny-07), now 250 ms (tiny-04)
+    assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | ❌ FAIL |" in lines
+    assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | ❌ FAIL |" in lines
+    assert "| tiny | queries | 7 | 7 | 0 | ✅ pass |" in lines
+    assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines
+    assert_valid_gfm(text)
 
 
-def test_markdown_of_a_crashed_run():
-    text = render_markdown(crashed_report())
+def test_markdown_of_a_crashed_run_fences_the_stderr_tail():
+    text = render_markdown(crashed_with_tail())
     assert_matches_golden("summary-crashed.md", text)
-    assert text.startswith("**retrieval-gate: backend failed, incomplete run**")
+    lines = text.splitlines()
+    assert lines[0] == "### retrieval-gate: INCOMPLETE"
+    first = lines.index("```text")
+    assert lines[first + 1] == "adapter stderr (last lines):"
+    assert lines[first + 2] == "  | Traceback (most recent call last):"
+    assert "KeyError" in lines[first + 5] and lines[first + 6] == "```"
+    assert_valid_gfm(text)
+
+
+def test_markdown_without_gates_or_baseline():
+    text = render_markdown(crashed_report())
+    assert "Gated values" not in text and "Baseline" not in text
+    assert_valid_gfm(text)
+
+
+def assert_valid_gfm(text: str) -> None:
+    """What GitHub needs for our constructs: fences closed; every table row with its header's cell
+    count and a delimiter row second; blank lines around <details> content so tables inside render."""
+    lines = text.splitlines()
+    fence = None
+    table: list[str] = []
+    for number, line in enumerate(lines + [""]):
+        if fence is None and line.startswith("```"):
+            fence = line.rstrip("`abcdefghijklmnopqrstuvwxyz") or "```"
+            continue
+        if fence is not None:
+            if line == fence:
+                fence = None
+            continue
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table:
+            cells = [len(re.split(r"(?<!\\)\|", row.strip())) - 2 for row in table]
+            assert len(set(cells)) == 1, (table, cells)
+            assert re.fullmatch(r"\|(-+:?\|)+", table[1]), table[1]
+            assert number - len(table) == 0 or lines[number - len(table) - 1] == "", table[0]
+            table = []
+        if line.startswith("<details>"):
+            assert lines[number + 1] == "", line
+        if line == "</details>":
+            assert lines[number - 1] == "", number
+    assert fence is None, "unclosed code fence"
+    assert text.count("<details>") == text.count("</details>")
 
 
 def test_junit_counts_gates_and_errors():

@@ -1,10 +1,16 @@
-"""What every command shares when reading its argv: argparse without exits, and the split at `--`."""
+"""What every command shares when reading its argv: argparse without exits, the split at `--`, the
+program name the user typed, and "did you mean" for a mistyped option."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
+import sys
 
 from harness.errors import HarnessError
+
+DEFAULT_PROGRAM = "retrieval-gate"
 
 
 class ArgumentsExit(HarnessError):
@@ -29,3 +35,64 @@ def split_adapter_command(argv: list[str]) -> tuple[list[str], list[str]]:
         return list(argv), []
     cut = argv.index("--")
     return list(argv[:cut]), list(argv[cut + 1:])
+
+
+def program_name(subcommand: str | None = None) -> str:
+    """What the user typed to start us: `python -m harness` or `retrieval-gate` (the console script),
+    then the subcommand; `retrieval-gate` when called as a library (tests, embedding)."""
+    launched = sys.argv[0] if sys.argv else ""
+    path = os.path.normpath(launched)
+    if os.path.basename(path) == "__main__.py" and os.path.basename(os.path.dirname(path)) == "harness":
+        name = "python -m harness"
+    elif os.path.basename(path).startswith(DEFAULT_PROGRAM):
+        name = os.path.basename(path)
+    else:
+        name = DEFAULT_PROGRAM
+    return f"{name} {subcommand}" if subcommand else name
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with "did you mean --baseline?" for an unknown option (or `sets` for a mistyped
+    subcommand among `commands`), and the `--` hint when an option in `command_after` (e.g.
+    `--adapter`) is followed by a command without `--` first."""
+
+    def __init__(self, *args, command_after: tuple[str, ...] = (), commands: tuple[str, ...] = (),
+                 **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_after = command_after
+        self.commands = commands
+        self._argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):  # type: ignore[override]
+        hint = self.hint_for(message)
+        super().error(message + (f"\n{hint}" if hint else ""))
+
+    def option_strings(self) -> list[str]:
+        return [option for action in self._actions for option in action.option_strings if option.startswith("--")]
+
+    def hint_for(self, message: str) -> str:
+        """The hint for argparse's `unrecognized arguments: ...` message, or ""."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        unknown = message[len(prefix):].split()
+        for option in self.command_after:
+            if option in self._argv and "--" not in self._argv:
+                command = " ".join(unknown)
+                return (f"hint: put '--' between {option} and the adapter command: "
+                        f"{option} -- {command}")
+        if unknown and self._argv and unknown[0] == self._argv[0] and not unknown[0].startswith("-"):
+            close = difflib.get_close_matches(unknown[0], self.commands, n=1, cutoff=0.6)
+            if close:
+                return f"hint: {unknown[0]}: did you mean the subcommand {close[0]}?"
+        for word in unknown:
+            if word.startswith("--"):
+                name = word.split("=", 1)[0]
+                close = difflib.get_close_matches(name, self.option_strings(), n=1, cutoff=0.6)
+                if close:
+                    return f"hint: {name}: did you mean {close[0]}?"
+        return ""

@@ -8,12 +8,12 @@ from pathlib import Path
 from harness.gating.baseline import read_baseline
 from harness.report.baselines import render_table
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import parse_arguments
+from harness.commands.arguments import parse_arguments, program_name
 
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness baselines",
+    parser = argparse.ArgumentParser(prog=program_name("baselines"),
                                      description="Print baselines side by side (default: baselines/*.json), per set.")
     parser.add_argument("files", nargs="*", type=Path)
     args = parse_arguments(parser, argv)

@@ -10,18 +10,18 @@ from pathlib import Path
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.commands.arguments import ArgumentParser, parse_arguments, program_name, split_adapter_command
 from harness.commands.check_adapter import StartupProgressPrinter
-from harness.interrupts import signals_raise_interrupted
-from harness.commands.arguments import parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, HarnessError, UsageError
+from harness.interrupts import signals_raise_interrupted
 from harness.fsutil import atomic_write_text
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Report
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
+from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
 from harness.scoring.compare import render_text as render_comparison
 
-PROG = "python -m harness"
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 SUBCOMMANDS = {
     "sets": "harness.commands.sets",
@@ -31,29 +31,30 @@ SUBCOMMANDS = {
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
 }
-EXAMPLES = f"""\
+EXAMPLES = """\
 examples:
-  {PROG} --set all                          BM25 over every shipped set, gated against baselines/current.json
-  {PROG} --set code --backend onnx --baseline baselines/onnx.json
-  {PROG} --set memory --adapter --expect-banner -- ./my-adapter --index prod
-  {PROG} --set all --update-baseline        accept the current numbers (commit the file)
-  {PROG} --set dedupe --no-gate --out run.json --summary summary.md --junit gates.xml --html report.html
-  {PROG} sets list | sets show NAME | sets verify [NAME] | sets pin NAME
-  {PROG} metrics                            list metric names
-  {PROG} baselines                          committed baselines side by side (Markdown)
-  {PROG} compare base.json candidate.json   per-query comparison with paired significance
-  {PROG} export report.json --trec-run run.txt --trec-qrels qrels.txt   for trec_eval -c -M 10
-  {PROG} --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
-  {PROG} sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
-  {PROG} check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
+  %(prog)s --set all                          BM25 over every shipped set, gated against baselines/current.json
+  %(prog)s --set code --backend onnx --baseline baselines/onnx.json
+  %(prog)s --set memory --adapter --expect-banner -- ./my-adapter --index prod
+  %(prog)s --set all --update-baseline        accept the current numbers (commit the file)
+  %(prog)s --set dedupe --no-gate --out run.json --summary summary.md --junit gates.xml --html report.html
+  %(prog)s sets list | sets show NAME | sets verify [NAME] | sets pin NAME
+  %(prog)s metrics                            list metric names
+  %(prog)s baselines                          committed baselines side by side (Markdown)
+  %(prog)s compare base.json candidate.json   per-query comparison with paired significance
+  %(prog)s export report.json --trec-run run.txt --trec-qrels qrels.txt   for trec_eval -c -M 10
+  %(prog)s --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
+  %(prog)s sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
+  %(prog)s check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
 
 exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+    parser = ArgumentParser(
+        prog=program_name(), command_after=("--adapter",), commands=tuple(SUBCOMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
         description="Measure a search backend's retrieval quality and latency on versioned query "
                     "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
                     "count changes or a hard contract breaks. Subcommands: "
@@ -119,7 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--what-if-min-score", type=float, default=None, metavar="X",
                         help="report only: metrics if hits scoring below X were dropped (needs adapter scores)")
     output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
+    _add_terminal_options(output)
     return parser
+
+
+def _add_terminal_options(output: argparse._ArgumentGroup) -> None:
+    output.add_argument("-v", "--verbose", action="store_true", help="list every passing gate, not just their count")
+    output.add_argument("--color", choices=COLOR_MODES, default="auto",
+                        help="colour the console output: auto (a terminal, unless NO_COLOR is set or "
+                             "TERM=dumb), always or never (default: auto)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,25 +182,14 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
                              policy=args.policy)
-    progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
+    progress = _progress_printer(args)
     report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend, run_file=args.run_file,
                           options=options, progress=progress)
     if progress:
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
-    for warning in report.warnings:
-        print(f"harness: warning: {warning}", file=sys.stderr)
+        progress.finish()
     _write_outputs(report, args, inputs)
-    if not args.quiet:
-        print(render_text(report), end="")
-        for name, what_if in (report.what_if or {}).items():
-            print(render_what_if(name, what_if))  # type: ignore[arg-type]
-        print(f"report: {args.out}  adapter log: {log_path}")
-    else:
-        for gate in report.failed_gates:
-            print(f"FAIL {gate.gate} {gate.message}")
+    _print_run(report, args, inputs, log_path)
     if report.error is not None:
-        print(f"harness: error: {report.error}", file=sys.stderr)
-        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
         return report.exit_code
     if args.update_baseline:
         return _update_baseline(args, report)
@@ -207,7 +205,7 @@ def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInp
         from harness.report.html import render_run_html
         atomic_write_text(args.html, render_run_html(report, inputs.baseline_entries, inputs.budgets_ms,
                                                      inputs.default_budget_ms))
-    markdown = render_markdown(report)
+    markdown = render_markdown(report, inputs.baseline_entries)
     if args.summary:
         atomic_write_text(args.summary, markdown)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -220,8 +218,9 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
     """Show what the new baseline changes against the old one, then write it (asked on a terminal)."""
     update = api.prepare_baseline_update(report, args.baseline)
     if update.comparison is not None:
-        print(f"\nchanges against {args.baseline}:")
-        print(render_comparison(update.comparison), end="")
+        if not args.quiet:
+            print(f"\nchanges against {args.baseline}:")
+            print(render_comparison(update.comparison), end="")
         atomic_write_text(args.out, update.report_with_previous(report).to_json())
     if not args.yes and sys.stdin.isatty():
         answer = input(f"write {args.baseline}? [y/N] ").strip().lower()
@@ -229,17 +228,59 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
             print("baseline not written")
             return EXIT_OK
     api.write_baseline_update(update)
-    print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
-          f"review and commit it to accept these numbers"
-          + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
+    if not args.quiet:
+        print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
+              f"review and commit it to accept these numbers"
+              + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
     return EXIT_OK
 
 
-def _progress_printer():
-    def show(set_name: str, done: int, total: int) -> None:
-        if done == total or done % 5 == 0:
-            print(f"\r\033[K[{set_name}] {done}/{total}", end="", file=sys.stderr, flush=True)
-    return show
+# -- what the run prints (console text, progress, warnings, errors) --------------------------------
+
+def _console_style(args: argparse.Namespace) -> Style:
+    return Style(wants_colour(args.color, sys.stdout, os.environ))
+
+
+def _progress_printer(args: argparse.Namespace) -> ProgressLine | None:
+    """Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb)."""
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    return ProgressLine(sys.stderr, dumb=is_dumb(os.environ))
+
+
+def _print_run(report: Report, args: argparse.Namespace, inputs: api.GateInputs, log_path: Path) -> None:
+    """The console report, then warnings and the error on stderr, then the verdict as the last line.
+
+    --quiet: only the failed gates (and the error) are printed.
+    """
+    if args.quiet:
+        _print_problems(report, args)
+        for gate in report.failed_gates:
+            print(f"FAIL {gate.gate} {gate.message}")
+        return
+    written = [("partial report" if report.error is not None else "report", str(args.out))]
+    if report.provenance.run_file is None:
+        written.append(("adapter log", str(log_path)))
+    text = render_text(report, inputs.baseline_entries, verbose=args.verbose, style=_console_style(args),
+                       written=written)
+    body, _, closing = text.rstrip("\n").rpartition("\n")
+    print(body)
+    for name, what_if in (report.what_if or {}).items():
+        print(render_what_if(name, what_if))  # type: ignore[arg-type]
+    sys.stdout.flush()  # on a terminal the warnings and error land between the tables and the verdict
+    _print_problems(report, args)
+    print(closing, flush=True)
+
+
+def _print_problems(report: Report, args: argparse.Namespace) -> None:
+    style = Style(wants_colour(args.color, sys.stderr, os.environ))
+    if not args.quiet:
+        for warning in report.warnings:
+            print(f"harness: {style.paint('warn', 'warning:')} {warning}", file=sys.stderr)
+    if report.error is not None:
+        print(f"harness: {style.paint('fail', 'error:')} {report.error}", file=sys.stderr)
+        print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _print_error(error: HarnessError) -> None:

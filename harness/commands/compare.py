@@ -9,14 +9,14 @@ from harness.report.views import load_run
 from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_text
 from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import parse_arguments
+from harness.commands.arguments import parse_arguments, program_name
 from harness.fsutil import atomic_write_text, strict_json_dumps
 from harness.scoring.stats import RESAMPLES
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness compare",
+        prog=program_name("compare"),
         description="Compare two reports (or baselines) set by set: metric deltas per category and split, "
                     "flipped queries, paired bootstrap 95%% CI and randomization p-values (Holm-corrected) "
                     "for recall@10 and nDCG@10.")

@@ -7,16 +7,14 @@ import dataclasses
 from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import parse_arguments
+from harness.commands.arguments import parse_arguments, program_name
 from harness.report.document import Report, read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
-
-PROG = "python -m harness export"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=program_name("export"),
         description="Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
                     "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
                     "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).")

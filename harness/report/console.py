@@ -1,9 +1,13 @@
-"""The console output of a run: a compact table per set, start-up, then one line per gate."""
+"""The console output of a run: who and against what, a table per set, failures first, the verdict last."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from harness.records import SetResult
 from harness.report.document import Report
+from harness.report.terminal import PLAIN, Style
+from harness.report.verdict import backend_identity, baseline_text, ordered_gates, plural, verdict
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -24,39 +28,87 @@ def outcome_counts(result: SetResult) -> dict[str, int]:
 
 
 def cell(values: dict, name: str) -> str:
-    return f"{values[name]:.3f}" if name in values else "-"
+    return f"{values[name] + 0.0:.3f}" if name in values else "-"
 
 
-def render_text(report: Report) -> str:
-    """Compact console tables, one per set, then one line per gate result."""
-    lines: list[str] = []
-    provenance = report.provenance
-    lines.append(f"backend: {provenance.backend.label}  condition: {provenance.condition}")
+def render_text(report: Report, baseline_sets: Mapping[str, Mapping] | None = None, *, verbose: bool = False,
+                style: Style = PLAIN, written: Sequence[tuple[str, str]] = ()) -> str:
+    """The console report: who ran against which baseline, a table per set, failures, warnings,
+    a count of what passed (each passing gate with `verbose`), the files written, the verdict last.
+
+    `baseline_sets` (set name -> baseline entry) lets the verdict name the worst recall drop;
+    `written` is (what, path) pairs such as ("report", "r.json"), shown on one line before the
+    verdict; `style` colours status words and the verdict (PLAIN: none, as in the golden files).
+    """
+    lines = _header_lines(report)
     for result in report.sets:
-        status = "" if result.complete else "  INCOMPLETE"
         lines.append("")
-        lines.append(f"set {result.name} (revision {result.revision}, {result.query_count} queries, "
-                     f"k={result.k}){status}")
-        rows = scope_rows(result)
-        width = max(len(label) for label, _ in rows) + 2
-        lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))
-        for label, values in rows:
-            lines.append(f"{label:<{width}}{values['n']:>5}" + "".join(f"{cell(values, m):>11}" for m in TABLE_METRICS))
-        latency = result.latency_ms
-        if latency.get("n"):
-            lines.append(f"latency ms: p50 {latency['p50']:.2f}  p95 {latency['p95']:.2f}  max {latency['max']:.2f}"
-                         f"  (n={latency['n']})")
-        outcome_text = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
-        lines.append(f"queries: {outcome_text}")
+        lines.extend(_set_lines(result))
     lines.extend(_startup_lines(report))
-    if report.gates:
-        lines.append("")
-        for gate in report.gates:
-            lines.append(f"{'PASS' if gate.passed else 'FAIL'} {gate.gate:<11} {gate.message}")
+    lines.extend(gate_lines(report, verbose=verbose, style=style))
+    lines.append("")
+    if written:
+        lines.append("  ".join(f"{what}: {path}" for what, path in written))
+    final = verdict(report, baseline_sets)
+    lines.append(style.paint(final.status, final.line))
     return "\n".join(lines) + "\n"
 
 
+def _header_lines(report: Report) -> list[str]:
+    """`backend: ...  condition: ...` (condition only when given) and the baseline file when known."""
+    provenance = report.provenance
+    head = f"backend: {backend_identity(provenance)}"
+    if provenance.condition:
+        head += f"  condition: {provenance.condition}"
+    lines = [head]
+    baseline = baseline_text(provenance)
+    if baseline:
+        lines.append(f"baseline: {baseline}")
+    return lines
+
+
+def _set_lines(result: SetResult) -> list[str]:
+    answered = len(result.queries)
+    status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
+    lines = [f"set {result.name} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
+    rows = scope_rows(result)
+    width = max(len(label) for label, _ in rows) + 2
+    lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))
+    for label, values in rows:
+        lines.append(f"{label:<{width}}{values.get('n', 0):>5}"
+                     + "".join(f"{cell(values, m):>11}" for m in TABLE_METRICS))
+    latency = result.latency_ms
+    if latency.get("n"):
+        lines.append(f"latency ms: p50 {latency['p50']:.2f}  p95 {latency['p95']:.2f}  max {latency['max']:.2f}"
+                     f"  (n={latency['n']:.0f})")
+    outcomes = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
+    lines.append(f"queries: {outcomes or 'none answered'}")
+    return lines
+
+
+def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -> list[str]:
+    """FAIL lines, then WARN lines, then one line counting the passes (or a PASS line each, `verbose`)."""
+    if not report.gates:
+        return []
+    lines = [""]
+    passed = []
+    for gate in ordered_gates(report):
+        if gate.status == "pass" and not verbose:
+            passed.append(gate)
+            continue
+        lines.append(f"{style.status(gate.status)} {gate.gate:<11} {gate.message}")
+    if passed:
+        kinds: dict[str, int] = {}
+        for gate in passed:
+            kinds[gate.gate] = kinds.get(gate.gate, 0) + 1
+        listing = ", ".join(f"{kind} {n}" for kind, n in kinds.items())
+        lines.append(style.paint("pass", f"passed: {plural(len(passed), 'gate')}") + f" ({listing}); -v lists them")
+    return lines
+
+
 def _startup_lines(report: Report) -> list[str]:
+    if report.provenance.run_file:
+        return []
     startup = report.provenance.adapter.startup_seconds
     if startup is not None:
         return ["", f"adapter startup: {startup:.3f} s to the ready banner"]

@@ -14,12 +14,15 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.records import QueryResult, SetResult
+from harness.records import GateResult, QueryResult, SetResult
 from harness.report.document import REPORT_FORMAT, Report
-from harness.scoring.compare import TESTED_METRICS, Comparison, ScopeComparison
+from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, counts_line,
+                                    error_parts, ordered_gates)
+from harness.report.verdict import verdict as run_verdict
+from harness.scoring.compare import TESTED_METRICS, Comparison, RunView, ScopeComparison
 from harness.scoring.flips import Flip, find_flips
 from harness.gating.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
-from harness.scoring.evaluate import TABLE_METRICS
+from harness.scoring.evaluate import TABLE_METRICS, latency_summary
 
 # XML 1.0 cannot carry these code points even as references (C0 controls, lone surrogates,
 # U+FFFE/U+FFFF); C1 controls are legal XML but HTML parse errors. All become U+FFFD.
@@ -30,6 +33,7 @@ CHART_WIDTH = 640
 LABEL_WIDTH = 170  # px for category names left of the bars
 LABEL_CHARACTERS = 24  # longer names are cut in the label; the full name is in the <title>
 BAR_HEIGHT = 12
+RETURNED_SHOWN = 5  # ids of what came back instead, per failing query
 LATENCY_FLOOR_MS = 1e-3  # a 0 ms latency (rounding) is drawn here on the log axis
 # Colours are presentation attributes, not CSS, so an SVG copied out of the page looks the same.
 GRID = 'stroke="#e3e6ea"'
@@ -40,17 +44,48 @@ MARKER_COLOURS = {"p50": "#2e8540", "p95": "#c77700", "budget": "#b3261e"}
 WORSE, BETTER = "#b3261e", "#17692b"
 SVG_FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
+# Readable from a phone (390 px) to a desktop (1,400 px): wide tables scroll inside their own
+# box (div.scroll), never the page; ids and CI cells never wrap mid-token; stderr wraps in its box.
 STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; color: #1d2329; margin: 1.5em auto; max-width: 72em; padding: 0 1em; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccd; }
+body { font: 14px/1.45 system-ui, sans-serif; color: #1d2329; margin: 1.5em auto; max-width: 94em; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: .3em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccd; }
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #d5d9de; padding: .2em .5em; text-align: left; vertical-align: top; }
-th { background: #f2f4f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f2f4f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.test { white-space: nowrap; }
 .pass { color: #17692b; } .fail, .lost, .worse { color: #b3261e; } .gained, .better { color: #17692b; }
 .warn { background: #fff4d6; border: 1px solid #e0b84a; padding: .5em; }
-.ids { font-family: ui-monospace, monospace; font-size: .92em; }
+.status { font-weight: bold; white-space: nowrap; } .status.warn { background: none; border: 0; padding: 0; color: #8a5a00; }
+.ids { font-family: ui-monospace, monospace; font-size: .92em; } .id { white-space: nowrap; }
+table.gates td:nth-child(3) { white-space: nowrap; } table.meta td { overflow-wrap: anywhere; }
+.qid, .qid a { font-family: ui-monospace, monospace; white-space: nowrap; }
+.label { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; background: #e8ebef;
+  white-space: nowrap; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.headline { border: 1px solid #d5d9de; border-left: 6px solid #8a939c; padding: .6em 1em; margin: .5em 0 1em; }
+.headline.fail { border-left-color: #b3261e; color: inherit; } .headline.pass { border-left-color: #17692b; color: inherit; }
+.headline.warn { border-left-color: #e0b84a; background: none; }
+.headline .verdict { font-size: 1.15em; font-weight: bold; margin: 0 0 .3em; }
+.headline .verdict.fail { color: #b3261e; } .headline .verdict.pass { color: #17692b; }
+.headline dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .1em 1em; margin: .3em 0 0; }
+.headline dt { color: #5a636c; } .headline dd { margin: 0; overflow-wrap: anywhere; }
+pre.stderr { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f7f9; border: 1px solid #d5d9de;
+  padding: .5em; font-size: .9em; max-width: 100%; box-sizing: border-box; }
+tr:target { outline: 2px solid #2f6db5; }
 svg { max-width: 100%; height: auto; display: block; margin: .3em 0; }
+@media (max-width: 600px) {
+  body { margin: .8em auto; padding: 0 .6em; }
+  /* a phone: each gate is a card (status, set and gate on one line, the message below), and a
+     chart keeps a legible size inside its own scrolling box */
+  table.gates tr:first-child { display: none; }
+  table.gates, table.gates tbody { display: block; }
+  table.gates tr { display: grid; grid-template-columns: auto auto minmax(0, 1fr); border: 1px solid #d5d9de;
+    margin-bottom: .4em; }
+  table.gates td { border: 0; } table.gates td:nth-child(n+4) { grid-column: 1 / -1; }
+  table.gates td:empty { display: none; }
+  .chart-box svg { min-width: 560px; }
+}
 """
 
 
@@ -71,11 +106,19 @@ def _px(value: float) -> str:
 
 
 def _fixed(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    """Fixed decimals; a value that rounds to zero is `0.000`, never `-0.000`."""
+    if value is None:
+        return "-"
+    rounded = round(float(value), digits)
+    return f"{rounded + 0.0 if rounded != 0 else 0.0:.{digits}f}"
 
 
 def _signed(value: float, digits: int = 3) -> str:
-    return f"{value:+.{digits}f}".replace("-", "\u2212")
+    """`+0.012` / `\u22120.012`; a change that rounds to zero is shown unsigned (`0.000`), never `-0.000`."""
+    rounded = round(float(value), digits)
+    if rounded == 0:
+        return f"{0.0:.{digits}f}"
+    return f"{rounded:+.{digits}f}".replace("-", "\u2212")
 
 
 def _ms(value: float) -> str:
@@ -103,6 +146,7 @@ def _clip(text: str, limit: int = LABEL_CHARACTERS) -> str:
 def _page(title: str, body: Iterable[str]) -> str:
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_text(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
         *body, "</body>", "</html>", ""])
 
@@ -122,9 +166,22 @@ def _table(headers: Sequence[str] | None, rows: Iterable[Sequence], css: str = "
                 cells.append(f'<td class="{cell[0]}">{cell[1]}</td>')
             else:
                 cells.append(f"<td>{cell}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
+        row_id = getattr(row, "row_id", None)
+        out.append((f'<tr id="{row_id}">' if row_id else "<tr>") + "".join(cells) + "</tr>")
     out.append("</table>")
-    return "\n".join(out)
+    return '<div class="scroll">\n' + "\n".join(out) + "\n</div>"
+
+
+class _Row(tuple):
+    """A table row that carries an element id (a link target)."""
+
+    row_id: str | None = None
+
+
+def _row(row_id: str, cells: Sequence) -> _Row:
+    row = _Row(cells)
+    row.row_id = row_id
+    return row
 
 
 def _anchor(index: int, name: str) -> str:
@@ -252,6 +309,11 @@ def latency_cdf_svg(title: str, latencies_ms: Sequence[float], markers: Sequence
     return "\n".join(out)
 
 
+def _chart_box(svg: str) -> str:
+    """A chart in its own scrolling box: on a phone it keeps a legible width and scrolls, the page does not."""
+    return f'<div class="scroll chart-box">\n{svg}\n</div>'
+
+
 def _svg_open(kind: str, height: float, data: str) -> str:
     """No xmlns: the HTML parser puts <svg> in the SVG namespace, and the page names no URL at all."""
     return (f'<svg class="chart {kind}" viewBox="0 0 {CHART_WIDTH} {height}" width="{CHART_WIDTH}" height="{height}" '
@@ -271,46 +333,94 @@ def render_run_html(report: Report, baseline_sets: Mapping[str, Mapping] | None,
     `baseline_sets` maps set name -> baseline entry (harness.gating.baseline `_set_entry`), or None when
     the run had no baseline; then the recall chart shows the current run only and no flips are
     listed. `budgets_ms` / `default_budget_ms` give each set's p95 budget, as the latency gate uses.
+    The header carries the verdict, the gate counts, who answered and the baseline file
+    (`provenance.extra["baseline"]`, when the run recorded it).
     """
     backend = report.provenance.backend.label
-    if not report.complete:
-        verdict, css = "backend failed, incomplete run", "fail"
-    elif not report.gates:
-        verdict, css = "measured (no gate)", ""
-    else:
-        verdict, css = ("FAILED", "fail") if report.failed_gates else ("passed", "pass")
-    body = [f'<h1>retrieval-gate run: <span class="verdict {css}">{_text(verdict)}</span></h1>',
-            _provenance_table(report)]
+    final = run_verdict(report, baseline_sets)
+    body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
+            _run_headline(report, final)]
     if report.error:
-        body.append(f'<p class="warn">Error: {_text(report.error)}</p>')
+        body.extend(_error_block(report.error))
     if report.sets:
         body.append("<p>Sets: " + ", ".join(f'<a href="#{_anchor(i, s.name)}">{_text(s.name)}</a>'
                                             for i, s in enumerate(report.sets)) + "</p>")
+    indexes = {s.name: i for i, s in enumerate(report.sets)}
     if report.gates:
         body.append("<h2>Gates</h2>")
-        ordered = sorted(report.gates, key=lambda g: (g.passed, g.set_name, g.gate))
-        body.append(_table(("result", "set", "gate", "message"), (
-            (f'<span class="{"pass" if g.passed else "fail"}">{"PASS" if g.passed else "FAIL"}</span>',
-             _text(g.set_name), _text(g.gate), _text(g.message)) for g in ordered), "gates"))
+        body.append(_table(("result", "set", "gate", "message", "queries"), (
+            (f'<span class="status {g.status}">{g.status.upper()}</span>', _text(g.set_name), _text(g.gate),
+             _text(g.message), _gate_query_links(g, indexes.get(g.set_name)))
+            for g in ordered_gates(report)), "gates"))
+    body.append("<h2>Run details</h2>")
+    body.append(_provenance_table(report))
     for index, result in enumerate(report.sets):
         entry = (baseline_sets or {}).get(result.name)
         budget = float(budgets_ms.get(result.name, default_budget_ms))
         body.extend(_run_set_section(index, result, entry, baseline_sets is not None, budget))
-    return _page(f"retrieval-gate run ({backend}): {verdict}", body)
+    return _page(f"retrieval-gate run ({backend}): {final.word}", body)
+
+
+def _run_headline(report: Report, final: Verdict) -> str:
+    """The box a reviewer reads first: the verdict line, the counts, backend, baseline, when."""
+    provenance = report.provenance
+    rows = [("gates", counts_line(report) if report.gates else "none checked"),
+            ("backend", backend_identity(provenance))]
+    baseline = baseline_identity(provenance)
+    if baseline is not None:
+        rows.append(("baseline", baseline["path"]))
+        recorded = " ".join(part for part in (baseline.get("created"), f"for {baseline['backend']}"
+                                              if "backend" in baseline else None,
+                                              f"at commit {baseline['git_commit'][:12]}"
+                                              if "git_commit" in baseline else None) if part)
+        if recorded:
+            rows.append(("recorded", recorded))
+    elif report.gates:
+        rows.append(("baseline", "not recorded in this report"))
+    if provenance.started:
+        rows.append(("started", provenance.started))
+    items = "".join(f"<dt>{_text(k)}</dt><dd>{_text(v)}</dd>" for k, v in rows)
+    return (f'<div class="headline {final.status}"><p class="verdict {final.status}">{_text(final.line)}</p>'
+            f"<dl>{items}</dl></div>")
+
+
+def _error_block(error: str) -> list[str]:
+    """The error's first line as a paragraph, the adapter's stderr tail (if any) preformatted."""
+    first, tail = error_parts(error)
+    out = [f'<p class="warn">Error: {_text(first)}</p>']
+    if tail:
+        out.append(f'<pre class="stderr">{_text(tail)}</pre>')
+    return out
+
+
+def _query_anchor(set_index: int, qid: str) -> str:
+    return f"q-{set_index}-" + re.sub(r"[^A-Za-z0-9_-]", "_", qid)
+
+
+def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
+    """Links from a failed (or warned) gate to the rows of the queries it names."""
+    if set_index is None or not gate.flipped or gate.status == "pass":
+        return ""
+    links = [f'<a class="qid" href="#{_query_anchor(set_index, qid)}">{_text(qid)}</a>' for qid in gate.flipped]
+    return ", ".join(links)
 
 
 def _provenance_table(report: Report) -> str:
     provenance = report.provenance
     startup = provenance.adapter.startup_seconds
     machine = provenance.machine
+    command = " ".join(provenance.backend.argv)
     rows = [
-        ("backend", provenance.backend.label),
-        ("adapter argv", " ".join(provenance.backend.argv)),
+        ("backend", backend_identity(provenance)),
+        # the argv only when it says more than the label (a built-in alias, a run file)
+        ("adapter command", command if command and command != provenance.backend.label else None),
+        ("baseline", baseline_text(provenance)),
         ("started", provenance.started),
         ("harness", provenance.harness_version),
         ("git commit", provenance.git_commit),
         ("condition", provenance.condition or "not given"),
-        ("adapter startup", f"{startup:.3f} s to the ready banner" if startup is not None
+        ("adapter startup", None if provenance.run_file else
+         f"{startup:.3f} s to the ready banner" if startup is not None
          else "no ready banner; the first query's latency includes start-up"),
         ("machine", f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} cpus, "
                     f"python {machine.get('python', '?')}"),
@@ -322,7 +432,8 @@ def _provenance_table(report: Report) -> str:
 def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_baseline: bool,
                      budget_ms: float) -> list[str]:
     name = result.name
-    status = "" if result.complete else ' <span class="fail">INCOMPLETE</span>'
+    status = ("" if result.complete else
+              f' <span class="fail">INCOMPLETE ({len(result.queries)} of {result.query_count} answered)</span>')
     corpus = _text(result.corpus_hash[:16])
     out = [f'<section id="{_anchor(index, name)}">',
            f"<h2>set {_text(name)}{status}</h2>",
@@ -330,32 +441,66 @@ def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_b
            f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
            _aggregates_table(result.aggregates)]
     out.append(f"<h3>{_text(RECALL_METRIC)} per category</h3>")
-    out.append(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, "
-                               + ("baseline vs current" if entry is not None else "current run (no baseline)"),
-                               _run_bar_groups(result.aggregates, entry), ("baseline", "current")))
+    out.append(_chart_box(recall_bars_svg(
+        f"set {name}: {RECALL_METRIC} per category, "
+        + ("baseline vs current" if entry is not None else "current run (no baseline)"),
+        _run_bar_groups(result.aggregates, entry), ("baseline", "current"))))
     out.append("<h3>latency</h3>")
     out.append(_latency_block(result, budget_ms))
     out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
+    flips: list[Flip] = []
     if entry is None:
         out.append("<p>No baseline for this set" + ("" if has_baseline else " (the run had none)") + ".</p>")
     else:
-        out.append(_flips_table(_run_flips(result, entry)))
-    out.extend(_not_passed(result.queries))
+        flips = _run_flips(result, entry)
+        out.append(_flips_table(flips, {q.qid: q for q in result.queries}, index))
+    out.extend(_not_passed(result.queries, index, {f.qid for f in flips}))
     out.append("</section>")
     return out
 
 
-def _not_passed(queries: Sequence[QueryResult]) -> list[str]:
-    """Failed queries first, then unexpected passes (xpass), by qid: what to read after the flips."""
+def query_label(query: QueryResult) -> str:
+    """Why a query does not count in the aggregates: `xfail`, `measure-only`, or "" for a scored query."""
+    if query.outcome in ("xfail", "xpass"):
+        return "xfail"
+    return "" if query.scored else "measure-only"
+
+
+def _label_html(query: QueryResult | None) -> str:
+    label = query_label(query) if query is not None else ""
+    return f'<span class="label">{_text(label)}, not scored</span>' if label else ""
+
+
+def _returned(query: QueryResult | None) -> str:
+    """What came back instead: the first ids the backend returned now."""
+    if query is None:
+        return ""
+    more = " \u2026" if len(query.ids) > RETURNED_SHOWN else ""
+    return _ids(query.ids[:RETURNED_SHOWN], "nothing") + more
+
+
+def _ids(ids: Sequence[str], empty: str = "", css: str = "") -> str:
+    """Document ids, comma-separated; a line may break between ids, never inside one (`doc-05`)."""
+    inner = ", ".join(f'<span class="id">{_text(doc_id)}</span>' for doc_id in ids) or _text(empty)
+    return f'<span class="ids{" " + css if css else ""}">{inner}</span>'
+
+
+def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str] = frozenset()) -> list[str]:
+    """Failed queries first, then unexpected passes (xpass), by qid: what to read after the flips.
+
+    A query already in the flips table keeps its link target there; the others get it here."""
     rows = sorted((q for q in queries if q.outcome in ("fail", "xpass")),
                   key=lambda q: (q.outcome != "fail", _natural_key(q.qid)))
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
-        out.append(_table(("qid", "outcome", "category", "found", "broken contracts", "query"), ((
-            _text(q.qid), f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>',
-            _text(q.category), f'<span class="ids">{_text(", ".join(q.found)) or "none"}</span>',
-            _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
-            _text(q.query)) for q in rows), "queries"))
+        out.append(_table(("qid", "outcome", "category", "found", "returned now", "broken contracts", "query"), (_row(
+            "" if q.qid in flipped else _query_anchor(set_index, q.qid), (
+                f'<span class="qid">{_text(q.qid)}</span>',
+                f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
+                + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
+                _text(q.category), _ids(q.found, "none"), _returned(q),
+                _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
+                _text(q.query))) for q in rows), "queries"))
     return out
 
 
@@ -394,7 +539,7 @@ def _latency_block(result: SetResult, budget_ms: float) -> str:
     chart = latency_cdf_svg(f"set {result.name}: latency distribution",
                             latencies, [("p50", summary["p50"]), ("p95", summary["p95"]), ("budget", budget_ms)],
                             over_budget=over)
-    return caption + "\n" + chart
+    return caption + "\n" + _chart_box(chart)
 
 
 def _run_flips(result: SetResult, entry: Mapping) -> list[Flip]:
@@ -409,25 +554,45 @@ def _flip_order(flip: Flip) -> tuple:
     return (0 if flip.lost else 1, _natural_key(flip.qid))
 
 
-def _flips_table(flips: Sequence[Flip]) -> str:
+def _flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None = None,
+                 set_index: int | None = None) -> str:
+    """Losses first, then gains; with the run's `queries`, what came back now and an xfail /
+    measure-only label; with `set_index`, each row is the link target of the gates naming it."""
     if not flips:
         return "<p>No query flipped.</p>"
     ordered = sorted(flips, key=_flip_order)
     lost = sum(1 for f in flips if f.lost)
+    headers = ["qid", "change", "lost", "gained"]
+    if queries is not None:
+        headers += ["returned now", "counts"]
+    headers.append("query")
+
+    def cells(flip: Flip) -> list:
+        row = [f'<span class="qid">{_text(flip.qid)}</span>',
+               '<span class="lost">lost</span>' if flip.lost else '<span class="gained">gained</span>',
+               _ids(flip.lost, css="lost"), _ids(flip.gained, css="gained")]
+        if queries is not None:
+            query = queries.get(flip.qid)
+            row += [_returned(query), _label_html(query) or "scored"]
+        row.append(_text(flip.query))
+        return row
+
     return (f"<p>{lost} lost, {len(flips) - lost} gained only.</p>\n"
-            + _table(("qid", "change", "lost", "gained", "query"), (
-                (_text(f.qid), '<span class="lost">lost</span>' if f.lost else '<span class="gained">gained</span>',
-                 f'<span class="ids lost">{_text(", ".join(f.lost))}</span>',
-                 f'<span class="ids gained">{_text(", ".join(f.gained))}</span>',
-                 _text(f.query)) for f in ordered), "flips"))
+            + _table(headers, (_row(_query_anchor(set_index, f.qid) if set_index is not None else "", cells(f))
+                               for f in ordered), "flips"))
 
 
 # --- comparison page ----------------------------------------------------------------------------
 
-def render_comparison_html(comparison: Comparison) -> str:
-    """One self-contained page for `compare`: per set, recall@10 bars, the scope table and the flips."""
+def render_comparison_html(comparison: Comparison, base: RunView | None = None,
+                           candidate: RunView | None = None) -> str:
+    """One self-contained page for `compare`: a verdict, then per set recall@10 bars, latency
+    (from the per-query latencies of `base` and `candidate`, the RunViews compared, when given),
+    the scope table and the flips."""
     tests = sum(len(s.tests) for s in comparison.scopes)
-    body = ["<h1>retrieval-gate comparison</h1>",
+    word, line, css = comparison_verdict(comparison)
+    body = [f'<h1>retrieval-gate comparison: <span class="verdict {css}">{_text(word)}</span></h1>',
+            f'<div class="headline {css}"><p class="verdict {css}">{_text(line)}</p></div>',
             _table(None, ((("th", _text(k)), _text(v)) for k, v in (
                 ("base", comparison.base_label), ("candidate", comparison.candidate_label),
                 ("paired tests", f"{comparison.resamples} resamples, seed {comparison.seed}, resampling by query "
@@ -442,12 +607,71 @@ def render_comparison_html(comparison: Comparison) -> str:
         scopes = [s for s in comparison.scopes if s.set_name == name]
         body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
                  f"<h3>{_text(RECALL_METRIC)} per category</h3>",
-                 recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
-                                 _comparison_bar_groups(scopes), ("base", "candidate")),
+                 _chart_box(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
+                                            _comparison_bar_groups(scopes), ("base", "candidate"))),
+                 "<h3>latency</h3>", _comparison_latency(name, base, candidate),
                  "<h3>every scope: change, 95% CI and p (Holm)</h3>", _scope_table(scopes),
                  "<h3>flipped queries (relevant found in one run, lost in the other)</h3>",
                  _flips_table([f for f in comparison.flips if f.set_name == name]), "</section>"]
-    return _page("retrieval-gate comparison", body)
+    return _page(f"retrieval-gate comparison: {word}", body)
+
+
+def comparison_verdict(comparison: Comparison) -> tuple[str, str, str]:
+    """(word, line, css): NOT COMPARABLE, WORSE / BETTER when a set's overall recall@10 moved by more
+    than the recall gate's limit, else NO CHANGE; significance (Holm) is named when tested."""
+    if comparison.mismatches:
+        return "NOT COMPARABLE", "NOT COMPARABLE: " + "; ".join(comparison.mismatches), "fail"
+    moves = []
+    for scope in comparison.scopes:
+        if scope.scope != "overall" or RECALL_METRIC not in scope.base or RECALL_METRIC not in scope.candidate:
+            continue
+        change = scope.candidate[RECALL_METRIC] - scope.base[RECALL_METRIC]
+        adjusted = scope.adjusted_p.get(RECALL_METRIC)
+        note = "" if adjusted is None else (" (significant, Holm p " + _fixed(adjusted) + ")" if adjusted < 0.05
+                                            else " (not significant, Holm p " + _fixed(adjusted) + ")")
+        moves.append((change, f"{scope.set_name} overall {RECALL_METRIC} {_signed(change * 100, 1)} points{note}"))
+    worse = [m for m in moves if -m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
+    better = [m for m in moves if m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
+    if worse:
+        return "WORSE", f"WORSE: {len(worse)} of {len(moves)} sets dropped (worst: {min(worse)[1]})", "fail"
+    if better:
+        return "BETTER", f"BETTER: {len(better)} of {len(moves)} sets gained (best: {max(better)[1]})", "pass"
+    limit = f"{RECALL_DROP_LIMIT * 100:g}"
+    return ("NO CHANGE", f"NO CHANGE: overall {RECALL_METRIC} within {limit} points in every set "
+                         f"({len(moves)} compared)", "pass")
+
+
+def _view_latencies(view: RunView | None, name: str) -> list[float]:
+    rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
+    return [float(row["latency_ms"]) for row in rows.values()  # type: ignore[union-attr]
+            if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))]
+
+
+def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None) -> str:
+    """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
+    summaries = {}
+    for label, view in (("base", base), ("candidate", candidate)):
+        values = _view_latencies(view, name)
+        if values:
+            summaries[label] = latency_summary([v / 1000 for v in values])
+    if not summaries:
+        return "<p>No per-query latencies in the runs compared (a baseline file keeps none, or none were given).</p>"
+    rows = []
+    for label in ("base", "candidate"):
+        summary = summaries.get(label)
+        if summary is None:
+            rows.append((_text(label), ("num", "-"), ("num", "-"), ("num", "-"), ("num", "-")))
+            continue
+        rows.append((_text(label), ("num", _text(f"{summary['n']:.0f}")), ("num", _text(_ms(summary["p50"]))),
+                     ("num", _text(_ms(summary["p95"]))), ("num", _text(_ms(summary["max"])))))
+    table = _table(("run", "n", "p50 ms", "p95 ms", "max ms"), rows, "latency")
+    if len(summaries) == 2:
+        change = summaries["candidate"]["p95"] - summaries["base"]["p95"]
+        ratio = summaries["candidate"]["p95"] / summaries["base"]["p95"] if summaries["base"]["p95"] > 0 else None
+        css = "worse" if change > 0 else "better" if change < 0 else "same"
+        table += (f'\n<p>p95 change: <span class="{css}">{_text(_signed(change, 2))} ms</span>'
+                  + (f" ({ratio:.2f}\u00d7 the base)" if ratio is not None else "") + "</p>")
+    return table
 
 
 def _comparison_bar_groups(scopes: Sequence[ScopeComparison]) -> list[tuple[str, dict[str, float | None]]]:

@@ -19,7 +19,8 @@ def render_junit(report: Report) -> str:
             suite.set("errors", "1")
             case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name="backend")
             message = report.error or "backend failed"
-            ET.SubElement(case, "error", message=message).text = message
+            # the attribute is one line; the element keeps the adapter's stderr tail as it was
+            ET.SubElement(case, "error", message=message.partition("\n")[0]).text = message
             continue
         if not cases:
             suite.set("skipped", "1")
@@ -32,7 +33,7 @@ def render_junit(report: Report) -> str:
             if not gate.passed:
                 ET.SubElement(case, "failure", message=gate.message, type=gate.gate).text = gate.message
             else:
-                ET.SubElement(case, "system-out").text = gate.message
+                ET.SubElement(case, "system-out").text = ("WARN: " if gate.status == "warn" else "") + gate.message
     root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
     root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
     root.set("errors", str(sum(int(s.get("errors", "0")) for s in root)))

@@ -1,0 +1,171 @@
+"""What every output says first: the verdict line, gate counts, the worst failure, who answered, which baseline.
+
+Console, Markdown and HTML all read these, so a verdict reads the same in a terminal, on a CI
+job page and in the HTML header. `baseline_sets` is the run's baseline entries (set name ->
+entry with `aggregates`), as `harness.api.GateInputs.baseline_entries` holds them; None when
+the run had no baseline. The baseline file's identity is `provenance.extra["baseline"]`
+(`{"path", "backend", "created", "git_commit"}`) when the run recorded it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.gating.gates import RECALL_METRIC
+from harness.records import GateResult
+from harness.report.document import Provenance, Report
+
+# Gates in the order a reader should meet them: failures, then warnings, then passes.
+STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """`word` is FAILED / PASSED / INCOMPLETE / MEASURED; `line` the whole closing line."""
+
+    word: str
+    line: str
+    status: str  # "fail", "warn" or "pass": how to colour it
+
+
+def ordered_gates(report: Report) -> list[GateResult]:
+    """Failures first, then warnings, then passes; the gates' own order within each."""
+    return sorted(report.gates, key=lambda g: STATUS_ORDER[g.status])
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def recall_values(gate: GateResult, report: Report,
+                  baseline_sets: Mapping[str, Mapping] | None) -> tuple[float, float] | None:
+    """(baseline, current) recall@10 of a recall gate's scope, when both are known."""
+    if gate.gate != "recall" or baseline_sets is None:
+        return None
+    entry = baseline_sets.get(gate.set_name)
+    try:
+        current = report.set_named(gate.set_name).aggregates
+    except KeyError:
+        return None
+    if entry is None:
+        return None
+    base = entry.get("aggregates") or {}
+    if gate.category is None:
+        before, now = (base.get("overall") or {}), (current.get("overall") or {})  # type: ignore[union-attr]
+    else:
+        before = (base.get("category") or {}).get(gate.category) or {}
+        now = (current.get("category") or {}).get(gate.category) or {}  # type: ignore[union-attr]
+    if RECALL_METRIC not in before or RECALL_METRIC not in now:
+        return None
+    return float(before[RECALL_METRIC]), float(now[RECALL_METRIC])
+
+
+def scope_label(gate: GateResult) -> str:
+    return f"{gate.set_name} {gate.category or 'overall'}"
+
+
+def points(change: float) -> str:
+    """A change of a [0, 1] mean in points, one decimal, never `-0.0`."""
+    value = round(change * 100, 1)
+    return "0.0" if value == 0 else f"{value:+.1f}"
+
+
+def short_message(gate: GateResult) -> str:
+    """A gate's message up to its first parenthesis or semicolon: what fits in a verdict line."""
+    message = gate.message
+    for stop in (" (", "; ", ": baseline"):
+        if stop in message:
+            message = message.split(stop, 1)[0]
+    return message
+
+
+def worst_failure(report: Report, baseline_sets: Mapping[str, Mapping] | None) -> str | None:
+    """The largest recall@10 drop among the failed gates, else the first failed gate's gist."""
+    failed = report.failed_gates
+    if not failed:
+        return None
+    drops = []
+    for gate in failed:
+        values = recall_values(gate, report, baseline_sets)
+        if values is not None:
+            drops.append((values[1] - values[0], gate))
+    if drops:
+        change, gate = min(drops, key=lambda pair: pair[0])
+        return f"{scope_label(gate)} {RECALL_METRIC} {points(change)} points"
+    return short_message(failed[0])
+
+
+def verdict(report: Report, baseline_sets: Mapping[str, Mapping] | None = None) -> Verdict:
+    """The run's one-line verdict, e.g. `FAILED: 3 of 27 gates (worst: dedupe overall recall@10 -19.8 points)`."""
+    warned = len(report.warned_gates)
+    warning_note = f", {plural(warned, 'warning')}" if warned else ""
+    if not report.complete:
+        answered = sum(len(s.queries) for s in report.sets)
+        asked = sum(s.query_count for s in report.sets)
+        return Verdict("INCOMPLETE", f"INCOMPLETE: the backend failed after {answered} of {asked} queries; "
+                                     f"no gate was checked (exit {report.exit_code})", "fail")
+    if not report.gates:
+        queries = sum(len(s.queries) for s in report.sets)
+        return Verdict("MEASURED", f"MEASURED: {plural(queries, 'query', 'queries')} "
+                                   f"in {plural(len(report.sets), 'set')}, not gated", "pass")
+    failed = report.failed_gates
+    if failed:
+        worst = worst_failure(report, baseline_sets)
+        return Verdict("FAILED", f"FAILED: {len(failed)} of {plural(len(report.gates), 'gate')} "
+                                 f"(worst: {worst}){warning_note}", "fail")
+    return Verdict("PASSED", f"PASSED: {plural(len(report.gates), 'gate')}{warning_note}",
+                   "warn" if warned else "pass")
+
+
+def counts_line(report: Report) -> str:
+    """`4 failed, 0 warned, 2 passed` over the gates."""
+    failed, warned = len(report.failed_gates), len(report.warned_gates)
+    return f"{failed} failed, {warned} warned, {len(report.gates) - failed - warned} passed"
+
+
+def backend_identity(provenance: Provenance) -> str:
+    """Who answered, as the adapter introduced itself: `bm25 (bm25 1.2, model ...)`; the label alone without a banner."""
+    label = provenance.backend.label
+    banner = provenance.adapter.banner or {}
+    parts = [str(banner[key]) for key in ("name", "version") if isinstance(banner.get(key), (str, int, float))]
+    said = " ".join(parts)
+    model = banner.get("model")
+    if isinstance(model, str) and model:
+        said += (", " if said else "") + f"model {model}"
+    if said:
+        return f"{label} ({said})"
+    if provenance.run_file:
+        return f"{label} (run file)"
+    return f"{label} (no ready banner)"
+
+
+def baseline_identity(provenance: Provenance) -> dict[str, str] | None:
+    """The baseline file the run was gated against, as `provenance.extra["baseline"]` records it."""
+    record = provenance.extra.get("baseline")
+    if not isinstance(record, Mapping) or not record.get("path"):
+        return None
+    return {key: str(record[key]) for key in ("path", "backend", "created", "git_commit") if record.get(key)}
+
+
+def baseline_text(provenance: Provenance) -> str | None:
+    """`baselines/current.json (recorded 2026-11-30T10:00:00+00:00 for bm25 at 1a2b3c4d)`, or None."""
+    record = baseline_identity(provenance)
+    if record is None:
+        return None
+    details = []
+    if "created" in record:
+        details.append(f"recorded {record['created']}")
+    if "backend" in record:
+        details.append(f"for {record['backend']}")
+    if "git_commit" in record:
+        details.append(f"at {record['git_commit'][:12]}")
+    return record["path"] + (f" ({' '.join(details)})" if details else "")
+
+
+def error_parts(error: str | None) -> tuple[str, str]:
+    """(the error's first line, the rest: an adapter's stderr tail) for outputs that show the tail as code."""
+    if not error:
+        return "", ""
+    first, _, rest = error.partition("\n")
+    return first, rest
