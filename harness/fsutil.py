@@ -155,6 +155,29 @@ def write_output(path: str | os.PathLike[str], text: str, label: str) -> None:
         raise UsageError(f"{label}: {path}: cannot write: {exc.strerror or exc}") from None
 
 
+def append_output(path: Path, text: str, label: str) -> None:
+    """Append `text` to an output others write into too (e.g. $GITHUB_STEP_SUMMARY); one UsageError line on failure."""
+    problem = append_target_problem(path)
+    if problem:
+        raise UsageError(f"{label}: {path}: {problem}")
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise UsageError(f"{label}: {path}: cannot append: {exc.strerror or exc}") from None
+
+
+def append_target_problem(path: Path) -> str | None:
+    """Why `path` cannot be appended to (a missing folder, a directory, a symlink), or None."""
+    if path.is_symlink():
+        return "is a symlink; refusing to write through it"
+    if path.is_dir():
+        return "is a directory"
+    if not path.parent.is_dir():
+        return f"folder {path.parent} does not exist"
+    return None
+
+
 def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Path | None]) -> None:
     """Refuse, before any work, an output path the run could not write or must not write.
 

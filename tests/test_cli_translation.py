@@ -23,7 +23,8 @@ class StandInAPI(types.SimpleNamespace):
     """Records load_inputs / run_gate calls; returns `report`."""
 
     def __init__(self, report, load_error=None):
-        super().__init__(GateOptions=real_api.GateOptions, GateInputs=real_api.GateInputs, calls=[],
+        super().__init__(GateOptions=real_api.GateOptions, GateInputs=real_api.GateInputs,
+                         DEFAULT_BUDGETS=real_api.DEFAULT_BUDGETS, calls=[],
                          report=report, load_error=load_error, written=[])
 
     def load_inputs(self, sets, **kwargs):

@@ -230,19 +230,26 @@ def test_open_log_appends_to_files_and_devices_and_refuses_links_and_fifos(tmp_p
             handle.write(b"discarded")
 
 
-@pytest.mark.xfail(strict=True, reason="needs report/junit.py wiring: pass every text (gate messages, the error) "
-                                       "through fsutil.xml_safe before it enters the tree")
 def test_junit_with_ansi_colour_codes_is_well_formed_xml():
+    import dataclasses
     import xml.dom.minidom
+
     from harness.report.junit import render_junit
+    from tests.reports import gated_report
+    report = gated_report()
     message = "\x1b[31mrecall dropped\x1b[0m \x00"
-    report = {"complete": True, "sets": [{"name": "s"}],
-              "gates": [{"set": "s", "gate": "recall", "passed": False, "message": message, "category": None}]}
-    xml.dom.minidom.parseString(render_junit(report).encode("utf-8"))
+    gates = (dataclasses.replace(report.gates[1], message=message),) + report.gates[2:]
+    document = xml.dom.minidom.parseString(render_junit(dataclasses.replace(report, gates=gates)).encode("utf-8"))
+    failure = document.getElementsByTagName("failure")[0]
+    assert failure.getAttribute("message") == "recall dropped \ufffd"  # colour codes gone, NUL replaced
 
 
-@pytest.mark.xfail(strict=True, reason="needs report/document.py wiring: to_json must use fsutil.strict_json_dumps")
 def test_the_json_report_is_strict():
-    from harness.report.document import to_json
+    import dataclasses
+    import math
+
+    from tests.reports import gated_report
+    report = gated_report()
+    broken = dataclasses.replace(report.sets[0], latency_ms={"n": 1, "p95": math.nan})
     with pytest.raises(ValueError):
-        to_json({"sets": [], "value": float("nan")})
+        dataclasses.replace(report, sets=(broken,)).to_json()

@@ -43,7 +43,7 @@ def test_an_out_symlink_is_refused_and_its_target_kept(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("harness: error:")] == [
-        f"harness: error: {tmp_path / 'r.json'}: is a symbolic link; give the real path "
+        f"harness: error: --out: {tmp_path / 'r.json'}: is a symbolic link; give the real path "
         f"(outputs are never written through or replace links)"]
     assert victim.read_text() == "keep\n" and os.path.islink(tmp_path / "r.json")
 
@@ -63,8 +63,6 @@ def test_sets_pin_refuses_to_replace_a_symlinked_set_json(tmp_path):
     assert json.loads(real.read_text())["pins"] == {} and os.path.islink(folder / "set.json")
 
 
-@pytest.mark.xfail(strict=True, reason="needs commands/cli.py wiring: call fsutil.check_outputs before the first "
-                                       "query with --baseline, --budgets and sets.loader.protected_files as protected")
 def test_an_out_naming_the_baseline_is_refused_before_any_query(tmp_path):
     baseline = tmp_path / "b.json"
     done = harness("--set", str(TINY_SET), "--baseline", str(baseline), "--update-baseline", "--yes",

@@ -14,7 +14,8 @@ from harness.commands.arguments import ArgumentParser, parse_arguments, program_
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.errors import EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
-from harness.fsutil import atomic_write_text
+from harness.sets.loader import protected_files
+from harness.fsutil import append_output, append_target_problem, check_outputs, write_output
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Report
 from harness.report.junit import render_junit
@@ -182,6 +183,14 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
                              policy=args.policy)
+    # Every output checked before the first query: a typo must not cost a whole run.
+    check_outputs({"--out": args.out, "adapter log": log_path, "--junit": args.junit, "--html": args.html,
+                   "--summary": args.summary},
+                  {"--baseline": args.baseline, "--budgets": args.budgets or api.DEFAULT_BUDGETS,
+                   "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and append_target_problem(Path(step_summary)):
+        raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
     progress = _progress_printer(args)
     report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend, run_file=args.run_file,
                           options=options, progress=progress)
@@ -198,20 +207,19 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
 
 def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInputs) -> None:
     """Every output the options asked for, each written atomically."""
-    atomic_write_text(args.out, report.to_json())
+    write_output(args.out, report.to_json(), "--out")
     if args.junit:
-        atomic_write_text(args.junit, render_junit(report))
+        write_output(args.junit, render_junit(report), "--junit")
     if args.html:
         from harness.report.html import render_run_html
-        atomic_write_text(args.html, render_run_html(report, inputs.baseline_entries, inputs.budgets_ms,
-                                                     inputs.default_budget_ms))
+        write_output(args.html, render_run_html(report, inputs.baseline_entries, inputs.budgets_ms,
+                                                inputs.default_budget_ms), "--html")
     markdown = render_markdown(report, inputs.baseline_entries)
     if args.summary:
-        atomic_write_text(args.summary, markdown)
+        write_output(args.summary, markdown, "--summary")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(markdown)
+        append_output(Path(step_summary), markdown, "$GITHUB_STEP_SUMMARY")
 
 
 def _update_baseline(args: argparse.Namespace, report: Report) -> int:
@@ -221,7 +229,7 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
         if not args.quiet:
             print(f"\nchanges against {args.baseline}:")
             print(render_comparison(update.comparison), end="")
-        atomic_write_text(args.out, update.report_with_previous(report).to_json())
+        write_output(args.out, update.report_with_previous(report).to_json(), "--out")
     if not args.yes and sys.stdin.isatty():
         answer = input(f"write {args.baseline}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):

@@ -50,5 +50,5 @@ def main(argv: list[str]) -> int:
         atomic_write_text(args.json, strict_json_dumps(comparison.to_dict(), what="comparison", indent=1, ensure_ascii=False) + "\n")
     if args.html:
         from harness.report.html import render_comparison_html
-        atomic_write_text(args.html, render_comparison_html(comparison))
+        atomic_write_text(args.html, render_comparison_html(comparison, base, candidate))
     return EXIT_OK

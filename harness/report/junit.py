@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from harness.fsutil import xml_safe
 from harness.report.document import Report
 
 
@@ -11,7 +12,7 @@ def render_junit(report: Report) -> str:
     """A <testsuites> document; each set is a <testsuite>, each gate result a <testcase>."""
     root = ET.Element("testsuites", name="retrieval-gate")
     for result in report.sets:
-        name = result.name
+        name = xml_safe(result.name)
         cases = [g for g in report.gates if g.set_name == name]
         suite = ET.SubElement(root, "testsuite", name=f"retrieval-gate.{name}", tests=str(max(len(cases), 1)),
                               failures=str(sum(not g.passed for g in cases)), errors="0", skipped="0")
@@ -29,11 +30,12 @@ def render_junit(report: Report) -> str:
             continue
         for gate in cases:
             scope = gate.category or "overall"
-            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name=f"{gate.gate} {scope}")
+            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name=xml_safe(f"{gate.gate} {scope}"))
             if not gate.passed:
-                ET.SubElement(case, "failure", message=gate.message, type=gate.gate).text = gate.message
+                message = xml_safe(gate.message)
+                ET.SubElement(case, "failure", message=message, type=gate.gate).text = message
             else:
-                ET.SubElement(case, "system-out").text = ("WARN: " if gate.status == "warn" else "") + gate.message
+                ET.SubElement(case, "system-out").text = ("WARN: " if gate.status == "warn" else "") + xml_safe(gate.message)
     root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
     root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
     root.set("errors", str(sum(int(s.get("errors", "0")) for s in root)))
