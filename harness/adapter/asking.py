@@ -57,25 +57,24 @@ class RunOutcome:
 
 
 def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
-             progress: Progress | None = None) -> RunOutcome:
+             progress: Progress | None = None, start_workers: StartWorkers | None = None) -> RunOutcome:
     """Ask every query of every set; on backend failure return what was answered plus the error.
 
     With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
     (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
     not depend on scheduling, but latencies are measured under concurrency (the report says so).
+
+    `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
+    run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
     """
     provenance = base_provenance(options, query_sets)
     results: list[SetResult] = []
     nondeterministic: list[str] = []
-    env = {CORPUS_DIR_ENV: str(corpus_dir)}
     started = time.monotonic()
     pending = list(query_sets)
     try:
         with contextlib.ExitStack() as stack:
-            adapters = [stack.enter_context(AdapterProcess(
-                options.argv, log_path=_worker_log(options.log_path, index, options.workers), env=env,
-                expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
-                query_timeout=options.query_timeout)) for index in range(options.workers)]
+            adapters = (start_workers or local_workers)(options, corpus_dir, stack)
             provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
                 _warm_up(adapter, query_sets, options) for adapter in adapters)
             asking_started = time.monotonic()
@@ -101,6 +100,21 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     return RunOutcome(results, provenance, None, nondeterministic)
 
 
+# The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
+# entered into `stack` (stopped when the run ends) and offering what AdapterProcess offers the
+# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`.
+StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], list]
+
+
+def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[AdapterProcess]:
+    """`options.workers` adapter processes on this machine, reading the corpora in `corpus_dir`."""
+    env = {CORPUS_DIR_ENV: str(corpus_dir)}
+    return [stack.enter_context(AdapterProcess(
+        options.argv, log_path=worker_log(options.log_path, index, options.workers), env=env,
+        expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
+        query_timeout=options.query_timeout)) for index in range(options.workers)]
+
+
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
     """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped)."""
     from harness.report import trec
@@ -124,7 +138,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
     return RunOutcome(results, provenance, None, [], warnings)
 
 
-def _worker_log(log_path: Path, index: int, workers: int) -> Path:
+def worker_log(log_path: Path, index: int, workers: int) -> Path:
     """One stderr log per worker; a single worker keeps the plain name."""
     if workers == 1:
         return log_path

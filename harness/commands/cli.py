@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+from harness.api import EXECUTORS
 from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
 from harness.commands.arguments import parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, HarnessError, Interrupted, UsageError
@@ -29,6 +30,7 @@ SUBCOMMANDS = {
     "compare": "harness.commands.compare",
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
+    "merge": "harness.commands.merge",
 }
 EXAMPLES = f"""\
 examples:
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--what-if-min-score", type=float, default=None, metavar="X",
                         help="report only: metrics if hits scoring below X were dropped (needs adapter scores)")
     output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
+    _add_scale_arguments(parser)
     return parser
 
 
@@ -157,8 +160,8 @@ def _run(args_list: list[str]) -> int:
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path)
-    gated = not args.no_gate and not args.update_baseline
+        log_path=log_path, **_scale_options(args))
+    gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k)
     progress = _progress_printer() if (sys.stderr.isatty() and not args.quiet) else None
@@ -221,6 +224,32 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
           f"review and commit it to accept these numbers"
           + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
     return EXIT_OK
+
+
+# -- scale-out options (docs/scale.md) ------------------------------------------------------------
+
+def _add_scale_arguments(parser: argparse.ArgumentParser) -> None:
+    scale = parser.add_argument_group("scale out (docs/scale.md)")
+    scale.add_argument("--shard", default=None, metavar="I/N",
+                       help="ask only shard I of N of every set (stable hash of the group or qid); the report is "
+                            "not gated: combine and gate the N reports with `merge`")
+    scale.add_argument("--executor", choices=EXECUTORS, default="local",
+                       help="where the --workers adapter workers run: this machine, or Ray actors across a "
+                            "cluster (extra [ray]) (default: local)")
+    scale.add_argument("--ray-address", default=None, metavar="ADDR",
+                       help="with --executor ray: the cluster to join (default: start a local Ray instance)")
+    scale.add_argument("--worker-cpus", type=float, default=1.0, metavar="N",
+                       help="with --executor ray: CPUs each worker reserves (default: 1)")
+    scale.add_argument("--worker-gpus", type=float, default=0.0, metavar="N",
+                       help="with --executor ray: GPUs each worker reserves, so GPU adapters land on GPU nodes "
+                            "(default: 0)")
+
+
+def _scale_options(args: argparse.Namespace) -> dict[str, object]:
+    if args.shard is not None and args.update_baseline:
+        raise UsageError("--update-baseline and --shard are exclusive: merge the shards, then update from the merge")
+    return {"shard": args.shard, "executor": args.executor, "ray_address": args.ray_address,
+            "worker_cpus": args.worker_cpus, "worker_gpus": args.worker_gpus}
 
 
 def _progress_printer():
