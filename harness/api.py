@@ -178,7 +178,9 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     inputs, shard_record = _select_shard(inputs, options.shard)
     run_options = RunOptions(argv=argv, label=label, log_path=Path(options.log_path), expect_banner=expect,
                              k=options.k, query_timeout=options.query_timeout,
-                             startup_timeout=options.startup_timeout, warmup=options.warmup,
+                             startup_timeout=options.startup_timeout,
+                             # a shard may hold no query at all: nothing to warm up with
+                             warmup=options.warmup if any(s.queries for s in inputs.query_sets) else 0,
                              repeats=options.repeats, condition=options.condition, workers=options.workers)
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     if run_file is not None:

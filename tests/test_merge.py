@@ -93,6 +93,16 @@ def test_merge_equals_the_unsharded_run(tmp_path, adapter):
     assert merged["provenance"]["settings"]["workers"] == 3 and "shard" not in merged["provenance"]
 
 
+def test_shards_with_no_query_run_and_merge(tmp_path, adapter):
+    _, whole = run(tmp_path, "whole.json", "--no-gate", *adapter)
+    paths = shards(tmp_path, adapter, 10, "--warmup", "1")  # 7 queries over 10 shards: some hold none
+    empty = [p for p in paths if not json.loads(p.read_text())["sets"][0]["queries"]]
+    assert empty and json.loads(empty[0].read_text())["sets"][0]["complete"] is True
+    code, merged = merge(tmp_path, *paths, "--no-gate")
+    assert code == 0
+    assert per_query(merged, "qid", "ids", "metrics") == per_query(json.loads(whole.read_text()), "qid", "ids", "metrics")
+
+
 def test_shard_order_on_the_command_line_does_not_matter(tmp_path, adapter):
     paths = shards(tmp_path, adapter, 2)
     _, forward = merge(tmp_path, *paths, "--no-gate")

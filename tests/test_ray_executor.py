@@ -118,18 +118,18 @@ def _default_signals():
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _start_driver(ray_address, tmp_path):
-    """A CLI run on the module's cluster: 2 workers, each adapter answering every 2 s; (process, pids folder)."""
+def _start_driver(ray_address, tmp_path, workers=2):
+    """A CLI run on the module's cluster, each adapter answering every 2 s; (process, one row per adapter)."""
     folder = tmp_path / "pids"
     folder.mkdir()
     command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
                "--out", str(tmp_path / "report.json"), "--executor", "ray", "--ray-address", ray_address,
-               "--workers", "2", "--adapter", "--expect-banner", "--", sys.executable, str(SLOW_WORKER),
+               "--workers", str(workers), "--adapter", "--expect-banner", "--", sys.executable, str(SLOW_WORKER),
                str(folder), "2"]
     driver = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               preexec_fn=_default_signals)
     deadline = time.monotonic() + 180
-    while len(list(folder.glob("*.pids"))) < 2:
+    while len(list(folder.glob("*.pids"))) < workers:
         if driver.poll() is not None or time.monotonic() > deadline:
             driver.kill()
             pytest.fail(f"the adapters did not start: {driver.communicate()}")
@@ -163,13 +163,14 @@ def test_killing_an_actor_fails_the_run_with_exit_3_and_leaves_no_adapter(ray_ad
         assert _until(lambda: not corpus.exists(), 30)  # the corpus materialised on the node is removed too
 
 
-def test_sigterm_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path):
-    driver, rows = _start_driver(ray_address, tmp_path)
-    driver.send_signal(signal.SIGTERM)
+@pytest.mark.parametrize("signum, workers", [(signal.SIGTERM, 2), (signal.SIGINT, 1)])
+def test_a_signal_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path, signum, workers):
+    driver, rows = _start_driver(ray_address, tmp_path, workers)
+    driver.send_signal(signum)
     code, err = _finish(driver)
     report = json.loads((tmp_path / "report.json").read_text())
-    assert code == 128 + signal.SIGTERM, err
-    assert report["complete"] is False and report["error"] == "interrupted by SIGTERM"
+    assert code == 128 + signum, err
+    assert report["complete"] is False and report["error"] == f"interrupted by {signal.Signals(signum).name}"
     for adapter, actor, grandchild, corpus in rows:
         assert _gone(adapter, within=30) and _gone(grandchild, within=30), (adapter, grandchild)
         assert _until(lambda: not corpus.exists(), 30)

@@ -145,8 +145,8 @@ class RayWorkers:
         try:
             ray.init(**settings)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad cluster
-            raise AdapterError(f"--executor ray: cannot {'start a local Ray instance' if self.address is None else 'join the Ray cluster at ' + self.address}: "
-                               f"{_first_line(exc)}") from None
+            what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address}"
+            raise AdapterError(f"--executor ray: cannot {what}: {_first_line(exc)}") from None
         finally:
             for signum, handler in handlers.items():
                 if handler is not None:
