@@ -41,6 +41,9 @@ def ray_address():
     """A local Ray instance with 2 CPUs for this module; its address, for drivers in subprocesses."""
     ray = _require_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # A throwaway instance on this machine, joined by the drivers the tests start: without token
+    # authentication (with it, Ray refused a second driver process in one of our benchmark runs).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     python_path = os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
              object_store_memory=100 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": python_path}})
