@@ -17,7 +17,7 @@ import pytest
 
 import harness
 from harness.api import GateOptions
-from harness.errors import UsageError
+from harness.errors import SetError, UsageError
 from tests.conftest import FIXTURES, TINY_SET
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +82,13 @@ def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_addre
     assert len({w["actor_pid"] for w in executor["workers"]}) == 2  # two actors, each owning one adapter
     assert remote.provenance.adapter.banner["name"] == "bm25"  # backend identity as in a local run
     assert remote.provenance.settings["workers"] == 2
+
+
+def test_a_drifted_set_stops_the_run_before_any_actor_starts(ray_address, tiny_copy):
+    corpus = tiny_copy / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("parses TOML files", "parses YAML files"))
+    with pytest.raises(SetError, match="doc-01"):
+        harness.gate([tiny_copy], executor="ray", workers=2, baseline=None)
 
 
 def test_a_query_time_out_in_an_actor_fails_the_run_as_locally(ray_address, tmp_path):
