@@ -89,6 +89,7 @@ class RayWorkers:
     """
 
     def __init__(self, *, address: str | None = None, worker_cpus: float = 1.0, worker_gpus: float = 0.0) -> None:
+        _import_ray()  # without Ray, stop now (exit 2, the install hint), before any corpus is written
         self.address = address
         self.worker_cpus = float(worker_cpus)
         self.worker_gpus = float(worker_gpus)
