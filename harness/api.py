@@ -42,6 +42,7 @@ from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
 from harness.sets.materialise import materialise_corpora
+from harness.sets.shards import parse_shard, select_shard, shard_positions
 
 DEFAULT_BASELINE = Path("baselines/current.json")
 DEFAULT_BUDGETS = Path("budgets.json")
@@ -73,6 +74,49 @@ class GateInputs:
                 "created": document.get("created"), "git_commit": document.get("git_commit")}
 
 
+# -- scale-out hooks (docs/scale.md) -------------------------------------------------------------
+
+EXECUTORS = ("local", "ray")
+
+
+def _check_scale_options(options: GateOptions) -> None:
+    if options.shard is not None:
+        parse_shard(options.shard)
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"--executor: one of {', '.join(EXECUTORS)}, got {options.executor!r}")
+    for name, value in (("--worker-cpus", options.worker_cpus), ("--worker-gpus", options.worker_gpus)):
+        if not (value >= 0 and value < float("inf")):
+            raise UsageError(f"{name}: must be a number >= 0, got {value}")
+    if options.executor == "local" and (options.ray_address is not None or options.worker_gpus
+                                        or options.worker_cpus != 1.0):
+        raise UsageError("--ray-address, --worker-cpus and --worker-gpus need --executor ray")
+
+
+def _select_shard(inputs: GateInputs, shard_text: str | None) -> tuple[GateInputs, dict[str, object] | None]:
+    """The inputs with only this shard's queries of every set, and the record its report carries.
+
+    The record (provenance.shard) keeps each set's full query count and the positions in the
+    set of the queries asked, so `merge` restores set order and proves the shards cover the set.
+    """
+    if shard_text is None:
+        return inputs, None
+    shard = parse_shard(shard_text)
+    record: dict[str, object] = {**shard.to_dict(), "sets": {
+        s.name: {"query_count": len(s.queries), "positions": list(shard_positions(s, shard))}
+        for s in inputs.query_sets}}
+    sets = tuple(select_shard(s, shard.index, shard.count) for s in inputs.query_sets)
+    return dataclasses.replace(inputs, query_sets=sets), record
+
+
+def _start_workers(options: GateOptions):
+    """The executor's worker starter for run_sets; None: local adapter processes."""
+    if options.executor != "ray":
+        return None
+    from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
+    return ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
+                                   worker_gpus=options.worker_gpus)
+
+
 @dataclass(frozen=True)
 class GateOptions:
     """How to ask and gate (every field has the command line's default; see `gate` for each)."""
@@ -91,8 +135,15 @@ class GateOptions:
     allow_backend_change: bool = False
     startup_limit: float = STARTUP_LIMIT_SECONDS
     on_startup_progress: Callable[[object], None] | None = None  # each start-up progress line (any thread)
+    # Scale-out (docs/scale.md): ask only shard "I/N" of every set; run the workers on an executor.
+    shard: str | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    worker_cpus: float = 1.0
+    worker_gpus: float = 0.0
 
     def __post_init__(self) -> None:
+        _check_scale_options(self)
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
         for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
@@ -133,7 +184,12 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         as given), known_contract_failures (contracts the baseline records as broken are
         reported, not failed), what_if_min_score (also report metrics with low-scoring hits
         dropped), log_path (the adapter's stderr), allow_backend_change (gate against a baseline
-        recorded for another backend or model; the report records it).
+        recorded for another backend or model; the report records it);
+        scale-out (docs/scale.md): shard ("I/N": ask
+        only that deterministic part of every set, ungated; `merge` combines and gates the N
+        reports), executor ("local" or "ray": the workers as Ray actors across a cluster),
+        ray_address (default: a local Ray instance), worker_cpus / worker_gpus (Ray resources
+        each worker reserves).
 
     Raises HarnessError subclasses for what stops a run before it starts (bad options, sets,
     budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
@@ -172,9 +228,12 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
             notes.extend(refuse_if_different(check))
             identity["changed"] = any("--allow-backend-change" in note for note in check.notes)
 
+    inputs, shard_record = _select_shard(inputs, options.shard)
     run_options = RunOptions(argv=argv, label=label, log_path=Path(options.log_path), expect_banner=expect,
                              k=options.k, query_timeout=options.query_timeout,
-                             startup_timeout=options.startup_timeout, warmup=options.warmup,
+                             startup_timeout=options.startup_timeout,
+                             # a shard may hold no query at all: nothing to warm up with
+                             warmup=options.warmup if any(s.queries for s in inputs.query_sets) else 0,
                              repeats=options.repeats, condition=options.condition, workers=options.workers,
                              startup_limit=options.startup_limit, on_startup_progress=options.on_startup_progress,
                              on_started=on_started)
@@ -187,8 +246,13 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
         with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
             materialise_corpora(inputs.query_sets, Path(corpus_dir))
             corpus_files = corpus_fingerprints(Path(corpus_dir))
-            outcome = run_sets(inputs.query_sets, run_options, Path(corpus_dir), progress)
+            start_workers = _start_workers(options)
+            outcome = run_sets(inputs.query_sets, run_options, Path(corpus_dir), progress, start_workers)
+            if start_workers is not None:
+                outcome.provenance["executor"] = start_workers.provenance()
             drift += changed_files(corpus_files, corpus_fingerprints(Path(corpus_dir)), "materialised corpus file")
+    if shard_record is not None:
+        outcome.provenance["shard"] = shard_record
     drift += changed_files(inputs.fingerprints, fingerprint_files(inputs.fingerprints), "set file")
     error_text = str(outcome.error) if outcome.error else None
     error_code = outcome.error.exit_code if outcome.error else None
@@ -196,7 +260,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
         error_text = "the run's inputs changed while it ran: " + "; ".join(drift) + " (nothing was gated)"
         error_code = EXIT_CONFIG
     gates = []
-    if error_code is None and inputs.baseline_entries is not None:
+    # A shard is never gated alone (its query counts and latencies are a part): `merge` gates the whole.
+    if error_code is None and inputs.baseline_entries is not None and shard_record is None:
         gates = check(outcome.results, inputs.baseline_entries, inputs.budgets_ms,
                       default_budget_ms=inputs.default_budget_ms, latency_gate=run_file is None,
                       known_contract_failures=options.known_contract_failures, policy=inputs.policy)

@@ -65,7 +65,7 @@ class RunOutcome:
 
 
 def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
-             progress: Progress | None = None) -> RunOutcome:
+             progress: Progress | None = None, start_workers: StartWorkers | None = None) -> RunOutcome:
     """Ask every query of every set; on backend failure return what was answered plus the error.
 
     With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
@@ -73,6 +73,9 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     not depend on scheduling, but latencies are measured under concurrency (the report says so).
     No more workers are started than the largest set has queries (a warning says so): a worker
     that is never asked would leave its banner unread.
+
+    `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
+    run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
     """
     provenance = base_provenance(options, query_sets)
     results: list[SetResult] = []
@@ -83,16 +86,11 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
         warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
                         f"adapter{'s' if workers != 1 else ''} started")
     provenance["settings"].update(workers=workers, latency_under_concurrency=workers > 1)  # type: ignore[union-attr]
-    env = {CORPUS_DIR_ENV: str(corpus_dir)}
     started = time.monotonic()
     pending = list(query_sets)
     try:
         with contextlib.ExitStack() as stack:
-            adapters = [stack.enter_context(AdapterProcess(
-                options.argv, log_path=_worker_log(options.log_path, index, workers), env=env,
-                expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
-                query_timeout=options.query_timeout, startup_limit=options.startup_limit,
-                on_progress=options.on_startup_progress)) for index in range(workers)]
+            adapters = (start_workers or local_workers)(dataclasses.replace(options, workers=workers), corpus_dir, stack)
             if options.on_started is not None:
                 options.on_started([adapter.banner for adapter in adapters])
             provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
@@ -127,6 +125,22 @@ def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
     return max(1, min(requested, largest))
 
 
+# The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
+# entered into `stack` (stopped when the run ends) and offering what AdapterProcess offers the
+# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`.
+StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], list]
+
+
+def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[AdapterProcess]:
+    """`options.workers` adapter processes on this machine, reading the corpora in `corpus_dir`."""
+    env = {CORPUS_DIR_ENV: str(corpus_dir)}
+    return [stack.enter_context(AdapterProcess(
+        options.argv, log_path=worker_log(options.log_path, index, options.workers), env=env,
+        expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
+        query_timeout=options.query_timeout, startup_limit=options.startup_limit,
+        on_progress=options.on_startup_progress)) for index in range(options.workers)]
+
+
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
     """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped)."""
     from harness.report import trec
@@ -150,7 +164,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
     return RunOutcome(results, provenance, None, [], warnings)
 
 
-def _worker_log(log_path: Path, index: int, workers: int) -> Path:
+def worker_log(log_path: Path, index: int, workers: int) -> Path:
     """One stderr log per worker; a single worker keeps the plain name."""
     if workers == 1:
         return log_path

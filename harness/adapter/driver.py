@@ -276,6 +276,11 @@ class AdapterProcess:
             return b""
         return self._child.stop(grace)
 
+    @property
+    def pid(self) -> int | None:
+        """The adapter's process id, which is also its process group id (None before it starts)."""
+        return self._child.pid if self._child is not None else None
+
     def stderr_tail(self, max_lines: int = 20) -> str:
         """The last `max_lines` lines the adapter wrote to stderr in this run, from the log file."""
         return self._child.stderr_tail(max_lines) if self._child is not None else ""

@@ -16,6 +16,7 @@ from harness.errors import EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import protected_files
 from harness.fsutil import append_output, append_target_problem, check_outputs, write_output
+from harness.api import EXECUTORS
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Report
 from harness.report.junit import render_junit
@@ -31,6 +32,7 @@ SUBCOMMANDS = {
     "compare": "harness.commands.compare",
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
+    "merge": "harness.commands.merge",
 }
 EXAMPLES = """\
 examples:
@@ -122,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="report only: metrics if hits scoring below X were dropped (needs adapter scores)")
     output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
     _add_terminal_options(output)
+    _add_scale_arguments(parser)
     return parser
 
 
@@ -178,8 +181,9 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
         log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
-        on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"))
-    gated = not args.no_gate and not args.update_baseline
+        on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
+        **_scale_options(args))
+    gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
                              policy=args.policy)
@@ -289,6 +293,34 @@ def _print_problems(report: Report, args: argparse.Namespace) -> None:
         print(f"harness: {style.paint('fail', 'error:')} {report.error}", file=sys.stderr)
         print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
     sys.stderr.flush()
+
+
+# -- scale-out options (docs/scale.md) ------------------------------------------------------------
+
+def _add_scale_arguments(parser: argparse.ArgumentParser) -> None:
+    scale = parser.add_argument_group("scale out (docs/scale.md)")
+    scale.add_argument("--shard", default=None, metavar="I/N",
+                       help="ask only shard I of N of every set (stable hash of the group or qid); the report is "
+                            "not gated: combine and gate the N reports with `merge`")
+    scale.add_argument("--executor", choices=EXECUTORS, default="local",
+                       help="where the --workers adapter workers run: this machine, or Ray actors across a "
+                            "cluster (extra [ray]) (default: local)")
+    scale.add_argument("--ray-address", default=None, metavar="ADDR",
+                       help="with --executor ray: the cluster to join (default: start a local Ray instance)")
+    scale.add_argument("--worker-cpus", type=float, default=1.0, metavar="N",
+                       help="with --executor ray: CPUs each worker reserves (default: 1)")
+    scale.add_argument("--worker-gpus", type=float, default=0.0, metavar="N",
+                       help="with --executor ray: GPUs each worker reserves, so GPU adapters land on GPU nodes "
+                            "(default: 0)")
+
+
+def _scale_options(args: argparse.Namespace) -> dict[str, object]:
+    if args.shard is not None and args.update_baseline:
+        raise UsageError("--update-baseline and --shard are exclusive: merge the shards, then update from the merge")
+    return {"shard": args.shard, "executor": args.executor, "ray_address": args.ray_address,
+            "worker_cpus": args.worker_cpus, "worker_gpus": args.worker_gpus}
+
+
 
 
 def _print_error(error: HarnessError) -> None:
