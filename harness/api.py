@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.adapter.asking import RunOptions, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.errors import BaselineError, UsageError
 from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.gating.budgets import load_budgets
@@ -67,12 +68,13 @@ class GateOptions:
     known_contract_failures: bool = False
     what_if_min_score: float | None = None
     log_path: Path = DEFAULT_LOG
+    max_window: int = DEFAULT_MAX_WINDOW  # issue 17: characters a shown passage may span
 
     def __post_init__(self) -> None:
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
         for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
-                                 ("--workers", self.workers, 1)):
+                                 ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
             if value is not None and value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout)):
@@ -123,7 +125,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     run_options = RunOptions(argv=argv, label=label, log_path=Path(options.log_path), expect_banner=expect,
                              k=options.k, query_timeout=options.query_timeout,
                              startup_timeout=options.startup_timeout, warmup=options.warmup,
-                             repeats=options.repeats, condition=options.condition, workers=options.workers)
+                             repeats=options.repeats, condition=options.condition, workers=options.workers,
+                             max_window=options.max_window)
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     if run_file is not None:
         outcome = run_from_file(inputs.query_sets, run_options, Path(run_file))

@@ -11,6 +11,7 @@ from pathlib import Path
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands.arguments import parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, HarnessError, Interrupted, UsageError
 from harness.fsutil import atomic_write_text
@@ -96,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N adapter processes answer shards of each set at once (throughput on large sets; "
                              "latency is then measured under concurrency) (default: 1)")
+    timing.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW, metavar="CHARS",
+                        help="longest passage window an answer may show, in characters; longer is a protocol "
+                             f"error (default: {DEFAULT_MAX_WINDOW})")
     timing.add_argument("--condition", choices=("cold", "warm"), default=None,
                         help="record the cache condition of this run, as given (never inferred)")
     output = parser.add_argument_group("output")
@@ -157,7 +161,7 @@ def _run(args_list: list[str]) -> int:
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path)
+        log_path=log_path, max_window=args.max_window)
     gated = not args.no_gate and not args.update_baseline
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k)

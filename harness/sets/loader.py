@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.fsutil import read_json_file
 from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.sets import evidence
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
 
@@ -15,7 +16,7 @@ SPLITS = ("development", "held-out")
 MAX_SET_K = 10_000  # the same bound as --k: no response may carry more ids
 REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "source")
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
-                         "measure_only", "max_score", "notes")
+                         "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
 
 
@@ -67,7 +68,7 @@ def referenced_ids(query: Query) -> set[str]:
     ids = set(query.relevant) | set(query.forbid)
     for rule in query.rank_before:
         ids.update((rule.before, rule.after))
-    return ids
+    return ids | evidence.evidence_ids(query)
 
 
 def compute_pins(queries: list[Query] | tuple[Query, ...], by_id: dict[str, Document]) -> dict[str, str]:
@@ -125,6 +126,8 @@ def _read_queries(path: Path, by_id: dict[str, Document] | None) -> list[Query]:
         if query.qid in seen:
             raise SetError(f"{label}:{number}: qid: {query.qid!r} already used on line {seen[query.qid]}")
         seen[query.qid] = number
+        if by_id is not None:
+            evidence.check_against_corpus(query, by_id, f"{label}:{number}")
         for doc_id in sorted(referenced_ids(query)):
             if by_id is not None and doc_id not in by_id:
                 field = "relevant" if doc_id in query.relevant else ("forbid" if doc_id in query.forbid else "rank_before")
@@ -132,6 +135,7 @@ def _read_queries(path: Path, by_id: dict[str, Document] | None) -> list[Query]:
         queries.append(query)
     if not queries:
         raise SetError(f"{label}: no queries")
+    evidence.check_groups(queries, label)
     return queries
 
 
@@ -175,6 +179,7 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         rank_before=_rank_rules(obj.get("rank_before"), where), no_relevant=no_relevant,
         xfail=outcome == "xfail", measure_only=_flag(obj, "measure_only", where),
         max_score=float(max_score) if max_score is not None else None, line=line,
+        **evidence.parse_query_fields(obj, relevant, where),  # type: ignore[arg-type]
     )
 
 
