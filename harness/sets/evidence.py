@@ -51,6 +51,22 @@ def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], w
             "forbid_stale_before_current": forbid}
 
 
+def passage_hint(meta: Mapping[str, object], where: str) -> dict[str, int] | None:
+    """set.json `passages`: `{"window": N, "overlap": M}` asks the reference adapters to show windows.
+
+    The harness writes it beside the materialised corpus as `<kind>.passages.json`
+    (adapters/passages.py reads it in `--passages auto` mode, the default).
+    """
+    hint = meta.get("passages")
+    if hint is None:
+        return None
+    if (not isinstance(hint, dict) or set(hint) != {"window", "overlap"}
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in hint.values())
+            or not 0 <= hint["overlap"] < hint["window"]):
+        raise SetError(f"{where}: passages: must be {{\"window\": N, \"overlap\": M}} with integers 0 <= M < N")
+    return dict(hint)
+
+
 def evidence_ids(query: Query) -> set[str]:
     """The documents a query's evidence and canonical pages name (pinned like the relevant ones)."""
     return {span.doc for span in query.evidence} | set(query.canonical)

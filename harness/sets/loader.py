@@ -59,7 +59,8 @@ def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) ->
         name=meta["name"], kind=meta["kind"], revision=meta["revision"],
         description=meta.get("description", ""), k=meta["k"], path=str(folder),
         queries=tuple(queries), documents=tuple(documents), corpus_hash=corpus_hash(documents),
-        corpus_source=meta["corpus"]["source"], extra={"pins": meta.get("pins", {})},
+        corpus_source=meta["corpus"]["source"], extra={"pins": meta.get("pins", {}),
+                                                       "passages": evidence.passage_hint(meta, where)},
     )
 
 
