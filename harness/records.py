@@ -133,6 +133,9 @@ class QueryResult:
     # document), and the evidence metrics (a value None = unjudgeable, left out of means).
     passages: tuple[tuple[int, int] | None, ...] | None = None
     evidence: dict[str, float | None] | None = None
+    # The first hit's window when it did not expose current evidence, for the HTML report:
+    # {"doc", "start", "end", "text", "spans": [[start, end, label], ...] relative to the window}.
+    window: dict[str, object] | None = None
 
     @property
     def resampling_unit(self) -> str:
@@ -153,6 +156,7 @@ class QueryResult:
             **({"passages": [list(p) if p is not None else None for p in self.passages]}
                if self.passages is not None else {}),
             **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
+            **({"window": dict(self.window)} if self.window is not None else {}),
         }
 
 

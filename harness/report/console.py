@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.records import SetResult
+from harness.report import evidence
 from harness.report.document import Report
 from harness.scoring.evaluate import TABLE_METRICS
 
@@ -48,6 +49,7 @@ def render_text(report: Report) -> str:
                          f"  (n={latency['n']})")
         outcome_text = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
         lines.append(f"queries: {outcome_text}")
+        lines.extend(evidence.text_lines(result))  # issue 17; nothing for sets without evidence
     lines.extend(_startup_lines(report))
     if report.gates:
         lines.append("")

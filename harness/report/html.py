@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.records import QueryResult, SetResult
+from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
 from harness.scoring.compare import TESTED_METRICS, Comparison, ScopeComparison
 from harness.scoring.flips import Flip, find_flips
@@ -340,6 +341,7 @@ def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_b
         out.append("<p>No baseline for this set" + ("" if has_baseline else " (the run had none)") + ".</p>")
     else:
         out.append(_flips_table(_run_flips(result, entry)))
+    out.extend(evidence.html_blocks(result, _text))  # issue 17; nothing for sets without evidence
     out.extend(_not_passed(result.queries))
     out.append("</section>")
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.report.console import cell, scope_rows
+from harness.report import evidence
 from harness.report.document import Report
 from harness.scoring.evaluate import TABLE_METRICS
 
@@ -27,6 +28,7 @@ def render_markdown(report: Report) -> str:
             latency = f"{p95:.1f}" if (label == "overall" and p95 is not None) else ""
             cells = " | ".join(cell(values, m) for m in TABLE_METRICS)
             lines.append(f"| {result.name} | {label.strip()} | {values['n']} | {cells} | {latency} |")
+    lines.extend(evidence.markdown_lines(report.sets))  # issue 17; nothing for sets without evidence
     if failed:
         lines.append("")
         lines.append("Failed gates:")

@@ -163,6 +163,8 @@ def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
 def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int) -> SetResult:
     """Evaluate the queries that were answered; a set with unanswered queries is incomplete."""
     results = [evaluate_query(q, answers[q.qid], k) for q in query_set.queries if q.qid in answers]
+    if any(q.evidence for q in query_set.queries):
+        results = evidence.with_windows_shown(results, query_set)
     return SetResult(
         name=query_set.name, kind=query_set.kind, revision=query_set.revision,
         corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),

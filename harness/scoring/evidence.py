@@ -27,11 +27,13 @@ Null stays null: `aggregate_evidence` leaves None out of the mean and counts it 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from harness.records import EvidenceSpan
+from harness.records import EvidenceSpan, QueryResult, QuerySet
 
+SHOWN_CHARACTERS = 2000  # a whole document shown as the first hit is cut here in the report
 Window = tuple[str, float, float]  # (doc id, start, end); end may be math.inf (whole document)
 ANSWER_HIT_DEPTHS = (1, 5, 10)
 CANONICAL_DEPTH = 10
@@ -167,3 +169,28 @@ def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, 
 
 def _float(value: int | None) -> float | None:
     return None if value is None else float(value)
+
+
+def window_shown(result: QueryResult, spans: Sequence[EvidenceSpan], text: str) -> dict[str, object]:
+    """The first hit's window as the report shows it: its text and every span touching it,
+    clipped, with offsets relative to the window (a cut span is drawn as far as it is visible)."""
+    passage = result.passages[0] if result.passages else None
+    start, end = passage if passage is not None else (0, min(len(text), SHOWN_CHARACTERS))
+    touching = sorted(([max(span.start, start) - start, min(span.end, end) - start, span.label]
+                       for span in spans if span.doc == result.ids[0] and span.start < end and span.end > start),
+                      key=lambda item: (item[0], item[1]))
+    return {"doc": result.ids[0], "start": start, "end": end, "text": text[start:end], "spans": touching}
+
+
+def with_windows_shown(results: Sequence[QueryResult], query_set: QuerySet) -> list[QueryResult]:
+    """`results` where each query whose first window did not expose current evidence carries it."""
+    texts = {doc.id: doc.text for doc in query_set.documents}
+    queries = {query.qid: query for query in query_set.queries}
+    out = []
+    for result in results:
+        query = queries[result.qid]
+        if (result.evidence is not None and query.evidence and result.ids and result.ids[0] in texts
+                and result.evidence.get("ku@1") != 1.0):
+            result = dataclasses.replace(result, window=window_shown(result, query.evidence, texts[result.ids[0]]))
+        out.append(result)
+    return out
