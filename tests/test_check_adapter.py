@@ -53,7 +53,7 @@ def test_a_correct_adapter_passes_every_check(capsys, tmp_path):
     assert table["k-range"][1] == "k=1: 1 id; k=1000: 24 ids"  # the fixture corpus has 24 documents
     assert "error reply: unknown kind 'check-adapter-no-such-kind'" in table["unknown-kind"][1]
     assert table["known-ids"][1] == "24 distinct ids returned, all in check.jsonl"
-    assert "12 checks: 12 passed or not judged, 0 failed" in out
+    assert "13 checks: 13 passed or not judged, 0 failed" in out
     assert err == ""
 
 

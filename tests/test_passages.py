@@ -146,3 +146,15 @@ def test_bm25_in_passage_mode_returns_the_best_window(tmp_path):
     off = subprocess.run([sys.executable, "-m", "adapters.bm25", "--no-cache", "--passages", "off"], input=request,
                          capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
     assert "passages" not in json.loads(off.stdout.splitlines()[-1])
+
+
+def test_check_adapter_checks_windows_against_the_set(tmp_path):
+    # The windows fixture shows 0..27 of `page` for every query: inside the page, within the limit.
+    folder = write_set(tmp_path / "ev", [query()])
+    for window, verdict in (("0,27", "pass"), (f"0,{len(PAGE) + 5}", "FAIL")):
+        completed = subprocess.run([sys.executable, "-m", "harness", "check-adapter", "--set", str(folder),
+                                    "--queries", "20", "--", sys.executable, str(FIXTURE)], capture_output=True,
+                                   text=True, timeout=120, cwd=REPO, env={**os.environ, "WINDOW": window})
+        row = next(line for line in completed.stdout.splitlines() if line.startswith("passages"))
+        assert row.split()[1] == verdict, completed.stdout
+    assert "ends past the document" in row
