@@ -56,6 +56,9 @@ def test_window_bounds_and_limit():
     with pytest.raises(ProtocolError, match=r"window 5-12 of 'a' \(rank 1\) ends past the document \(10 characters\)"):
         check_windows(["a"], [(5, 12)], {"a": 10}, 100, "q")
     check_windows(["unknown"], [(0, 50)], {}, 100, "q")  # not in the corpus: only the limit applies
+    check_windows(["a"], [None], {"a": 10}, 10, "q")  # a short document shown whole is fine
+    with pytest.raises(ProtocolError, match=r"null \(the whole of 'a', rank 1, 11 characters\) is longer"):
+        check_windows(["a"], [None], {"a": 11}, 10, "q")
 
 
 def _run(tmp_path, window, *extra):

@@ -19,12 +19,19 @@ def check_windows(ids: Sequence[str], passages: Sequence[tuple[int, int] | None]
     """Raise ProtocolError for the first window out of its document or longer than `max_window`.
 
     `lengths` maps document id to its text length in characters; an id not in the corpus is
-    only held to the window limit (it cannot expose evidence anyway).
+    only held to the window limit (it cannot expose evidence anyway). A `null` window (the
+    whole document) counts as the document's length: in an answer that shows windows, a long
+    document shown whole would be the "show everything" the limit forbids. An answer without
+    `passages` shows whole documents: its visible figures are its full-source ones.
     """
     if passages is None:
         return
     for rank, (doc_id, window) in enumerate(zip(ids, passages), start=1):
         if window is None:
+            whole = lengths.get(doc_id, 0)
+            if whole > max_window:
+                raise ProtocolError(f"query {qid}: passages: null (the whole of {doc_id!r}, rank {rank}, {whole} "
+                                    f"characters) is longer than --max-window {max_window}; show a window")
             continue
         start, end = window
         if end - start > max_window:
