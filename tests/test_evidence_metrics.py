@@ -149,3 +149,15 @@ def test_queries_without_evidence_keep_their_old_shape():
     result = evaluate_query(plain, Answer(ids=("a",), scores=None, latency_seconds=0.0), 10)
     assert result.evidence is None and "evidence" not in result.to_dict() and "passages" not in result.to_dict()
     assert "evidence" not in aggregate([result])
+
+
+def test_evidence_value_for_gates():
+    answer = Answer(ids=("note", "page"), scores=None, latency_seconds=0.0, passages=(None, (0, 30)))
+    result = evaluate_query(_query(), answer, 10)
+    summary = aggregate([result])
+    assert evidence.evidence_value(summary, "ku@1") == (0.0, 1)
+    assert evidence.evidence_value(summary, "answer_hit@5", "category:c") == (1.0, 1)
+    assert evidence.evidence_value(summary, "ku@1", "split:held-out") == (None, 0)
+    assert evidence.evidence_value({"overall": {}}, "ku@1") == (None, 0)
+    with pytest.raises(ValueError, match="not an evidence metric"):
+        evidence.evidence_value(summary, "recall@10")

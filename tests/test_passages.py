@@ -161,3 +161,39 @@ def test_check_adapter_checks_windows_against_the_set(tmp_path):
         row = next(line for line in completed.stdout.splitlines() if line.startswith("passages"))
         assert row.split()[1] == verdict, completed.stdout
     assert "ends past the document" in row
+
+
+def test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit(tmp_path):
+    for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
+        pytest.importorskip(module)
+    from tests.tiny_onnx import write_model, write_tokenizer
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    write_model(model_dir / "model.onnx")
+    write_tokenizer(model_dir / "tokenizer.json")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    texts = {f"doc-{i}": " ".join(words[(i * j) % 8] for j in range(30)) for i in range(1, 6)}
+    (corpus / "tiny.jsonl").write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in texts.items()))
+    env = {**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path / "cache"), "HARNESS_CORPUS_DIR": str(corpus)}
+    request = json.dumps({"kind": "tiny", "query": "beta gamma", "k": 3}) + "\n"
+    answers = {}
+    for module in ("adapters.onnx_embed", "adapters.hybrid", "adapters.bm25"):
+        extra = [] if module == "adapters.bm25" else ["--model-dir", str(model_dir)]
+        completed = subprocess.run([sys.executable, "-m", module, *extra, "--passages", "on", "--window-chars", "40",
+                                    "--window-overlap", "10"], input=request, capture_output=True, text=True,
+                                   env=env, cwd=REPO, timeout=120)
+        assert completed.returncode == 0, completed.stderr
+        answers[module] = json.loads(completed.stdout.splitlines()[-1])
+    for module, answer in answers.items():
+        assert len(answer["passages"]) == len(answer["ids"]) == 3, module
+        for doc_id, window in zip(answer["ids"], answer["passages"]):
+            assert window["end"] - window["start"] <= 40 and window["end"] <= len(texts[doc_id]), module
+    # each fused hit shows the window one of its two parts showed for that document
+    parts = {(d, w["start"]) for m in ("adapters.onnx_embed", "adapters.bm25")
+             for d, w in zip(answers[m]["ids"], answers[m]["passages"])}
+    hybrid = answers["adapters.hybrid"]
+    shown = [(d, w["start"]) for d, w in zip(hybrid["ids"], hybrid["passages"])]
+    assert any(pair in parts for pair in shown)

@@ -51,6 +51,27 @@ def evidence_metric_names() -> tuple[str, ...]:
     return _VISIBLE + tuple(f"full_{name}" for name in _VISIBLE) + _DOCUMENT
 
 
+def evidence_value(aggregates: Mapping[str, object], name: str, scope: str = "overall") -> tuple[float | None, int]:
+    """(mean, judged count) of evidence metric `name` in a SetResult's aggregates, for gates.
+
+    `scope` is "overall", "category:NAME" or "split:NAME". A set without evidence, or a scope
+    where nothing was judged, gives (None, 0): a gate must skip it, never read it as 0.
+    Raises ValueError for a name not in `evidence_metric_names()`.
+    """
+    if name not in evidence_metric_names():
+        raise ValueError(f"{name!r} is not an evidence metric; choose one of {', '.join(evidence_metric_names())}")
+    summary = aggregates.get("evidence")
+    if not isinstance(summary, Mapping):
+        return None, 0
+    if scope == "overall":
+        table = summary.get("overall")
+    else:
+        group, _, key = scope.partition(":")
+        table = (summary.get("category" if group == "category" else "split") or {}).get(key)
+    values = (table or {}).get(name) or {}
+    return values.get("mean"), int(values.get("judged", 0))
+
+
 def lower_is_better(name: str) -> bool:
     """Whether a smaller value of the metric `name` is the better one (the `*_before_current` rates)."""
     return name.endswith("_before_current")

@@ -7,7 +7,7 @@ a span whose text no longer matches its document is drift (exit 2), never a scor
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 
 from harness.errors import SetError
@@ -153,9 +153,3 @@ def _span(item: object, where: str) -> EvidenceSpan:
 def _preview(text: str) -> str:
     return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
 
-
-def iter_spans(queries: Iterable[Query]) -> Iterable[tuple[Query, EvidenceSpan]]:
-    """Every (query, span) pair of a set, in file order."""
-    for query in queries:
-        for span in query.evidence:
-            yield query, span
