@@ -197,3 +197,21 @@ def test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit(tmp_path):
     hybrid = answers["adapters.hybrid"]
     shown = [(d, w["start"]) for d, w in zip(hybrid["ids"], hybrid["passages"])]
     assert any(pair in parts for pair in shown)
+
+
+def test_the_stale_before_current_contract_fails_the_gate(tmp_path):
+    # PAGE: "Setup\nThe limit is 500 now.\nHistory\nUntil 2024-03-04 the limit was 300.\n"; the
+    # window from 28 shows the History line (stale) and not the current one: the contract breaks.
+    folder = write_set(tmp_path / "ev", [query(forbid_stale_before_current=True)])
+    baseline = tmp_path / "baseline.json"
+
+    def gate(window, *extra):
+        return subprocess.run([sys.executable, "-m", "harness", "--set", str(folder), "--baseline", str(baseline),
+                               "--out", str(tmp_path / "r.json"), *extra, "--adapter", "--", sys.executable,
+                               str(FIXTURE)], capture_output=True, text=True, timeout=60, cwd=REPO,
+                              env={**os.environ, "WINDOW": window})
+    assert gate("0,27", "--update-baseline", "--yes").returncode == 0
+    assert gate("0,27").returncode == 0
+    broken = gate(f"28,{len(PAGE)}")
+    assert broken.returncode == 1
+    assert "1 hard contract(s) broken in q1" in broken.stdout
