@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.bm25_index import BM25Index, BM25Settings
+    from adapters.passages import WindowSettings
 
 NAME = "bm25"
 VERSION = "1.0.0"
@@ -41,8 +42,12 @@ def settings_from_args(args: argparse.Namespace) -> BM25Settings:
                         use_cache=not args.no_cache)
 
 
-def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM25Index]:
+def load_indexes(paths: dict[str, Path], settings: BM25Settings,
+                 windows: dict[str, WindowSettings] | None = None) -> dict[str, BM25Index]:
     """One index per kind, from the disk cache when valid, else built (and cached).
+
+    A kind in `windows` is indexed window by window (adapters/passages.py) and answers with
+    `(id, score, (start, end))` hits.
 
     Raises CorpusFileError (adapters.corpus_dir) for a missing or malformed corpus file and
     ValueError for settings outside BM25's domain. Each index's `provenance` holds its
@@ -62,6 +67,14 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     indexes: dict[str, BM25Index] = {}
     for kind, path in paths.items():
         corpus = read_corpus(kind, Path(path))
+        window = (windows or {}).get(kind)
+        if window is not None:  # passage mode: one BM25 document per window
+            from adapters.passages import PassageCorpus, Windowed
+            cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)
+            indexes[kind] = Windowed(cut, load_or_build(cut.passage_ids, cut.texts, cut.content_hash, settings, folder),
+                                     window)  # type: ignore[assignment]
+            print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
+            continue
         indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder)
         print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
     return indexes
@@ -71,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     """Parse options, load every index, print the banner, answer requests until EOF."""
     parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
     add_arguments(parser)
+    from adapters import passages
+    passages.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         import numpy  # noqa: F401  (checked here so the error is one line, not a traceback)
@@ -82,12 +97,13 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = settings_from_args(args)
     try:
-        indexes = load_indexes(required_corpus_paths(args.corpus), settings)
+        paths = required_corpus_paths(args.corpus)
+        indexes = load_indexes(paths, settings, passages.window_settings(args, paths))
     except (CorpusFileError, ValueError) as exc:
         print(f"bm25: error: {exc}", file=sys.stderr)
         return 2
 
-    def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
+    def search(kind: str, query: str, k: int) -> list[tuple]:
         return index_for(indexes, kind).search(query, k)
 
     banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),

@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m adapters.{NAME}", description=__doc__.splitlines()[0])
     bm25.add_arguments(parser)  # also --corpus KIND=PATH and --no-cache, shared by both parts
     onnx_embed.add_model_arguments(parser)
+    from adapters import passages
+    passages.add_arguments(parser)  # both parts rank windows; a fused hit shows its better-ranked part's window
     group = parser.add_argument_group("fusion")
     group.add_argument("--rrf-k", type=_non_negative_float, default=DEFAULT_RRF_K,
                        help=f"RRF constant k in 1/(k + rank) (default {DEFAULT_RRF_K:g})")
@@ -79,19 +81,24 @@ def main(argv: list[str] | None = None) -> int:
     settings = bm25.settings_from_args(args)
     try:
         paths = required_corpus_paths(args.corpus)
-        lexical = bm25.load_indexes(paths, settings)
+        from adapters import passages
+        windows = passages.window_settings(args, paths)
+        lexical = bm25.load_indexes(paths, settings, windows)
         embedder, files = onnx_embed.build_embedder(args)
-        semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache)
+        semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache,
+                                                            windows=windows)
     except (CorpusFileError, ValueError, EmbedderError, model_store.ModelStoreError) as exc:
         # ValueError covers BM25 settings and onnx_embed.ConfigError (a ValueError).
         print(f"{NAME}: error: {exc}", file=sys.stderr)
         return 2
 
-    def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
+    def search(kind: str, query: str, k: int) -> list[tuple]:
         depth = max(args.candidates, k)
-        lexical_ids = [doc_id for doc_id, _ in index_for(lexical, kind).search(query, depth)]
-        semantic_ids = [doc_id for doc_id, _ in semantic[kind].search(embedder.embed_query(query), depth)]
-        return reciprocal_rank_fusion([lexical_ids, semantic_ids], args.rrf_k)[:k]
+        lexical_hits = index_for(lexical, kind).search(query, depth)
+        semantic_hits = semantic[kind].search(embedder.embed_query(query), depth)
+        fused = reciprocal_rank_fusion([[hit[0] for hit in lexical_hits], [hit[0] for hit in semantic_hits]],
+                                       args.rrf_k)[:k]
+        return passages.attach_windows(fused, [lexical_hits, semantic_hits])
 
     bm25_scoring = settings.scoring()
     banner = {

@@ -155,9 +155,13 @@ def top_k_indices(scores: np.ndarray, id_rank: np.ndarray, k: int) -> np.ndarray
     return candidates[order[:k]]
 
 
-def build_indexes(embedder: Embedder, paths: dict[str, Path], *,
-                  use_cache: bool) -> tuple[dict[str, EmbeddingIndex], dict[str, dict[str, object]]]:
-    """Embed (or load from the cache) every corpus; returns the indexes and each one's banner entry."""
+def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool,
+                  windows: dict[str, object] | None = None) -> tuple[dict[str, EmbeddingIndex], dict[str, dict[str, object]]]:
+    """Embed (or load from the cache) every corpus; returns the indexes and each one's banner entry.
+
+    A kind in `windows` (kind -> passages.WindowSettings) is embedded window by window and
+    answers with `(id, score, (start, end))` hits (adapters/passages.py).
+    """
     from adapters.embedder import cached_passage_embeddings
 
     indexes: dict[str, EmbeddingIndex] = {}
@@ -165,12 +169,23 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *,
     for kind, path in sorted(paths.items()):
         corpus = read_corpus(kind, path)
         started = time.monotonic()
-        matrix, hit = cached_passage_embeddings(embedder, corpus.texts, corpus.content_hash,
-                                                use_cache=use_cache, log=log)
+        window = (windows or {}).get(kind)
+        cut = None
+        if window is not None:  # passage mode: one vector per window
+            from adapters.passages import PassageCorpus
+            cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)  # type: ignore[arg-type]
+        texts, key = (cut.texts, cut.content_hash) if cut is not None else (corpus.texts, corpus.content_hash)
+        matrix, hit = cached_passage_embeddings(embedder, texts, key, use_cache=use_cache, log=log)
         cache = "off" if not use_cache else ("hit" if hit else "miss")
         provenance[kind] = {"docs": len(corpus.ids), "content_hash": corpus.content_hash, "cache": cache,
                             "seconds": round(time.monotonic() - started, 3)}
         log(f"{kind}: {len(corpus.ids)} documents, embeddings cache {cache}")
+        if cut is not None:
+            from adapters.passages import Windowed
+            windowed = Windowed(cut, EmbeddingIndex(cut.passage_ids, matrix), window)  # type: ignore[arg-type]
+            provenance[kind]["passages"] = windowed.provenance["passages"]
+            indexes[kind] = windowed  # type: ignore[assignment]
+            continue
         indexes[kind] = EmbeddingIndex(corpus.ids, matrix)
     return indexes, provenance
 
@@ -234,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", action="append", default=[], metavar="KIND=PATH",
                         help="serve this jsonl corpus as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
     parser.add_argument("--no-cache", action="store_true", help="embed every corpus again, write no cache")
+    from adapters import passages
+    passages.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         import numpy  # noqa: F401  (checked here so a missing package is a hint, not a traceback)
@@ -247,13 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         paths = required_corpus_paths(args.corpus)
         embedder, files = build_embedder(args)
-        indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache)
+        indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
+                                            windows=passages.window_settings(args, paths))
         banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
                   "embedder": model_banner(embedder, files), "index": provenance}
-    except (ConfigError, EmbedderError, model_store.ModelStoreError, CorpusFileError) as exc:
+    except (ConfigError, EmbedderError, model_store.ModelStoreError, CorpusFileError, ValueError) as exc:
         print(f"{NAME}: error: {exc}", file=sys.stderr)
         return 2
-    def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
+    def search(kind: str, query: str, k: int) -> list[tuple]:
         return index_for(indexes, kind).search(embedder.embed_query(query), k)
 
     return serve(search, banner)

@@ -28,6 +28,7 @@ from harness.adapter.asking import RunOptions, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
+from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
 from harness.gating.budgets import load_budgets
 from harness.gating.gates import check
@@ -141,13 +142,14 @@ class GateOptions:
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    max_window: int = DEFAULT_MAX_WINDOW  # issue 17: characters a shown passage may span
 
     def __post_init__(self) -> None:
         _check_scale_options(self)
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
         for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
-                                 ("--workers", self.workers, 1)):
+                                 ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
             if value is not None and value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
@@ -236,7 +238,7 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
                              warmup=options.warmup if any(s.queries for s in inputs.query_sets) else 0,
                              repeats=options.repeats, condition=options.condition, workers=options.workers,
                              startup_limit=options.startup_limit, on_startup_progress=options.on_startup_progress,
-                             on_started=on_started)
+                             on_started=on_started, max_window=options.max_window)
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     drift: list[str] = []
     if run_file is not None:

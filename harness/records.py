@@ -28,6 +28,22 @@ class RankBefore:
 
 
 @dataclass(frozen=True, slots=True)
+class EvidenceSpan:
+    """A reviewed span of a document: `text` is `document.text[start:end]` (characters, end exclusive).
+
+    `label` is relative to the time the query asks about (docs/sets.md): current, stale, mixed,
+    neither or unjudgeable.
+    """
+
+    doc: str
+    start: int
+    end: int
+    text: str
+    label: str
+    supports_answer: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """One judged query of a set (queries.jsonl line), with its optional contracts."""
 
@@ -45,6 +61,11 @@ class Query:
     measure_only: bool = False
     max_score: float | None = None
     line: int = 0  # line number in queries.jsonl, for error messages
+    # Evidence (issue 17; harness/sets/evidence.py): reviewed spans, intent, canonical pages.
+    evidence: tuple[EvidenceSpan, ...] = ()
+    intent: str | None = None  # "current" | "historical"
+    canonical: tuple[str, ...] = ()
+    forbid_stale_before_current: bool = False
 
     @property
     def scored(self) -> bool:
@@ -111,6 +132,13 @@ class QueryResult:
     outcome: str  # pass | fail | xfail | xpass
     scored: bool
     group: str | None = None
+    # Evidence (issue 17): the window shown per hit ((start, end) or None for the whole
+    # document), and the evidence metrics (a value None = unjudgeable, left out of means).
+    passages: tuple[tuple[int, int] | None, ...] | None = None
+    evidence: dict[str, float | None] | None = None
+    # The first hit's window when it did not expose current evidence, for the HTML report:
+    # {"doc", "start", "end", "text", "spans": [[start, end, label], ...] relative to the window}.
+    window: dict[str, object] | None = None
 
     @property
     def resampling_unit(self) -> str:
@@ -128,6 +156,10 @@ class QueryResult:
             "latency_ms": self.latency_ms, "metrics": self.metrics,
             "found": list(self.found), "contracts": [c.to_dict() for c in self.contracts],
             "outcome": self.outcome, "scored": self.scored,
+            **({"passages": [list(p) if p is not None else None for p in self.passages]}
+               if self.passages is not None else {}),
+            **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
+            **({"window": dict(self.window)} if self.window is not None else {}),
         }
 
 

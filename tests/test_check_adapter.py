@@ -57,7 +57,7 @@ def test_a_correct_adapter_passes_every_check(capsys, tmp_path):
     assert "error reply: unknown kind 'check-adapter-no-such-kind'" in table["unknown-kind"][1]
     assert table["known-ids"][1] == "24 distinct ids returned, all in check.jsonl"
     assert table["answers"][1] == "12 queries answered with id lists"
-    assert "13 checks: 13 passed or not judged, 0 failed" in out
+    assert "14 checks: 14 passed or not judged, 0 failed" in out
     assert err == ""
 
 

@@ -18,13 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import __version__
-from harness.errors import AdapterError, HarnessError, Interrupted
+from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError
 from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
 from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS,
                                      STARTUP_TIMEOUT_SECONDS, ProgressCallback)
+from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -49,6 +50,7 @@ class RunOptions:
     # any query (warm-up included) is asked: the identity check against the baseline. It may
     # raise a HarnessError to stop the run.
     on_started: Callable[[list[dict | None]], None] | None = None
+    max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (issue 17)
 
 
 @dataclass
@@ -101,7 +103,8 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 k = options.k or query_set.k
                 answers: dict[str, Answer] = {}
                 try:
-                    _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress)
+                    _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress,
+                             max_window=options.max_window)
                 finally:
                     results.append(evaluate_set(query_set, answers, k))
                     pending.pop(0)
@@ -172,16 +175,23 @@ def worker_log(log_path: Path, index: int, workers: int) -> Path:
 
 
 def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeats: int,
-             answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None) -> None:
+             answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None, *,
+             max_window: int = DEFAULT_MAX_WINDOW) -> None:
     """Fill `answers` (qid -> Answer); raise the first AdapterError after every shard has stopped."""
     total = len(query_set.queries)
     lock = threading.Lock()
+    lengths = {doc.id: len(doc.text) for doc in query_set.documents}  # for the passages' bounds
 
     def shard(worker: int) -> None:
         adapter = adapters[worker]
         for index in range(worker, total, len(adapters)):
             query = query_set.queries[index]
             answer, changed = _ask(adapter, query_set.kind, query.qid, query.query, k, repeats)
+            try:
+                check_windows(answer.ids, answer.passages, lengths, max_window, query.qid)
+            except ProtocolError as exc:
+                raise AdapterError(f"{exc} [adapter: {' '.join(adapter.argv)}]", argv=adapter.argv,
+                                   qid=query.qid) from None
             with lock:
                 answers[query.qid] = answer
                 if changed:
@@ -241,7 +251,8 @@ def _ask(adapter: AdapterProcess, kind: str, qid: str, text: str, k: int, repeat
         again, latency = adapter.ask(request)
         latencies.append(latency)
         changed = changed or again.ids != first.ids
-    return Answer(ids=first.ids, scores=first.scores, latency_seconds=statistics.median(latencies)), changed
+    return Answer(ids=first.ids, scores=first.scores, latency_seconds=statistics.median(latencies),
+                  passages=first.passages), changed
 
 
 def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict[str, object]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.errors import EXIT_GATE_FAILED, ProtocolError
 from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
+from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
 
 PROG = "python -m harness check-adapter"
 DEFAULT_KIND = "check"
@@ -48,6 +49,7 @@ CHECKS = (
     ("endurance", "N queries in a row are answered; resident memory growth reported"),
     ("timeout", "every answer arrives within the timeout"),
     ("determinism", "the same queries asked twice get the same ranking"),
+    ("passages", "windows, when answers show them, lie inside their documents and within the window limit"),
 )
 
 # The checker's own corpus, written as <kind>.jsonl when the user gives no corpus folder:
@@ -111,6 +113,7 @@ class Corpus:
     ids: frozenset[str] | None      # None: not judged (no file for the kind, or a stand-in corpus)
     not_judged_why: str = ""
     queries: tuple[str, ...] = PLAIN_QUERIES
+    lengths: dict[str, int] | None = None  # document text lengths, for the passages' bounds (issue 17)
 
 
 @dataclass
@@ -317,6 +320,35 @@ def check_known_ids(suite: Suite) -> None:
         suite.report("known-ids", PASS, f"{len(set(returned))} distinct ids returned, all in {suite.kind}.jsonl")
 
 
+def check_passages(suite: Suite) -> None:
+    """Answers that carry `passages` (issue 17): bounds against the corpus and DEFAULT_MAX_WINDOW."""
+    shown = problems = 0
+    details: list[str] = []
+    for exchange in suite.adapter.exchanges:
+        if exchange.line is None or exchange.request.kind != suite.kind:
+            continue
+        try:
+            response = decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
+        except ProtocolError:
+            continue  # the ids check reports it
+        if response.passages is None:
+            continue
+        shown += 1
+        try:
+            check_windows(response.ids, response.passages, suite.corpus.lengths or {}, DEFAULT_MAX_WINDOW,
+                          exchange.label)
+        except ProtocolError as exc:
+            problems += 1
+            details.append(str(exc))
+    if not shown:
+        suite.report("passages", PASS, "no answer showed windows (optional: hits are whole documents)")
+    elif problems:
+        suite.report("passages", FAIL, f"{problems} of {shown} answers with windows break the rules; " + "; ".join(details[:2]))
+    else:
+        bounds = "bounds and length" if suite.corpus.lengths else "length only (no document texts to bound them)"
+        suite.report("passages", PASS, f"{shown} answers with windows, {bounds} checked (limit {DEFAULT_MAX_WINDOW})")
+
+
 def check_timeout(suite: Suite, timeout: float) -> None:
     late = [e for e in suite.adapter.exchanges if e.timed_out]
     # An error reply is quick and says nothing about how fast the backend searches.
@@ -370,6 +402,7 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
         lambda: check_determinism(suite),
         lambda: check_ids(suite),
         lambda: check_known_ids(suite),
+        lambda: check_passages(suite),
         lambda: check_timeout(suite, timeout),
         lambda: check_banner(suite),
     ]

@@ -3,6 +3,9 @@
 Request  `{"kind": "code", "query": "parse a config file", "k": 10, "qid": "code-017"}`
 Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?, "qid": "code-017"?}`
          (an echoed `qid` must be the request's: it catches answers out of step)
+         `"passages": [{"start": 0, "end": 480}, null, ...]?` parallel to `ids`: the window of
+         the document's text the backend would show (characters, end exclusive), or null for
+         the whole document; bounds against the corpus and --max-window: adapter/windows.py
 Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ...}` (optional,
          first line, before any request is read)
 Progress `{"progress": {"stage": "embedding memory", "done": 1200, "total": 6778}}` (optional,
@@ -69,6 +72,7 @@ class Response(NamedTuple):
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None = None
     error: str | None = None
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # issue 17: the window shown per hit
 
 
 def encode_request(request: Request) -> bytes:
@@ -103,12 +107,15 @@ def decode_request(line: bytes | str) -> Request:
 
 
 def encode_response(ids: list[str] | tuple[str, ...], scores: list[float] | None = None,
-                    error: str | None = None, qid: str | None = None) -> bytes:
+                    error: str | None = None, qid: str | None = None,
+                    passages: list[tuple[int, int] | None] | None = None) -> bytes:
     """Adapter side: one response line. An error reply carries an empty id list; `qid` echoes the request's."""
     payload: dict[str, object] = {"qid": qid} if qid is not None else {}
     payload["ids"] = list(ids)
     if scores is not None:
         payload["scores"] = [float(s) for s in scores]
+    if passages is not None:
+        payload["passages"] = [None if p is None else {"start": int(p[0]), "end": int(p[1])} for p in passages]
     if error is not None:
         payload["error"] = error
     return (_ENCODE(payload) + "\n").encode("utf-8")
@@ -153,6 +160,9 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     scores = obj.get("scores")
     if scores is not None:
         scores = _check_scores(scores, len(ids), qid)
+    passages = obj.get("passages")
+    if passages is not None:
+        return Response(ids=tuple(ids), scores=scores, passages=_check_passages(passages, len(ids), qid))
     return Response(ids=tuple(ids), scores=scores)
 
 
@@ -322,6 +332,29 @@ def _check_scores(scores: object, n_ids: int, qid: str) -> tuple[float, ...]:
             raise ProtocolError(f"query {qid}: 'scores' must be non-increasing")
         values.append(float(score))
     return tuple(values)
+
+
+def _check_passages(passages: object, n_ids: int, qid: str) -> tuple[tuple[int, int] | None, ...]:
+    """`passages` parallel to ids: each null or {"start": s, "end": e} with integers 0 <= s < e.
+
+    The shape only: bounds against the document and the window limit need the corpus
+    (harness/adapter/windows.py).
+    """
+    if type(passages) is not list or len(passages) != n_ids:
+        raise ProtocolError(f"query {qid}: 'passages' must be a list as long as 'ids'")
+    windows: list[tuple[int, int] | None] = []
+    for index, passage in enumerate(passages):
+        if passage is None:
+            windows.append(None)
+            continue
+        start = passage.get("start") if type(passage) is dict else None
+        end = passage.get("end") if type(passage) is dict else None
+        if (type(passage) is not dict or set(passage) != {"start", "end"} or type(start) is not int
+                or type(end) is not int or not 0 <= start < end):
+            raise ProtocolError(f"query {qid}: 'passages'[{index}] must be null or "
+                                f'{{"start": s, "end": e}} with integers 0 <= s < e, got {_preview(json.dumps(passage))}')
+        windows.append((start, end))
+    return tuple(windows)
 
 
 def _preview(text: str, limit: int = 80) -> str:

@@ -14,7 +14,7 @@ from typing import BinaryIO, TypeVar, Union
 from harness.errors import ProtocolError
 from harness.adapter.protocol import decode_request, encode_banner, encode_progress, encode_response
 
-Hit = Union[str, tuple[str, float]]
+Hit = Union[str, tuple[str, float], tuple[str, float, "tuple[int, int] | None"]]
 SearchFunction = Callable[[str, str, int], Sequence[Hit]]
 IndexT = TypeVar("IndexT")
 
@@ -46,6 +46,9 @@ def serve(search: SearchFunction, banner: dict[str, object] | None = None, *,
     """Answer requests from stdin with `search(kind, query, k)` until EOF; return exit status 0.
 
     `search` returns ids, or (id, score) pairs, best first; more than k are cut to k.
+    A hit may also be `(id, score, (start, end))`: the window of the document's text the
+    backend would show (characters, end exclusive; None for the whole document), sent as
+    `passages` (protocol.py).
     Any exception becomes `{"ids": [], "error": "..."}` for that query and the loop goes on;
     the traceback goes to stderr, which the harness keeps as the adapter's log.
     """
@@ -74,10 +77,20 @@ def _answer(search: SearchFunction, line: bytes) -> bytes:
         traceback.print_exc(file=sys.stderr)
         return encode_response([], error=f"{type(exc).__name__}: {exc}", qid=qid)
     if hits and not isinstance(hits[0], str):
-        ids = [str(doc_id) for doc_id, _ in hits]
-        scores = [float(score) for _, score in hits]
+        ids = [str(hit[0]) for hit in hits]
+        scores = [float(hit[1]) for hit in hits]
+        if any(len(hit) > 2 for hit in hits):  # (id, score, window): issue 17
+            passages = [_window(hit[2]) if len(hit) > 2 else None for hit in hits]
+            return encode_response(ids, scores, qid=qid, passages=passages)
         return encode_response(ids, scores, qid=qid)
     return encode_response([str(doc_id) for doc_id in hits], qid=qid)
+
+
+def _window(window: object) -> tuple[int, int] | None:
+    if window is None:
+        return None
+    start, end = window  # type: ignore[misc]
+    return int(start), int(end)
 
 
 def _write(writer: BinaryIO, data: bytes) -> None:

@@ -230,4 +230,5 @@ def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
     queries = tuple(q.query for q in query_set.queries[:PLAIN_QUERY_COUNT]) or PLAIN_QUERIES
     note = (f"set {query_set.name} revision {query_set.revision}: {query_set.kind}.jsonl, "
             f"{len(query_set.documents)} documents, deleted afterwards")
-    return query_set.kind, Corpus(scratch, note, frozenset(doc.id for doc in query_set.documents), queries=queries)
+    return query_set.kind, Corpus(scratch, note, frozenset(doc.id for doc in query_set.documents), queries=queries,
+                                  lengths={doc.id: len(doc.text) for doc in query_set.documents})

@@ -17,6 +17,7 @@ from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import protected_files
 from harness.fsutil import append_output, append_target_problem, check_outputs, write_output
 from harness.api import EXECUTORS
+from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Report
 from harness.report.junit import render_junit
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N adapter processes answer shards of each set at once (throughput on large sets; "
                              "latency is then measured under concurrency) (default: 1)")
+    timing.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW, metavar="CHARS",
+                        help="longest passage window an answer may show, in characters; longer is a protocol "
+                             f"error (default: {DEFAULT_MAX_WINDOW})")
     timing.add_argument("--condition", choices=("cold", "warm"), default=None,
                         help="record the cache condition of this run, as given (never inferred)")
     output = parser.add_argument_group("output")
@@ -182,7 +186,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
         log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
-        **_scale_options(args))
+        max_window=args.max_window, **_scale_options(args))
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,

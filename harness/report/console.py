@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from harness.records import SetResult
+from harness.report import evidence
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import backend_identity, baseline_text, ordered_gates, plural, verdict
@@ -83,6 +84,7 @@ def _set_lines(result: SetResult) -> list[str]:
                      f"  (n={latency['n']:.0f})")
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
     lines.append(f"queries: {outcomes or 'none answered'}")
+    lines.extend(evidence.text_lines(result))  # nothing for sets without evidence
     return lines
 
 

@@ -402,9 +402,12 @@ def _read_provenance(reader: _Reader) -> Provenance:
 
 def _read_aggregates(reader: _Reader) -> dict[str, object]:
     overall = reader.get("overall").numbers()
-    return {"overall": overall,
-            "category": {name: row.numbers() for name, row in reader.get("category").items()},
-            "split": {name: row.numbers() for name, row in reader.get("split").items()}}
+    summary: dict[str, object] = {"overall": overall,
+               "category": {name: row.numbers() for name, row in reader.get("category").items()},
+               "split": {name: row.numbers() for name, row in reader.get("split").items()}}
+    if reader.has("evidence"):  # issue 17: {scope: {metric: {mean, judged, null, sum}}}
+        summary["evidence"] = reader.get("evidence").obj()
+    return summary
 
 
 def _read_set(reader: _Reader) -> SetResult:
@@ -454,6 +457,7 @@ def _read_query(reader: _Reader) -> QueryResult:
         outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).string(optional=True),
+        **_evidence_fields(reader),
     )
 
 
@@ -462,6 +466,17 @@ def _outcome(reader: _Reader) -> str:
     if value not in OUTCOMES:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
     return value  # type: ignore[return-value]
+def _evidence_fields(reader: _Reader) -> dict[str, object]:
+    """A row's optional evidence fields (issue 17): passages, evidence metrics, the window shown."""
+    fields: dict[str, object] = {}
+    if reader.has("passages"):
+        fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
+                                   for p in reader.get("passages").elements())
+    if reader.has("evidence"):
+        fields["evidence"] = dict(reader.get("evidence").obj())
+    if reader.has("window"):
+        fields["window"] = dict(reader.get("window").obj())
+    return fields
 
 
 def _read_contract(reader: _Reader) -> ContractResult:

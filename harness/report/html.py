@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.records import GateResult, QueryResult, SetResult
+from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, counts_line,
                                     error_parts, ordered_gates)
@@ -454,6 +455,7 @@ def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_b
     else:
         flips = _run_flips(result, entry)
         out.append(_flips_table(flips, {q.qid: q for q in result.queries}, index))
+    out.extend(evidence.html_blocks(result, _text))  # nothing for sets without evidence
     out.extend(_not_passed(result.queries, index, {f.qid for f in flips}))
     out.append("</section>")
     return out

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from harness.gating.gates import RECALL_METRIC
 from harness.records import GateResult, SetResult
 from harness.report.console import cell, scope_rows
+from harness.report import evidence
 from harness.report.document import Report
 from harness.report.verdict import (backend_identity, baseline_text, counts_line, error_parts, plural, points, verdict)
 from harness.scoring.evaluate import TABLE_METRICS
@@ -41,6 +42,7 @@ def render_markdown(report: Report, baseline_sets: Mapping[str, Mapping] | None 
         lines += ["", "#### Gated values", ""] + _gated_values(report, baseline_sets)
     for result in report.sets:
         lines += ["", *_metrics_block(result)]
+    lines.extend(evidence.markdown_lines(report.sets))  # nothing for sets without evidence
     return "\n".join(lines) + "\n"
 
 

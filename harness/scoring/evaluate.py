@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.scoring import metrics
+from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order.
@@ -25,6 +25,7 @@ class Answer:
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None
     latency_seconds: float
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # the window per hit (issue 17)
 
 
 def report_metric_name(name: str) -> str:
@@ -48,7 +49,9 @@ def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
         for name in REPORTED_METRICS:
             values[name] = metrics.parse_metric(name).compute(top, query.relevant)
     found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
-    contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None))
+    passages = tuple(answer.passages[:k]) if answer.passages is not None else None
+    contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None,
+                                      passages=passages))
     passed = all(c.passed for c in contracts) and (not query.relevant or bool(found))
     if query.xfail:
         outcome = "xpass" if passed else "xfail"
@@ -58,11 +61,14 @@ def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
         qid=query.qid, query=query.query, category=query.category, split=query.split, ids=tuple(top),
         scores=tuple(answer.scores[:k]) if answer.scores is not None else None,
         latency_seconds=answer.latency_seconds, metrics=values, found=found,
-        contracts=contracts, outcome=outcome, scored=query.scored, group=query.group,
+        contracts=contracts, outcome=outcome, scored=query.scored, group=query.group, passages=passages,
+        evidence=evidence.query_evidence(top, passages, query.evidence, query.canonical)
+        if (query.evidence or query.canonical) else None,
     )
 
 
-def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | None) -> Iterable[ContractResult]:
+def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | None, *,
+                    passages: Sequence[tuple[int, int] | None] | None = None) -> Iterable[ContractResult]:
     """Each hard contract the query carries, checked against the top-k list (docs/sets.md)."""
     rank = {doc_id: position for position, doc_id in enumerate(top, start=1)}
     for doc_id in query.forbid:
@@ -87,6 +93,13 @@ def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | 
             yield ContractResult("no_relevant", False, f"returned {len(top)} ids for a query with no answer (first {top[0]})")
         else:
             yield ContractResult("no_relevant", True, "returned nothing")
+    if query.forbid_stale_before_current:
+        rank = evidence.first_stale_window(top, passages, query.evidence)
+        if rank is None:
+            yield ContractResult("stale_before_current", True, "no stale evidence shown above the current")
+        else:
+            yield ContractResult("stale_before_current", False,
+                                 f"window at rank {rank} ({top[rank - 1]}) shows stale evidence above any current")
 
 
 def _max_score_contract(query: Query, top: Sequence[str], scores: Sequence[float] | None) -> ContractResult:
@@ -110,11 +123,24 @@ def aggregate(results: Sequence[QueryResult]) -> dict[str, object]:
     for result in scored:
         by_category.setdefault(result.category, []).append(result)
         by_split.setdefault(result.split, []).append(result)
-    return {
+    summary: dict[str, object] = {
         "overall": mean_metrics(scored),
         "category": {name: mean_metrics(rows) for name, rows in sorted(by_category.items())},
         "split": {name: mean_metrics(rows) for name, rows in sorted(by_split.items())},
     }
+    if any(r.evidence is not None for r in scored):
+        summary["evidence"] = evidence_aggregates(scored, by_category, by_split)
+    return summary
+
+
+def evidence_aggregates(scored: Sequence[QueryResult], by_category: Mapping[str, Sequence[QueryResult]],
+                        by_split: Mapping[str, Sequence[QueryResult]]) -> dict[str, object]:
+    """The evidence metrics' means with their judged and null counts (scoring/evidence.py), per scope."""
+    def rows(results: Sequence[QueryResult]) -> list:
+        return [r.evidence for r in results if r.evidence is not None]
+    return {"overall": evidence.aggregate_evidence(rows(scored)),
+            "category": {name: evidence.aggregate_evidence(rows(v)) for name, v in sorted(by_category.items())},
+            "split": {name: evidence.aggregate_evidence(rows(v)) for name, v in sorted(by_split.items())}}
 
 
 def mean_metrics(rows: Sequence[QueryResult]) -> dict[str, float]:
@@ -137,6 +163,8 @@ def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
 def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int) -> SetResult:
     """Evaluate the queries that were answered; a set with unanswered queries is incomplete."""
     results = [evaluate_query(q, answers[q.qid], k) for q in query_set.queries if q.qid in answers]
+    if any(q.evidence for q in query_set.queries):
+        results = evidence.with_windows_shown(results, query_set)
     return SetResult(
         name=query_set.name, kind=query_set.kind, revision=query_set.revision,
         corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.fsutil import read_json_file
 from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.sets import evidence
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
 
@@ -19,7 +20,7 @@ SPLITS = ("development", "held-out")
 MAX_SET_K = 10_000  # the same bound as --k: no response may carry more ids
 REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "source")
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
-                         "measure_only", "max_score", "notes")
+                         "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
 MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
@@ -146,7 +147,7 @@ def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) ->
     queries = _read_queries(folder / "queries.jsonl", by_id)
     if check_pins:
         check_pinned(meta.get("pins"), queries, by_id, where)
-    extra: dict[str, object] = {"pins": meta.get("pins", {})}
+    extra: dict[str, object] = {"pins": meta.get("pins", {}), "passages": evidence.passage_hint(meta, where)}
     if meta["corpus"]["source"] == "jsonl":
         extra["corpus_file"] = meta["corpus"]["path"]  # for protected_files: outputs must not overwrite it
     return QuerySet(
@@ -162,7 +163,7 @@ def referenced_ids(query: Query) -> set[str]:
     ids = set(query.relevant) | set(query.forbid)
     for rule in query.rank_before:
         ids.update((rule.before, rule.after))
-    return ids
+    return ids | evidence.evidence_ids(query)
 
 
 def compute_pins(queries: list[Query] | tuple[Query, ...], by_id: dict[str, Document]) -> dict[str, str]:
@@ -235,6 +236,8 @@ def _read_queries(path: Path, by_id: dict[str, Document] | None) -> list[Query]:
         if query.qid in seen:
             raise SetError(f"{label}:{number}: qid: {query.qid!r} already used on line {seen[query.qid]}")
         seen[query.qid] = number
+        if by_id is not None:
+            evidence.check_against_corpus(query, by_id, f"{label}:{number}")
         for doc_id in sorted(referenced_ids(query)):
             if by_id is not None and doc_id not in by_id:
                 field = "relevant" if doc_id in query.relevant else ("forbid" if doc_id in query.forbid else "rank_before")
@@ -242,6 +245,7 @@ def _read_queries(path: Path, by_id: dict[str, Document] | None) -> list[Query]:
         queries.append(query)
     if not queries:
         raise SetError(f"{label}: no queries")
+    evidence.check_groups(queries, label)
     return queries
 
 
@@ -287,6 +291,7 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         rank_before=_rank_rules(obj.get("rank_before"), where), no_relevant=no_relevant,
         xfail=outcome == "xfail", measure_only=_flag(obj, "measure_only", where),
         max_score=float(max_score) if max_score is not None else None, line=line,
+        **evidence.parse_query_fields(obj, relevant, where),  # type: ignore[arg-type]
     )
 
 

@@ -30,6 +30,8 @@ def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[st
             lines.append(json.dumps(row, ensure_ascii=False))
         path = folder / f"{query_set.kind}.jsonl"
         atomic_write_text(path, "\n".join(lines) + "\n")
+        if query_set.extra.get("passages"):  # the set asks adapters to show windows (adapters/passages.py)
+            atomic_write_text(folder / f"{query_set.kind}.passages.json", json.dumps(query_set.extra["passages"]) + "\n")
         written[query_set.kind] = (query_set.name, query_set.corpus_hash)
         paths[query_set.kind] = path
     return paths
