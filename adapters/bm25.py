@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 NAME = "bm25"
 VERSION = "1.0.0"
-INSTALL_HINT = "the BM25 adapter needs numpy: pip install 'retrieval-gate[bm25]'"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +44,7 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     """One index per kind, from the disk cache when valid, else built (and cached).
 
     Raises CorpusFileError (adapters.corpus_dir) for a missing or malformed corpus file and
-    ValueError for settings outside BM25's domain. Each index's `provenance` holds its
+    BM25SettingsError for settings outside BM25's domain (both AdapterStartupError). Each index's `provenance` holds its
     banner entry.
     """
     from adapters.bm25_index import check_settings, load_or_build
@@ -67,32 +66,33 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     return indexes
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse options, load every index, print the banner, answer requests until EOF."""
-    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so the error is one line, not a traceback)
-    except ImportError:
-        print(f"bm25: error: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
-    from harness.adapter import index_for, serve
+def prepare(args: argparse.Namespace):
+    """Check numpy, load every index; returns (search, banner). Raises AdapterStartupError."""
+    from adapters.startup import require
+
+    require(["numpy"], "pip install 'retrieval-gate[bm25]'")
+    from adapters.corpus_dir import required_corpus_paths
+    from harness.adapter import index_for
 
     settings = settings_from_args(args)
-    try:
-        indexes = load_indexes(required_corpus_paths(args.corpus), settings)
-    except (CorpusFileError, ValueError) as exc:
-        print(f"bm25: error: {exc}", file=sys.stderr)
-        return 2
+    indexes = load_indexes(required_corpus_paths(args.corpus), settings)
 
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
         return index_for(indexes, kind).search(query, k)
 
     banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),
               "index": {kind: index.provenance for kind, index in indexes.items()}}
-    return serve(search, banner)
+    return search, banner
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse options, load every index, print the banner, answer requests until EOF."""
+    from adapters.startup import run_adapter
+
+    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_adapter(NAME, lambda: prepare(args))
 
 
 if __name__ == "__main__":

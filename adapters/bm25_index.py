@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.startup import AdapterStartupError
 from adapters.tokenizer import TOKENIZER_VERSION, Tokenizer
 
 # Bump when the on-disk layout or the meaning of any stored array changes.
@@ -56,12 +57,16 @@ class BM25Settings:
         return Tokenizer(stopwords=self.stopwords, stem=self.stem)
 
 
+class BM25SettingsError(AdapterStartupError):
+    """k1 or b outside BM25's domain."""
+
+
 def check_settings(settings: BM25Settings) -> None:
     """Reject parameters outside BM25's domain (k1 >= 0, 0 <= b <= 1, both finite)."""
     if not (math.isfinite(settings.k1) and settings.k1 >= 0):
-        raise ValueError(f"k1: must be a finite number >= 0, got {settings.k1}")
+        raise BM25SettingsError(f"k1: must be a finite number >= 0, got {settings.k1}")
     if not (math.isfinite(settings.b) and 0 <= settings.b <= 1):
-        raise ValueError(f"b: must be between 0 and 1, got {settings.b}")
+        raise BM25SettingsError(f"b: must be between 0 and 1, got {settings.b}")
 
 
 class _Numbering(dict):

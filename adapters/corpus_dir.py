@@ -12,10 +12,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.startup import AdapterStartupError
+
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
 
 
-class CorpusFileError(ValueError):
+class CorpusFileError(AdapterStartupError):
     """A corpus file is missing or malformed; the message names file, line and field."""
 
 

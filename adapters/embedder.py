@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.startup import AdapterStartupError
 from harness.fsutil import atomic_write_bytes, cache_dir
 
 POOLING_CHOICES = ("mean", "cls")
@@ -28,7 +29,7 @@ _CACHE_MAGIC = b"retrieval-gate-embeddings"
 _ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(AdapterStartupError):
     """The model, tokenizer or options cannot be used; one line naming the file or option."""
 
 

@@ -62,30 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so a missing package is a hint, not a traceback)
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError as exc:
-        print(f"{NAME}: error: missing {exc.name}; install with: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters import bm25, model_store, onnx_embed
-    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
-    from adapters.embedder import EmbedderError
-    from harness.adapter import index_for, serve
+def prepare(args: argparse.Namespace):
+    """Check the packages, load both parts over every corpus; returns (search, banner)."""
+    from adapters.startup import require
+
+    require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
+    from adapters import bm25, onnx_embed
+    from adapters.corpus_dir import required_corpus_paths
+    from harness.adapter import index_for
 
     settings = bm25.settings_from_args(args)
-    try:
-        paths = required_corpus_paths(args.corpus)
-        lexical = bm25.load_indexes(paths, settings)
-        embedder, files = onnx_embed.build_embedder(args)
-        semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache)
-    except (CorpusFileError, ValueError, EmbedderError, model_store.ModelStoreError) as exc:
-        # ValueError covers BM25 settings and onnx_embed.ConfigError (a ValueError).
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+    paths = required_corpus_paths(args.corpus)
+    lexical = bm25.load_indexes(paths, settings)
+    embedder, files = onnx_embed.build_embedder(args)
+    semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache)
 
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
         depth = max(args.candidates, k)
@@ -104,7 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": embedder_index[kind]}
                   for kind in sorted(lexical)},
     }
-    return serve(search, banner)
+    return search, banner
+
+
+def main(argv: list[str] | None = None) -> int:
+    from adapters.startup import run_adapter
+
+    args = build_parser().parse_args(argv)
+    return run_adapter(NAME, lambda: prepare(args))
 
 
 def _inline(settings: object) -> str:

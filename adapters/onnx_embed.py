@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters import model_store
-from adapters.corpus_dir import CorpusFileError, read_corpus, required_corpus_paths
-from harness.adapter import index_for, serve
+from adapters.corpus_dir import read_corpus, required_corpus_paths
+from adapters.startup import AdapterStartupError, fail, require, run_adapter
+from harness.adapter import index_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,7 +33,7 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_BATCH_TOKENS = 256
 
 
-class ConfigError(ValueError):
+class ConfigError(AdapterStartupError):
     """Bad options or a model that cannot be had; main turns it into exit 2."""
 
 
@@ -217,8 +218,7 @@ def fetch_model_main(argv: list[str]) -> int:
         model_store.fetch(folder=folder, log=log)
         model_store.verify(folder=folder)
     except model_store.ModelStoreError as exc:
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(NAME, exc)
     return 0
 
 
@@ -235,28 +235,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve this jsonl corpus as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
     parser.add_argument("--no-cache", action="store_true", help="embed every corpus again, write no cache")
     args = parser.parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so a missing package is a hint, not a traceback)
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError as exc:
-        print(f"{NAME}: error: missing {exc.name}; install with: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters.embedder import EmbedderError
+    return run_adapter(NAME, lambda: prepare(args))
 
-    try:
-        paths = required_corpus_paths(args.corpus)
-        embedder, files = build_embedder(args)
-        indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache)
-        banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
-                  "embedder": model_banner(embedder, files), "index": provenance}
-    except (ConfigError, EmbedderError, model_store.ModelStoreError, CorpusFileError) as exc:
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+
+def prepare(args: argparse.Namespace):
+    """Check the packages, load the model, embed every corpus; returns (search, banner)."""
+    require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
+    paths = required_corpus_paths(args.corpus)
+    embedder, files = build_embedder(args)
+    indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache)
+    banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
+              "embedder": model_banner(embedder, files), "index": provenance}
+
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
         return index_for(indexes, kind).search(embedder.embed_query(query), k)
 
-    return serve(search, banner)
+    return search, banner
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from adapters.bm25_index import BM25Index, BM25Settings, cache_key, load_or_build  # noqa: E402
+from adapters.bm25_index import BM25Index, BM25Settings, BM25SettingsError, cache_key, load_or_build  # noqa: E402
 from adapters.tokenizer import tokenize  # noqa: E402
 
 
@@ -145,7 +145,7 @@ def test_empty_corpus_answers_nothing() -> None:
 
 @pytest.mark.parametrize("settings", [BM25Settings(k1=-0.1), BM25Settings(b=1.5), BM25Settings(k1=float("nan"))])
 def test_parameters_outside_bm25s_domain_are_refused(settings: BM25Settings) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(BM25SettingsError):
         BM25Index.build(["d"], ["text"], settings)
 
 

@@ -1,0 +1,62 @@
+"""The one start-up path of every reference adapter: dependency check, one-line error, exit 2.
+
+An adapter's `prepare()` loads what it needs and returns `(search, banner)`; any problem it
+finds raises `AdapterStartupError` (or a subclass) with a one-line message. `run_adapter`
+turns that into `NAME: error: MESSAGE` on stderr and exit status 2, and otherwise hands the
+search function to `serve()`. `require` checks optional packages up front, so a missing
+one is an install hint, not a traceback from deep inside a loader.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+EXIT_STARTUP_ERROR = 2
+
+
+class AdapterStartupError(Exception):
+    """The adapter cannot start (bad option, missing package, corpus, model or cache); one line."""
+
+
+class MissingDependency(AdapterStartupError):
+    """An optional package the adapter needs is not installed."""
+
+
+def require(modules: Sequence[str], hint: str) -> None:
+    """Import each module, or raise MissingDependency naming the first one missing and `hint`."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            missing = exc.name or module
+            raise MissingDependency(f"missing {missing}; install with: {hint}") from None
+
+
+def one_line(exc: BaseException) -> str:
+    """The message's first line (so a multi-line message from a library cannot break the format)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def fail(name: str, exc: BaseException) -> int:
+    """Print `NAME: error: MESSAGE` and return the start-up exit status."""
+    print(f"{name}: error: {one_line(exc)}", file=sys.stderr, flush=True)
+    return EXIT_STARTUP_ERROR
+
+
+def run_adapter(name: str, prepare: Callable[[], tuple[Callable[[str, str, int], Any], dict[str, object]]]) -> int:
+    """Start an adapter: `prepare()` -> (search, banner), then serve until EOF.
+
+    Only start-up errors become exit 2; an error while answering a query is that query's
+    error reply (serve's rule), and anything else is a bug and keeps its traceback.
+    """
+    try:
+        search, banner = prepare()
+    except AdapterStartupError as exc:
+        return fail(name, exc)
+    from harness.adapter import serve
+
+    return serve(search, banner)
