@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from array import array
@@ -317,6 +318,10 @@ def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, s
             print(f"bm25: cache file {path} unusable ({exc}); rebuilding", file=sys.stderr)
         else:
             index.provenance = _provenance(index, content_hash, "hit", "load_seconds", started)
+            try:
+                os.utime(path)  # `python -m adapters.cache prune` drops files unused for a while
+            except OSError:
+                pass
             return index
     started = time.monotonic()
     index = BM25Index.build(ids, texts, settings)

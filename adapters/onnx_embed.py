@@ -158,20 +158,27 @@ def top_k_indices(scores: np.ndarray, id_rank: np.ndarray, k: int) -> np.ndarray
 
 def build_indexes(embedder: Embedder, paths: dict[str, Path], *,
                   use_cache: bool) -> tuple[dict[str, EmbeddingIndex], dict[str, dict[str, object]]]:
-    """Embed (or load from the cache) every corpus; returns the indexes and each one's banner entry."""
-    from adapters.embedder import cached_passage_embeddings
+    """Embed (or load from the cache) every corpus; returns the indexes and each one's banner entry.
+
+    Cached vectors are reused per document (adapters/embedding_cache.py), so a corpus with
+    one changed document embeds that document only.
+    """
+    from adapters.embedding_cache import cached_passage_embeddings
+    from adapters.startup import Progress
 
     indexes: dict[str, EmbeddingIndex] = {}
     provenance: dict[str, dict[str, object]] = {}
     for kind, path in sorted(paths.items()):
         corpus = read_corpus(kind, path)
         started = time.monotonic()
-        matrix, hit = cached_passage_embeddings(embedder, corpus.texts, corpus.content_hash,
-                                                use_cache=use_cache, log=log)
-        cache = "off" if not use_cache else ("hit" if hit else "miss")
-        provenance[kind] = {"docs": len(corpus.ids), "content_hash": corpus.content_hash, "cache": cache,
+        log(f"{kind}: {len(corpus.ids)} documents")
+        matrix, outcome = cached_passage_embeddings(
+            embedder, corpus.texts, corpus.content_hash, use_cache=use_cache, log=log,
+            progress=Progress(NAME, f"embedding {kind}"))
+        provenance[kind] = {"docs": len(corpus.ids), "content_hash": corpus.content_hash, **outcome.banner(),
                             "seconds": round(time.monotonic() - started, 3)}
-        log(f"{kind}: {len(corpus.ids)} documents, embeddings cache {cache}")
+        log(f"{kind}: embeddings cache {outcome.state} ({outcome.reused} reused, {outcome.embedded} embedded; "
+            f"cache holds {outcome.store_vectors} vectors, {outcome.store_bytes / 1e6:.1f} MB)")
         indexes[kind] = EmbeddingIndex(corpus.ids, matrix)
     return indexes, provenance
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,3 +61,30 @@ def run_adapter(name: str, prepare: Callable[[], tuple[Callable[[str, str, int],
     from harness.adapter import serve
 
     return serve(search, banner)
+
+
+class Progress:
+    """Start-up progress of one stage: a stderr log line every `fraction` of the total or `every` items.
+
+    Call it with (done, total) as often as convenient; it reports only at those steps (and
+    at the end), never per document.
+    """
+
+    def __init__(self, name: str, stage: str, *, fraction: float = 0.02, every: int = 500) -> None:
+        self.name, self.stage, self.fraction, self.every = name, stage, fraction, every
+        self.total: int | None = None
+        self.step = 1
+        self.next = 0
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if total != self.total:
+            self.total = total
+            self.step = max(1, min(self.every, int(total * self.fraction)))
+            self.next = self.step
+        if done < self.next and done != total:
+            return
+        self.next = (done // self.step + 1) * self.step
+        seconds = time.monotonic() - self.started
+        rate = f", {done / seconds:.0f}/s" if seconds > 0 else ""
+        print(f"{self.name}: {self.stage}: {done}/{total}{rate}", file=sys.stderr, flush=True)
