@@ -1,36 +1,28 @@
-"""`python -m adapters.hybrid`: reciprocal-rank fusion of BM25 and the ONNX embedder, in one process.
+"""`python -m adapters.hybrid`: fusion of BM25 and the ONNX embedder, in one process.
 
 Both parts index every corpus at start-up (each with its own cache); per query each
-contributes its top `--candidates` and the fused list is ranked by RRF score.
+contributes its top `--candidates` and the fused list is ranked by `--fusion`: weighted
+RRF, or min-max / z-score score fusion with `--weight` (adapters/fusion.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+
+from adapters.fusion import METHODS, FusionSettings, fuse, reciprocal_rank_fusion
 
 NAME = "hybrid"
-VERSION = "1"
+VERSION = "2"  # 2: fusion methods (weighted RRF, min-max and z-score score fusion); default z-score
+# Chosen on the development split of the shipped sets only (`python -m benchmarks.tune_hybrid`;
+# docs/performance.md has the grid and the held-out figures).
+DEFAULT_FUSION = "zscore"
+DEFAULT_WEIGHT = 0.5
 DEFAULT_RRF_K = 60.0
-DEFAULT_CANDIDATES = 100
+DEFAULT_CANDIDATES = 20
 INSTALL_HINT = "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenizers)"
 
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], rrf_k: float) -> list[tuple[str, float]]:
-    """Fuse ranked id lists: score(d) = sum over lists holding d of 1 / (rrf_k + rank(d)), rank from 1.
-
-    Cormack, Clarke and Buettcher (SIGIR 2009), who used rrf_k = 60. A document missing from
-    a list gets nothing from it. Result: (id, score), score descending, then id ascending.
-    Each list's ids must be unique (a repeated id would count twice, so it is an error).
-    """
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        if len(set(ranking)) != len(ranking):
-            raise ValueError("reciprocal_rank_fusion: a ranking repeats an id")
-        for rank, doc_id in enumerate(ranking, start=1):
-            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 / (rrf_k + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+__all__ = ["reciprocal_rank_fusion", "fusion_from_args", "build_parser", "prepare", "main"]
 
 
 def _positive_int(text: str) -> int:
@@ -47,6 +39,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _unit_float(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from adapters import bm25, onnx_embed
 
@@ -54,12 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     bm25.add_arguments(parser)  # also --corpus KIND=PATH and --no-cache, shared by both parts
     onnx_embed.add_model_arguments(parser)
     group = parser.add_argument_group("fusion")
+    group.add_argument("--fusion", choices=METHODS, default=DEFAULT_FUSION,
+                       help="rrf: weighted reciprocal-rank fusion; minmax, zscore: weighted sum of each part's "
+                            f"scores after that normalisation (default {DEFAULT_FUSION})")
+    group.add_argument("--weight", type=_unit_float, default=DEFAULT_WEIGHT,
+                       help=f"the embedder's share, 0..1; BM25 gets 1 - weight (default {DEFAULT_WEIGHT:g})")
     group.add_argument("--rrf-k", type=_non_negative_float, default=DEFAULT_RRF_K,
-                       help=f"RRF constant k in 1/(k + rank) (default {DEFAULT_RRF_K:g})")
+                       help=f"RRF constant k in 1/(k + rank), for --fusion rrf (default {DEFAULT_RRF_K:g})")
     group.add_argument("--candidates", type=_positive_int, default=DEFAULT_CANDIDATES,
                        help="top-N each part contributes (default %(default)s; raised to k when a request "
                             "asks for more)")
     return parser
+
+
+def fusion_from_args(args: argparse.Namespace) -> FusionSettings:
+    return FusionSettings(method=args.fusion, weight=args.weight, rrf_k=args.rrf_k, candidates=args.candidates)
 
 
 def prepare(args: argparse.Namespace):
@@ -72,23 +80,25 @@ def prepare(args: argparse.Namespace):
     from harness.adapter import index_for
 
     settings = bm25.settings_from_args(args)
+    fusion = fusion_from_args(args)
     paths = required_corpus_paths(args.corpus)
     lexical = bm25.load_indexes(paths, settings)
     embedder, files = onnx_embed.build_embedder(args)
     semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache)
 
     def search(kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        depth = max(args.candidates, k)
-        lexical_ids = [doc_id for doc_id, _ in index_for(lexical, kind).search(query, depth)]
-        semantic_ids = [doc_id for doc_id, _ in semantic[kind].search(embedder.embed_query(query), depth)]
-        return reciprocal_rank_fusion([lexical_ids, semantic_ids], args.rrf_k)[:k]
+        depth = max(fusion.candidates, k)
+        used = fusion if depth == fusion.candidates else FusionSettings(fusion.method, fusion.weight,
+                                                                        fusion.rrf_k, depth)
+        lexical_hits = index_for(lexical, kind).search(query, depth)
+        semantic_hits = semantic[kind].search(embedder.embed_query(query), depth)
+        return fuse(lexical_hits, semantic_hits, used)[:k]
 
     bm25_scoring = settings.scoring()
     banner = {
         "name": NAME, "version": VERSION,
-        "model": (f"rrf(k={args.rrf_k:g}, candidates={args.candidates}) of bm25 {_inline(bm25_scoring)} "
-                  f"+ {onnx_embed.model_summary(embedder, files)}"),
-        "fusion": {"method": "rrf", "rrf_k": args.rrf_k, "candidates": args.candidates},
+        "model": f"{fusion.summary()} of bm25 {_inline(bm25_scoring)} + {onnx_embed.model_summary(embedder, files)}",
+        "fusion": fusion.banner(),
         "bm25": {"name": bm25.NAME, "version": bm25.VERSION, "settings": bm25_scoring},
         "embedder": onnx_embed.model_banner(embedder, files),
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": embedder_index[kind]}
