@@ -2,8 +2,10 @@
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.adapter.checks import CHECKS
-from harness.adapter.probe import group_rss_kib
+from harness.child import group_rss_kib
 from harness.commands.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check_adapters"
@@ -53,7 +55,8 @@ def test_a_correct_adapter_passes_every_check(capsys, tmp_path):
     assert table["k-range"][1] == "k=1: 1 id; k=1000: 24 ids"  # the fixture corpus has 24 documents
     assert "error reply: unknown kind 'check-adapter-no-such-kind'" in table["unknown-kind"][1]
     assert table["known-ids"][1] == "24 distinct ids returned, all in check.jsonl"
-    assert "12 checks: 12 passed or not judged, 0 failed" in out
+    assert table["answers"][1] == "12 queries answered with id lists"
+    assert "13 checks: 13 passed or not judged, 0 failed" in out
     assert err == ""
 
 
@@ -237,3 +240,87 @@ def test_group_rss_sums_the_processes_of_the_group(tmp_path):
     finally:
         os.killpg(leader.pid, 9)
         leader.wait()
+
+
+def test_error_replies_to_the_real_queries_fail_the_answers_check(capsys, tmp_path):
+    status, table, out, _ = check(capsys, tmp_path, fixture("error_replies"))
+    assert status == 1
+    assert failing(table) == {"answers", "k-range", "unicode", "empty-query", "long-query", "unknown-kind",
+                              "endurance"}, out
+    assert table["answers"][1].startswith("12 of 12 queries got an error reply (a run stops at the first, exit 3): "
+                                          "'parse a configuration file': index not loaded")
+    # None of the checks that only look at well-formed answers passes on error replies.
+    for name in ("order", "ids", "known-ids", "timeout", "determinism"):
+        assert table[name][0] == "n/a", (name, out)
+
+
+def test_an_adapter_that_never_prints_nor_reads_fails_once_after_the_start_up_allowance(capsys, tmp_path):
+    started = time.monotonic()
+    status, table, out, _ = check(capsys, tmp_path, [sys.executable, "-c", "import time; time.sleep(600)"],
+                                  "--startup-timeout", "1", "--timeout", "1")
+    assert status == 1
+    assert table["banner"] == ("FAIL", "no banner, progress or answer within 2 s (start-up included); "
+                                       "the adapter did not start")
+    assert {table[name] for name, _ in CHECKS[1:]} == {("n/a", "not run: the adapter did not start (see banner)")}
+    assert "started 2 times" not in out  # not restarted for each check
+    assert time.monotonic() - started < 60  # test-side bound only: today's loop paid it once per check
+
+
+def test_progress_lines_are_logged_shown_and_then_every_check_passes(capsys, tmp_path, monkeypatch):
+    status, table, out, err = check(capsys, tmp_path, fixture("progress"))
+    assert status == 0, out
+    # stderr is no terminal here: plain lines, the first and the last of the stage at least
+    assert err.splitlines()[0] == "check-adapter: starting: indexing check 1/3"
+    assert err.splitlines()[-1] == "check-adapter: starting: indexing check 3/3"
+    assert "[progress] indexing check 2/3" in (tmp_path / "adapter.log").read_text()
+
+
+def test_a_malformed_progress_line_fails_the_banner_check(capsys, tmp_path):
+    status, table, out, _ = check(capsys, tmp_path, fixture("progress", "--malformed"))
+    assert status == 1
+    assert failing(table) == {"banner"}, out
+    assert table["banner"][1] == "malformed progress line: progress line: 'done' must be an integer >= 0, got '\"two\"'"
+
+
+def test_a_start_up_over_the_limit_fails_naming_the_limit(capsys, tmp_path):
+    status, table, out, _ = check(capsys, tmp_path, fixture("progress", "--forever"), "--startup-limit", "1")
+    assert status == 1
+    assert table["banner"][0] == "FAIL"
+    assert table["banner"][1].startswith("still starting after the --startup-limit of 1 s (last progress: indexing check ")
+
+
+def _default_signals():
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_mid_check_stops_the_adapter_removes_the_temp_folder_and_says_so(tmp_path, signum):
+    log = tmp_path / "adapter.log"
+    checker = subprocess.Popen([sys.executable, "-m", "harness", "check-adapter", "--log", str(log), "--timeout", "60",
+                                "--", *fixture("stuck")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True, preexec_fn=_default_signals)
+    try:
+        for _ in range(1000):
+            if log.exists() and "stuck: hanging" in log.read_text():
+                break
+            time.sleep(0.02)
+        pids = [int(pid) for pid in re.findall(r"=(\d+)", log.read_text().split("\n", 1)[0])]
+        checker.send_signal(signum)
+        out, err = checker.communicate(timeout=30)
+    finally:
+        if checker.poll() is None:
+            checker.kill()
+    assert checker.returncode == 128 + signum
+    assert err == f"harness: error: interrupted by {signum.name}; adapter stopped, temp folder removed\n"
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    folder = re.search(r"HARNESS_CORPUS_DIR=(\S+) ", out).group(1)
+    assert folder.startswith(tempfile.gettempdir()) and not Path(folder).exists()

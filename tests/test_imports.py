@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parent.parent / "harness"
-BASE = {"errors", "fsutil", "records", "text", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "records", "text", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import driver as runner
+from harness import child as child_module
 from harness.errors import AdapterError
 from harness.adapter.protocol import Request
 from harness.adapter.driver import AdapterProcess
@@ -175,7 +175,7 @@ def test_crashes_after_two_queries(tmp_path):
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["dies-on-sigterm", "ignores-sigterm"])
 def test_hang_kills_the_whole_process_group(tmp_path, monkeypatch, ignore_term):
-    monkeypatch.setattr(runner, "TERM_GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(child_module, "TERM_GRACE_SECONDS", 0.3)
     pid_file = tmp_path / "pids"
     args = [str(pid_file)] + (["--ignore-term"] if ignore_term else [])
     error = failure(tmp_path, "hang.py", *args, asked=2, expect_banner=True, query_timeout=1.0)
@@ -259,3 +259,89 @@ def test_missing_program_cannot_start(tmp_path):
         with process:
             pass
     assert str(caught.value).startswith("cannot start the adapter: No such file or directory")
+
+
+# -- start-up progress -----------------------------------------------------------------------
+
+def test_progress_lines_before_the_banner_are_logged_and_passed_on_in_order(tmp_path):
+    seen = []
+    with adapter(tmp_path, "progress.py", "3", "0", "--banner", expect_banner=True, on_progress=seen.append) as process:
+        assert process.banner == {"ready": True, "name": "progress"}
+        response, _ = process.ask(request())
+    assert response.ids[0] == "parse config-1"
+    assert [(p.stage, p.done, p.total) for p in seen] == [("embedding memory", n, 3) for n in (1, 2, 3)]
+    log = (tmp_path / "logs" / "adapter.log").read_text()
+    assert log.splitlines() == [f"[progress] embedding memory {n}/3" for n in (1, 2, 3)]
+
+
+def test_progress_before_the_first_answer_without_a_banner(tmp_path):
+    seen = []
+    with adapter(tmp_path, "progress.py", "2", "0", on_progress=seen.append) as process:
+        response, _ = process.ask(request())
+        again, _ = process.ask(request("q2", "next"))
+    assert [p.done for p in seen] == [1, 2]
+    assert response.ids[0] == "parse config-1" and again.ids[0] == "next-1"
+
+
+def test_slow_progress_keeps_each_silence_under_the_timeout_and_succeeds(tmp_path):
+    # 6 lines 0.3 s apart: about 1.8 s in all, over the 1 s start-up timeout, never 1 s silent.
+    with adapter(tmp_path, "progress.py", "6", "0.3", "--banner", expect_banner=True,
+                 startup_timeout=1.0) as process:
+        assert process.banner is not None
+        assert process.startup_seconds > 1.0
+        process.ask(request())
+
+
+def test_silence_after_some_progress_fails_naming_the_last_progress(tmp_path):
+    with pytest.raises(AdapterError) as caught:
+        with adapter(tmp_path, "progress.py", "2", "0", "--hang-after", expect_banner=True, startup_timeout=1.0):
+            pass
+    assert_names(caught.value, None, "no banner and no progress for 1 s (last progress: embedding memory 2/2)",
+                 "process group was killed", "progress: going quiet")
+
+
+def test_start_up_over_the_limit_fails_naming_the_limit(tmp_path):
+    with pytest.raises(AdapterError) as caught:
+        with adapter(tmp_path, "progress.py", "1", "0.1", "--forever", expect_banner=True, startup_timeout=1.0,
+                     startup_limit=1.5):
+            pass
+    message = str(caught.value)
+    assert message.startswith("still starting after the --startup-limit of 1.5 s (last progress: embedding memory ")
+    assert "process group was killed" in message
+
+
+def test_malformed_progress_line_is_a_protocol_error(tmp_path):
+    with pytest.raises(AdapterError) as caught:
+        with adapter(tmp_path, "progress.py", "3", "0", "--banner", "--malformed", expect_banner=True):
+            pass
+    assert str(caught.value).startswith("invalid progress line: progress line: 'done' must be an integer >= 0, "
+                                        "got '\"two\"'")
+
+
+# -- workers and unread banners ---------------------------------------------------------------
+
+def test_a_banner_nobody_asked_for_is_not_an_answer_out_of_step(tmp_path):
+    # A worker that got no query: its banner is still unread when it is stopped.
+    with adapter(tmp_path, "good.py", "--banner") as process:
+        pass
+    assert process.banner is None
+
+
+def test_more_workers_than_queries_run_correctly(tmp_path):
+    from harness.adapter.asking import RunOptions, materialise_corpora, run_sets
+    from harness.sets.loader import load_set
+    from tests.conftest import TINY_SET
+
+    tiny = load_set(TINY_SET)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    materialise_corpora([tiny], corpus)
+    options = RunOptions(argv=[sys.executable, str(FIXTURES / "good.py"), "--banner"], label="good",
+                         log_path=tmp_path / "logs" / "adapter.log", workers=len(tiny.queries) + 3, **FAST)
+    outcome = run_sets([tiny], options, corpus)
+    assert outcome.error is None, outcome.error
+    assert outcome.complete
+    assert [row.qid for row in outcome.results[0].queries] == [q.qid for q in tiny.queries]
+    assert outcome.warnings == [f"--workers {len(tiny.queries) + 3}: the largest set has {len(tiny.queries)} "
+                                f"queries, so {len(tiny.queries)} adapters started"]
+    assert outcome.provenance["settings"]["workers"] == len(tiny.queries)

@@ -25,9 +25,10 @@ from harness.fsutil import atomic_write_text
 from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
+from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS,
+                                     STARTUP_TIMEOUT_SECONDS, ProgressCallback)
 
-CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,15 @@ class RunOptions:
     log_path: Path
     expect_banner: bool = False
     k: int | None = None
-    query_timeout: float = 30.0
-    startup_timeout: float = 120.0
+    query_timeout: float = QUERY_TIMEOUT_SECONDS
+    startup_timeout: float = STARTUP_TIMEOUT_SECONDS  # longest silence before the banner; progress restarts it
     warmup: int = 0
     repeats: int = 1
     condition: str | None = None
     workers: int = 1
+    startup_limit: float = STARTUP_LIMIT_SECONDS     # longest start-up however much progress is shown
+    # Each start-up progress line of each worker's adapter, as it arrives (from the thread reading it).
+    on_startup_progress: ProgressCallback | None = None
 
 
 @dataclass
@@ -89,19 +93,28 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
     (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
     not depend on scheduling, but latencies are measured under concurrency (the report says so).
+    No more workers are started than the largest set has queries (a warning says so): a worker
+    that is never asked would leave its banner unread.
     """
     provenance = base_provenance(options, query_sets)
     results: list[SetResult] = []
     nondeterministic: list[str] = []
+    warnings: list[str] = []
+    workers = worker_count(options.workers, query_sets)
+    if workers < options.workers:
+        warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
+                        f"adapter{'s' if workers != 1 else ''} started")
+    provenance["settings"].update(workers=workers, latency_under_concurrency=workers > 1)  # type: ignore[union-attr]
     env = {CORPUS_DIR_ENV: str(corpus_dir)}
     started = time.monotonic()
     pending = list(query_sets)
     try:
         with contextlib.ExitStack() as stack:
             adapters = [stack.enter_context(AdapterProcess(
-                options.argv, log_path=_worker_log(options.log_path, index, options.workers), env=env,
+                options.argv, log_path=_worker_log(options.log_path, index, workers), env=env,
                 expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
-                query_timeout=options.query_timeout)) for index in range(options.workers)]
+                query_timeout=options.query_timeout, startup_limit=options.startup_limit,
+                on_progress=options.on_startup_progress)) for index in range(workers)]
             provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
                 _warm_up(adapter, query_sets, options) for adapter in adapters)
             asking_started = time.monotonic()
@@ -119,12 +132,19 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
             startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
             provenance["adapter"]["startup_seconds"] = max(startups) if startups else None  # type: ignore[index]
     except KeyboardInterrupt:
-        return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic)
+        return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic,
+                        warnings)
     except (AdapterError, Interrupted) as error:
-        return _partial(results, pending, options, provenance, started, error, nondeterministic)
+        return _partial(results, pending, options, provenance, started, error, nondeterministic, warnings)
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     provenance["nondeterministic_queries"] = nondeterministic
-    return RunOutcome(results, provenance, None, nondeterministic)
+    return RunOutcome(results, provenance, None, nondeterministic, warnings)
+
+
+def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
+    """Adapters to start: `requested`, but no more than the largest set's queries (at least one)."""
+    largest = max((len(query_set.queries) for query_set in query_sets), default=0)
+    return max(1, min(requested, largest))
 
 
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
@@ -197,12 +217,12 @@ def _capture(function, argument, errors: list[BaseException]):
     return run
 
 
-def _partial(results, pending, options, provenance, started, error, nondeterministic) -> RunOutcome:
+def _partial(results, pending, options, provenance, started, error, nondeterministic, warnings) -> RunOutcome:
     """The outcome of a run cut short: the sets not reached are present, with no answers."""
     for query_set in pending:
         results.append(evaluate_set(query_set, {}, options.k or query_set.k))
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
-    return RunOutcome(results, provenance, error, nondeterministic)
+    return RunOutcome(results, provenance, error, nondeterministic, warnings)
 
 
 def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
@@ -242,7 +262,8 @@ def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict
         "condition": options.condition,
         "metric_definitions": METRIC_DEFINITIONS,
         "settings": {"k": options.k, "query_timeout_s": options.query_timeout,
-                     "startup_timeout_s": options.startup_timeout, "warmup": options.warmup,
+                     "startup_timeout_s": options.startup_timeout, "startup_limit_s": options.startup_limit,
+                     "warmup": options.warmup,
                      "repeats": options.repeats, "workers": options.workers,
                      "latency_under_concurrency": options.workers > 1},
         "sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path,

@@ -21,7 +21,6 @@ from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
 
 PROG = "python -m harness check-adapter"
-CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
 DEFAULT_KIND = "check"
 DEFAULT_QUERIES = 2000
 DEFAULT_LOG = Path(".retrieval-gate/check-adapter.log")
@@ -36,7 +35,8 @@ PASS, FAIL, NOT_JUDGED = "pass", "FAIL", "n/a"
 
 # (name, what it asserts): the table's order, and the only list of check names.
 CHECKS = (
-    ("banner", "the ready banner, if printed, is well-formed"),
+    ("banner", "the ready banner and progress lines, if printed, are well-formed"),
+    ("answers", "the queries asked get id lists, not error replies"),
     ("order", f"{PIPELINED_REQUESTS} pipelined requests are answered in request order"),
     ("ids", "every answer: a JSON object, ids unique strings, at most k, valid scores"),
     ("known-ids", "every id returned is a document id of <kind>.jsonl in $HARNESS_CORPUS_DIR"),
@@ -132,9 +132,26 @@ class Suite:
         self.results[name] = CheckResult(name, result, detail)
 
 
+def check_answers(suite: Suite) -> None:
+    """The queries of the first pass (the set's, or the checker's) must get id lists: an error reply fails a run."""
+    answered = [e for e in suite.first_pass if e.line is not None]
+    refused = [e for e in answered if e.reply().get("error") is not None]
+    if not answered:
+        suite.report("answers", NOT_JUDGED, "no query was answered")
+    elif refused:
+        named = "; ".join(f"{e.request.query!r}: {shorten(str(e.reply()['error']))}" for e in refused[:2])
+        suite.report("answers", FAIL, f"{len(refused)} of {len(answered)} queries got an error reply "
+                                      f"(a run stops at the first, exit 3): {named}")
+    else:
+        suite.report("answers", PASS, f"{len(answered)} queries answered with id lists")
+
+
 def check_order(suite: Suite) -> None:
     """Pipeline requests whose one-at-a-time answers are known; an answer matching another request's is out of order."""
     reference = suite.first_pass[:PIPELINED_REQUESTS]
+    if any(e.outcome() is not None for e in reference):
+        suite.report("order", NOT_JUDGED, "the one-at-a-time answers are not all id lists (see answers)")
+        return
     piped = suite.adapter.ask([suite.request(f"order-{n}", e.request.query) for n, e in enumerate(reference, 1)])
     failed = [e for e in piped if e.failure is not None]
     if failed:
@@ -241,9 +258,9 @@ def check_endurance(suite: Suite) -> None:
 def check_determinism(suite: Suite) -> None:
     second = [suite.adapter.ask_one(suite.request(f"determinism-2-{n}", e.request.query))
               for n, e in enumerate(suite.first_pass, 1)]
-    pairs = [(a, b) for a, b in zip(suite.first_pass, second) if a.ranking() and b.ranking()]
+    pairs = [(a, b) for a, b in zip(suite.first_pass, second) if a.outcome() is None and b.outcome() is None]
     if not pairs:
-        suite.report("determinism", NOT_JUDGED, "no query was answered twice")
+        suite.report("determinism", NOT_JUDGED, "no query was answered with ids twice")
         return
     changed = [a.request.query for a, b in pairs if a.ranking() != b.ranking()]
     if changed:
@@ -256,21 +273,25 @@ def check_determinism(suite: Suite) -> None:
 
 
 def check_ids(suite: Suite) -> None:
-    """Protocol rules on every JSON answer seen by any check (error replies included)."""
+    """Protocol rules on every JSON answer seen by any check; passes only on answers that carry ids."""
     answered = [e for e in suite.adapter.exchanges if e.line is not None]
     problems = []
+    with_ids = 0
     for exchange in answered:
         try:
-            decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
+            response = decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
         except ProtocolError as exc:
             problems.append(str(exc))
-    if not answered:
-        suite.report("ids", NOT_JUDGED, "no answer to check")
-    elif problems:
+            continue
+        with_ids += response.error is None
+    if problems:
         suite.report("ids", FAIL, f"{len(problems)} of {len(answered)} answers break the protocol; "
                                   + "; ".join(problems[:2]))
+    elif not with_ids:
+        suite.report("ids", NOT_JUDGED, "no answer with ids to check" + (" (error replies only; see answers)"
+                                                                          if answered else ""))
     else:
-        suite.report("ids", PASS, f"{len(answered)} answers well-formed")
+        suite.report("ids", PASS, f"{with_ids} answers well-formed")
 
 
 def check_known_ids(suite: Suite) -> None:
@@ -298,13 +319,14 @@ def check_known_ids(suite: Suite) -> None:
 
 def check_timeout(suite: Suite, timeout: float) -> None:
     late = [e for e in suite.adapter.exchanges if e.timed_out]
-    timed = [e for e in suite.adapter.exchanges if e.line is not None and e.timed]
+    # An error reply is quick and says nothing about how fast the backend searches.
+    timed = [e for e in suite.adapter.exchanges if e.line is not None and e.timed and e.outcome() is None]
     if late:
         named = "; ".join(f"query {e.label}: {e.failure}" for e in late[:SHOWN_QUERIES])
         suite.report("timeout", FAIL, f"{len(late)} request(s) got no answer in time: {named}")
         return
     if not timed:
-        suite.report("timeout", NOT_JUDGED, "no answer was timed")
+        suite.report("timeout", NOT_JUDGED, "no answer with ids was timed")
         return
     slowest = max(timed, key=lambda e: e.seconds)
     suite.report("timeout", PASS, f"slowest of {len(timed)} answers {slowest.seconds * 1000:.1f} ms "
@@ -327,9 +349,17 @@ def check_banner(suite: Suite) -> None:
 
 def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
     """Run every check in an order that lets each build on the last; results in table order."""
-    suite.first_pass = [suite.adapter.ask_one(suite.request(f"determinism-1-{n}", query))
-                        for n, query in enumerate(suite.corpus.queries, 1)]
+    suite.first_pass = []
+    for number, query in enumerate(suite.corpus.queries, 1):
+        suite.first_pass.append(suite.adapter.ask_one(suite.request(f"determinism-1-{number}", query)))
+        if suite.adapter.start_failure is not None:
+            # It never started: every other check would only say so again, after its own wait.
+            suite.report("banner", FAIL, suite.adapter.start_failure)
+            for name, _ in CHECKS[1:]:
+                suite.report(name, NOT_JUDGED, "not run: the adapter did not start (see banner)")
+            return [suite.results[name] for name, _ in CHECKS]
     steps: list[Callable[[], None]] = [
+        lambda: check_answers(suite),
         lambda: check_order(suite),
         lambda: check_k_range(suite),
         lambda: check_queries(suite, "unicode", list(UNICODE_QUERIES)),

@@ -2,30 +2,26 @@
 
 Unlike `harness.adapter.driver.AdapterProcess`, which rightly turns the first violation into a
 terminal error, this driver hands back each raw line so every violation can be attributed
-to the right check, and restarts an adapter whose stream can no longer be trusted.
+to the right check, and restarts an adapter whose stream can no longer be trusted. The
+process mechanics are `harness.child.ChildProcess`'s (stderr straight to the log file, no
+thread); start-up progress lines are read past by `harness.adapter.process.read_startup_line`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import select
 import shlex
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UsageError
+from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
+from harness.errors import ProtocolError, UsageError
+from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
 from harness.adapter.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
-from harness.adapter.driver import MAX_LINE_BYTES, STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
 MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
-EXIT_WAIT_SECONDS = 2.0         # stdout hit EOF -> wait this long for an exit status to report
-READ_CHUNK_BYTES = 64 * 1024
 
 
 # -- talking to the adapter -------------------------------------------------------------------
@@ -94,21 +90,27 @@ class LiveAdapter:
     """The adapter under test: started on demand, killed when its stream can no longer be trusted.
 
     stderr goes straight to the log file (a file never fills up and blocks the adapter).
-    Runs in its own session so stopping it signals its whole process group.
+    Runs in its own session so stopping it signals its whole process group. A start that
+    prints no first line within its start-up allowance is not restarted: `start_failure`
+    then says why, and every later ask fails at once.
     """
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
-                 startup_timeout: float, query_timeout: float) -> None:
+                 startup_timeout: float, query_timeout: float, startup_limit: float = STARTUP_LIMIT_SECONDS,
+                 on_progress: ProgressCallback | None = None) -> None:
         self.argv = argv
         self.env = env
         self.log_path = log_path
         self.startup_timeout = startup_timeout
         self.query_timeout = query_timeout
+        self.startup_limit = startup_limit
+        self.on_progress = on_progress
         self.starts = 0
         self.banner_outcome: BannerOutcome | None = None
+        self.start_failure: str | None = None
+        self._malformed_progress: str | None = None
         self.exchanges: list[Exchange] = []   # every exchange, for the ids and timeout checks
-        self._process: subprocess.Popen[bytes] | None = None
-        self._buffer = bytearray()
+        self._child: ChildProcess | None = None
         self._first_line_pending = False
         self._spawned_at = 0.0
         self._last_loss = ""
@@ -153,26 +155,22 @@ class LiveAdapter:
 
     def rss_kib(self) -> int | None:
         """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
-        return group_rss_kib(self._process.pid) if self._process is not None else None
+        return self._child.rss_kib() if self._child is not None else None
 
-    def stop(self) -> None:
-        """Close stdin, let it exit by itself, then SIGTERM, then SIGKILL the group."""
-        process = self._process
-        if process is None:
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group."""
+        child = self._child
+        if child is None:
             return
         try:
-            process.stdin.close()
-        except OSError:
-            pass
-        if self._exit_status(STOP_GRACE_SECONDS) is None:
-            self._signal_group(signal.SIGTERM)
-            self._exit_status(TERM_GRACE_SECONDS)
-        self._kill()
+            child.stop(grace_seconds)
+        finally:
+            self._forget()
 
     # -- internals -------------------------------------------------------------------------
 
     def _ensure_started(self) -> None:
-        if self._process is not None:
+        if self._child is not None:
             return
         if not self._given_up and self.starts >= MAX_STARTS:
             self._given_up = f"started {MAX_STARTS} times, it kept failing (last: {self._last_loss})"
@@ -182,144 +180,96 @@ class LiveAdapter:
         if self._given_up:
             raise _Lost(f"not asked: the adapter is not restarted any more: {self._given_up}")
         self.starts += 1
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            if self.starts > 1:
+        if self.starts > 1:
+            with open(self.log_path, "ab") as log:
                 log.write(f"--- check-adapter: start #{self.starts} ---\n".encode())
-                log.flush()
-            try:
-                self._process = subprocess.Popen(
-                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                    env=self.env, start_new_session=True, bufsize=0)
-            except OSError as exc:
-                raise UsageError(f"check-adapter: cannot start the adapter {shlex.join(self.argv)}: "
-                                 f"{exc.strerror or exc}") from None
         self._spawned_at = time.perf_counter()
-        self._buffer.clear()
+        try:
+            self._child = ChildProcess.spawn(self.argv, log_path=self.log_path, env=self.env, stderr="file")
+        except OSError as exc:
+            raise UsageError(f"check-adapter: cannot start the adapter {shlex.join(self.argv)}: "
+                             f"{exc.strerror or exc}") from None
         self._first_line_pending = True
-        os.set_blocking(self._process.stdin.fileno(), False)  # a stuck adapter must not block our write
 
     def _read_answer(self, ready_at: float) -> tuple[bytes, float, bool]:
         """The next answer line, the time it could start being timed, and whether it is timed."""
         if not self._first_line_pending:
             return self._read_object(ready_at + self.query_timeout), ready_at, True
-        first = self._read_line(ready_at + self.startup_timeout + self.query_timeout,
-                                f"no banner or answer within {self.startup_timeout + self.query_timeout:g} s "
-                                "(start-up included)")
+        first = self._read_first_line(ready_at)
         self._first_line_pending = False
         startup = time.perf_counter() - self._spawned_at
         banner = decode_banner(first)
         if banner is None and _is_answer(first):
-            self._note_banner(BannerOutcome(None, None, startup))
+            self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
             return first, ready_at, False
         problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
-        self._note_banner(BannerOutcome(problem, banner, startup))
+        self._note_banner(BannerOutcome(self._malformed_progress or problem, banner, startup))
         now = time.perf_counter()
         return self._read_object(now + self.query_timeout), now, True
+
+    def _read_first_line(self, ready_at: float) -> bytes:
+        """The first line after the start-up's progress lines; a malformed progress line is noted, then skipped."""
+        self._malformed_progress = None
+        allowed = self.startup_timeout + self.query_timeout
+        silent_since = ready_at
+        while True:
+            try:
+                return read_startup_line(
+                    self._child, spawned_at=self._spawned_at, silent_since=silent_since, silence_seconds=allowed,
+                    limit_seconds=self.startup_limit, waiting="banner or answer", on_progress=self.on_progress,
+                    silent_message=f"no banner, progress or answer within {allowed:g} s (start-up included)")
+            except ProtocolError as exc:
+                self._malformed_progress = self._malformed_progress or f"malformed progress line: {exc}"
+                silent_since = time.perf_counter()
+            except StartupTimeout as timeout:
+                # Another start would pay the same start-up again, for every check: stop here.
+                self.start_failure = self._given_up = f"{timeout}; the adapter did not start"
+                raise _Lost(str(timeout), timed_out=True) from None
+            except StreamFailure as failure:
+                raise self._lost(failure, "") from None
 
     def _note_banner(self, outcome: BannerOutcome) -> None:
         if self.banner_outcome is None:  # the first start speaks for the adapter
             self.banner_outcome = outcome
 
     def _read_object(self, deadline: float) -> bytes:
-        line = self._read_line(deadline, f"no answer within {self.query_timeout:g} s")
+        try:
+            line = self._child.read_line(deadline)
+        except StreamFailure as failure:
+            raise self._lost(failure, f"no answer within {self.query_timeout:g} s") from None
         if not _is_json_object(line):
             raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
                         f"{_preview(line)}")
         return line
 
-    def _read_line(self, deadline: float, late: str) -> bytes:
-        process = self._process
-        fd = process.stdout.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[:end + 1]
-                return line
-            if len(self._buffer) > MAX_LINE_BYTES:
-                raise _Lost(f"answer line longer than {MAX_LINE_BYTES} bytes")
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise _Lost(late, timed_out=True)
-            if not poller.poll(math.ceil(remaining * 1000)):
-                continue
-            chunk = os.read(fd, READ_CHUNK_BYTES)
-            if not chunk:
-                raise _Lost(self._how_it_ended())
-            self._buffer += chunk
+    def _lost(self, failure: StreamFailure, late: str) -> _Lost:
+        if failure.reason == StreamFailure.TIMEOUT:
+            return _Lost(late, timed_out=True)
+        if failure.reason == StreamFailure.TOO_LONG:
+            return _Lost(f"answer line longer than {MAX_LINE_BYTES} bytes")
+        return _Lost(self._child.how_it_ended() or "closed its stdout (still running)")
 
     def _write(self, data: bytes, deadline: float) -> None:
-        fd = self._process.stdin.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT | select.POLLERR)
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(fd, view):]
-                continue
-            except BlockingIOError:
-                pass
-            except (BrokenPipeError, ConnectionResetError):
-                raise _Lost(self._how_it_ended()) from None
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise _Lost(f"could not write the request within {self.query_timeout:g} s "
-                            "(adapter not reading stdin)", timed_out=True)
-            poller.poll(math.ceil(remaining * 1000))
-
-    def _how_it_ended(self) -> str:
-        status = self._exit_status(EXIT_WAIT_SECONDS)
-        if status is None:
-            return "closed its stdout (still running)"
-        if status < 0:
-            try:
-                return f"adapter was killed by {signal.Signals(-status).name}"
-            except ValueError:
-                return f"adapter was killed by signal {-status}"
-        return f"adapter exited with status {status}"
-
-    def _exit_status(self, timeout: float) -> int | None:
-        """The leader's exit status (negative: killed by that signal), without reaping it.
-
-        Left unreaped until `_kill` has signalled its group, its pid (the group id) cannot be
-        taken by an unrelated process meanwhile.
-        """
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                info = os.waitid(os.P_PID, self._process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return self._process.wait()
-            if info is not None:
-                return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.01)
+        try:
+            self._child.write(data, deadline)
+        except StreamFailure as failure:
+            raise self._lost(failure, f"could not write the request within {self.query_timeout:g} s "
+                                      "(adapter not reading stdin)") from None
 
     def _kill(self) -> None:
         """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""
-        process = self._process
-        if process is None:
+        child = self._child
+        if child is None:
             return
-        self._signal_group(signal.SIGKILL)
-        process.wait()
-        for stream in (process.stdin, process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self._process = None
+        try:
+            child.stop(0.0, 0.0)
+        finally:
+            self._forget()
+
+    def _forget(self) -> None:
+        self._child = None
         self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
         self._silent_starts = self._silent_starts + 1 if self._first_line_pending else 0
-
-    def _signal_group(self, signum: int) -> None:
-        try:
-            os.killpg(self._process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def banner_problem(banner: dict) -> str | None:
@@ -341,28 +291,6 @@ def _not_a_banner(line: bytes) -> str:
     if isinstance(obj, dict) and "ready" in obj:
         return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
     return f"first line is neither a ready banner nor an answer: {_preview(line)}"
-
-
-def group_rss_kib(group_id: int) -> int | None:
-    """Sum of VmRSS over the processes of a process group, from /proc; None where /proc is missing."""
-    proc = Path("/proc")
-    if not (proc / "self" / "status").exists():
-        return None
-    total = 0
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            # Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
-            if int(stat[stat.rindex(")") + 2:].split()[2]) != group_id:
-                continue
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # the process ended meanwhile
-    return total
 
 
 def _is_json_object(line: bytes) -> bool:

