@@ -49,6 +49,7 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     """
     from adapters.bm25_index import check_settings, load_or_build
     from adapters.corpus_dir import read_corpus
+    from adapters.startup import Progress
     from harness.fsutil import cache_dir
 
     check_settings(settings)
@@ -61,7 +62,8 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
     indexes: dict[str, BM25Index] = {}
     for kind, path in paths.items():
         corpus = read_corpus(kind, Path(path))
-        indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder)
+        indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder,
+                                      Progress(NAME, f"indexing {kind}"))
         print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
     return indexes
 

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,10 +105,24 @@ class BM25Index:
         return len(self.vocab)
 
     @classmethod
-    def build(cls, ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) -> BM25Index:
-        """Tokenise `texts` with the settings' tokeniser and index them under `ids` (unique)."""
+    def build(cls, ids: Sequence[str], texts: Sequence[str], settings: BM25Settings,
+              progress: Callable[[int, int], None] | None = None) -> BM25Index:
+        """Tokenise `texts` with the settings' tokeniser and index them under `ids` (unique).
+
+        `progress(done, total)` is called as documents are tokenised (the slow part).
+        """
         tokenize = settings.tokenizer()
-        return cls.from_tokens(ids, (tokenize(text) for text in texts), settings)
+        if progress is None:
+            return cls.from_tokens(ids, (tokenize(text) for text in texts), settings)
+
+        def tokens_reporting():
+            total = len(texts)
+            for done, text in enumerate(texts, start=1):
+                yield tokenize(text)
+                if done % 256 == 0 or done == total:
+                    progress(done, total)
+
+        return cls.from_tokens(ids, tokens_reporting(), settings)
 
     @classmethod
     def from_tokens(cls, ids: Sequence[str], docs_tokens: Iterable[Sequence[str]],
@@ -301,7 +315,7 @@ def cache_key(content_hash: str, settings: BM25Settings) -> str:
 
 
 def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, settings: BM25Settings,
-                  cache_folder: Path | None) -> BM25Index:
+                  cache_folder: Path | None, progress: Callable[[int, int], None] | None = None) -> BM25Index:
     """The index for this corpus and settings: from the cache when a verified file exists, else built.
 
     A built index is written to the cache atomically. A cache file that fails any check is
@@ -324,7 +338,7 @@ def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, s
                 pass
             return index
     started = time.monotonic()
-    index = BM25Index.build(ids, texts, settings)
+    index = BM25Index.build(ids, texts, settings, progress)
     index.provenance = _provenance(index, content_hash, "miss" if path is not None else "off",
                                    "build_seconds", started)
     if path is not None:

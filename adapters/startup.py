@@ -64,10 +64,12 @@ def run_adapter(name: str, prepare: Callable[[], tuple[Callable[[str, str, int],
 
 
 class Progress:
-    """Start-up progress of one stage: a stderr log line every `fraction` of the total or `every` items.
+    """Start-up progress of one stage, every `fraction` of the total or `every` items, whichever is fewer.
 
-    Call it with (done, total) as often as convenient; it reports only at those steps (and
-    at the end), never per document.
+    Each report is a progress line on stdout (`harness.adapter.report_progress`: the harness
+    shows it and restarts its start-up silence clock) and a line in the adapter's log
+    (stderr). Call it with (done, total) as often as convenient; it reports only at those
+    steps (and at the end), never per document.
     """
 
     def __init__(self, name: str, stage: str, *, fraction: float = 0.02, every: int = 500) -> None:
@@ -87,4 +89,7 @@ class Progress:
         self.next = (done // self.step + 1) * self.step
         seconds = time.monotonic() - self.started
         rate = f", {done / seconds:.0f}/s" if seconds > 0 else ""
+        from harness.adapter import report_progress
+
+        report_progress(self.stage, done, total)
         print(f"{self.name}: {self.stage}: {done}/{total}{rate}", file=sys.stderr, flush=True)

@@ -49,7 +49,9 @@ def run(module: str, args: list[str], requests: list[dict], env: dict[str, str])
     stdin = "".join(json.dumps(request) + "\n" for request in requests)
     completed = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True,
                                text=True, env=env, cwd=ROOT, timeout=120, check=False)
-    return completed.returncode, [json.loads(line) for line in completed.stdout.splitlines()], completed.stderr
+    parsed = [json.loads(line) for line in completed.stdout.splitlines()]
+    # start-up progress lines are checked in tests/test_startup.py
+    return completed.returncode, [line for line in parsed if "progress" not in line], completed.stderr
 
 
 @pytest.fixture

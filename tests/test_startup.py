@@ -83,3 +83,47 @@ def test_each_reference_adapter_fails_start_up_the_same_way(tmp_path, module, ar
 def test_the_adapters_define_prepare() -> None:
     for module in (bm25, http, hybrid, onnx_embed):
         assert callable(module.prepare)
+
+
+def test_progress_reports_every_step_not_every_document(capsys) -> None:
+    from adapters.startup import Progress
+
+    progress = Progress("demo", "embedding k", fraction=0.1, every=500)
+    for done in range(1, 101):
+        progress(done, 100)
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert [line["progress"]["done"] for line in lines] == list(range(10, 101, 10))
+    assert lines[0] == {"progress": {"stage": "embedding k", "done": 10, "total": 100}}
+    assert captured.err.splitlines()[-1].startswith("demo: embedding k: 100/100")
+
+
+@pytest.mark.parametrize("module, stages", [
+    ("adapters.bm25", ["indexing x"]),
+    ("adapters.onnx_embed", ["embedding x"]),
+    ("adapters.hybrid", ["indexing x", "embedding x"]),
+])
+def test_reference_adapters_report_progress_before_the_banner(tmp_path, module, stages) -> None:
+    pytest.importorskip("onnx")
+    from tests.tiny_onnx import write_model, write_tokenizer
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    write_model(model_dir / "model.onnx")
+    write_tokenizer(model_dir / "tokenizer.json")
+    corpus = tmp_path / "x.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"alpha beta {i}"}) + "\n" for i in range(300)),
+                      encoding="utf-8")
+    argv = ["--corpus", f"x={corpus}"] + (["--model-dir", str(model_dir)] if module != "adapters.bm25" else [])
+    done = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path / "cache")},
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    *progress, banner = lines
+    assert banner["ready"] is True
+    assert progress and all(set(line) == {"progress"} for line in progress)
+    assert [stage for stage in stages] == list(dict.fromkeys(line["progress"]["stage"] for line in progress))
+    for stage in stages:
+        counts = [line["progress"]["done"] for line in progress if line["progress"]["stage"] == stage]
+        assert counts == sorted(counts) and counts[-1] == 300 and len(counts) <= 60
