@@ -30,7 +30,7 @@ class EmbedderError(AdapterStartupError):
 
 @dataclass(frozen=True, slots=True)
 class EmbedOptions:
-    """How texts become vectors. `threads` 0 lets onnxruntime choose."""
+    """How texts become vectors. `threads` 0 lets onnxruntime choose; `spinning` lets its idle threads spin."""
 
     pooling: str = "mean"
     normalize: bool = True
@@ -40,6 +40,7 @@ class EmbedOptions:
     batch_size: int = 32
     batch_tokens: int = 256
     threads: int = 0
+    spinning: bool = False
 
 
 def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
@@ -144,6 +145,10 @@ class Embedder:
         session_options = onnxruntime.SessionOptions()
         session_options.intra_op_num_threads = options.threads
         session_options.inter_op_num_threads = 1
+        # Spinning worker threads burn the CPU another process (or our other thread) needs:
+        # on a shared 2-core machine they cost 35-40% of the CPU per document at 2 threads
+        # (benchmarks/embed.py, docs/performance.md), and gain nothing measurable at 1.
+        session_options.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spinning else "0")
         session_options.log_severity_level = 3
         try:
             self.session = onnxruntime.InferenceSession(

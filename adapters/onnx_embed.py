@@ -64,6 +64,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                             f"go in smaller batches (default {DEFAULT_BATCH_TOKENS})")
     group.add_argument("--threads", type=int, default=0,
                        help="onnxruntime intra-op threads; 0 lets onnxruntime choose (default)")
+    group.add_argument("--spinning", action=argparse.BooleanOptionalAction, default=False,
+                       help="let idle onnxruntime threads spin (faster only on a machine nothing else uses; "
+                            "default: off)")
     group.add_argument("--offline", action="store_true",
                        help="never fetch the default model; fail with the command to run instead")
 
@@ -109,7 +112,7 @@ def build_embedder(args: argparse.Namespace) -> tuple[Embedder, ModelFiles]:
     options = EmbedOptions(pooling=pooling, normalize=args.normalize, query_prefix=args.query_prefix,
                            passage_prefix=args.passage_prefix, max_length=args.max_length,
                            batch_size=args.batch_size, batch_tokens=args.batch_tokens,
-                           threads=args.threads)
+                           threads=args.threads, spinning=args.spinning)
     return Embedder(files.model, files.tokenizer, options), files
 
 
