@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--corpus", action="append", default=[], metavar="KIND=PATH",
                        help="index this jsonl file as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
     group.add_argument("--no-cache", action="store_true", help="always rebuild; never read or write the index cache")
+    group.add_argument("--no-memory-check", action="store_true",
+                       help="build even when the memory model says the index will not fit (default: refuse)")
 
 
 def settings_from_args(args: argparse.Namespace) -> BM25Settings:
@@ -37,7 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> BM25Settings:
     from adapters.bm25_index import BM25Settings
 
     return BM25Settings(k1=args.k1, b=args.b, stopwords=args.stopwords, stem=args.stem,
-                        use_cache=not args.no_cache)
+                        use_cache=not args.no_cache, memory_check=not args.no_memory_check)
 
 
 def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM25Index]:

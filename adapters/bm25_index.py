@@ -48,6 +48,7 @@ class BM25Settings:
     stopwords: bool = False
     stem: bool = False
     use_cache: bool = True
+    memory_check: bool = True  # refuse a build the memory model says will not fit
 
     def scoring(self) -> dict[str, object]:
         """The fields that change scores: recorded in the banner and part of the cache key."""
@@ -60,6 +61,55 @@ class BM25Settings:
 
 class BM25SettingsError(AdapterStartupError):
     """k1 or b outside BM25's domain."""
+
+
+class BM25MemoryError(AdapterStartupError):
+    """The index would not fit in the memory this process can have: refused before building it."""
+
+
+# The memory model (benchmarks/bm25_memory.py measures it; docs/performance.md has the figures).
+# Peak memory the build adds once the tokens are counted, per token occurrence and per
+# document (ids, lengths, orderings); postings are at most one per token and their arrays
+# are freed and reused within the per-token figure.
+BUILD_BYTES_PER_TOKEN = 24
+BUILD_BYTES_PER_DOC = 160
+MEMORY_SAFETY = 1.15  # the model's error at 100k and 1M documents stayed under 15%
+
+
+def available_memory_bytes() -> int | None:
+    """What this process may still allocate: MemAvailable, capped by a cgroup v2 limit; None if unknown."""
+    found: list[int] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            found.append(int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def build_memory_estimate(n_docs: int, n_tokens: int) -> int:
+    """Bytes the build will add at its peak, from the measured per-token and per-document costs."""
+    return int(MEMORY_SAFETY * (BUILD_BYTES_PER_TOKEN * n_tokens + BUILD_BYTES_PER_DOC * n_docs))
+
+
+def check_memory(n_docs: int, n_tokens: int, settings: BM25Settings) -> None:
+    """Refuse, in one line, a build that would run out of memory (skipped with memory_check False)."""
+    if not settings.memory_check:
+        return
+    available = available_memory_bytes()
+    need = build_memory_estimate(n_docs, n_tokens)
+    if available is not None and need > available:
+        raise BM25MemoryError(f"indexing {n_docs} documents ({n_tokens} tokens) needs about "
+                              f"{need / 2**30:.1f} GiB more memory, {available / 2**30:.1f} GiB is available; "
+                              "index fewer documents, add memory, or pass --no-memory-check to try anyway")
 
 
 def check_settings(settings: BM25Settings) -> None:
@@ -161,12 +211,22 @@ class BM25Index:
         n_docs = len(ids)
         # One int64 key per token occurrence: term-major, then document; sorting groups each
         # term's postings contiguously with documents ascending, and equal keys are the tf.
+        check_memory(n_docs, len(terms), settings)
         keys = term_rank[terms]
         keys *= max(n_docs, 1)
-        keys += np.repeat(doc_rank, lengths)
+        # int32 document ranks: the repeated temporary costs 4 bytes per token, not 8.
+        keys += np.repeat(doc_rank.astype(np.int32), lengths)
         del terms, token_terms
         keys.sort()
-        starts = np.flatnonzero(np.diff(keys, prepend=-1)) if len(keys) else np.zeros(0, np.int64)
+        if len(keys):
+            # A boolean mask (1 byte per token) instead of np.diff's two int64 temporaries.
+            boundary = np.empty(len(keys), dtype=bool)
+            boundary[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
+            starts = np.flatnonzero(boundary)
+            del boundary
+        else:
+            starts = np.zeros(0, np.int64)
         tf = np.diff(np.append(starts, len(keys))).astype(np.float32)
         unique_keys = keys[starts]
         del keys, starts

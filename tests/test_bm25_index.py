@@ -215,3 +215,31 @@ def test_no_cache_folder_means_no_files(tmp_path) -> None:
     index = load_or_build(IDS, TEXTS, "hash-1", BM25Settings(use_cache=False), None)
     assert index.provenance["cache"] == "off"
     assert list(tmp_path.iterdir()) == []
+
+
+# -- memory model -----------------------------------------------------------------------
+
+def test_a_build_that_would_not_fit_is_refused_in_one_line(monkeypatch) -> None:
+    import adapters.bm25_index as bm25_index
+    from adapters.bm25_index import BM25MemoryError, build_memory_estimate
+
+    # 3 documents, 7 tokens: 1.15 * (24 * 7 + 160 * 3) = 745.2 -> 745 bytes
+    assert build_memory_estimate(3, 7) == 745
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 744)
+    with pytest.raises(BM25MemoryError) as caught:
+        build(["a", "b", "c"], ["one two three", "four five", "six seven"])
+    message = str(caught.value)
+    assert message.startswith("indexing 3 documents (7 tokens) needs about 0.0 GiB more memory")
+    assert "--no-memory-check" in message and "\n" not in message
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 745)
+    assert build(["a", "b", "c"], ["one two three", "four five", "six seven"]).n_docs == 3
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 1)
+    unchecked = BM25Index.build(["a"], ["one"], BM25Settings(memory_check=False))
+    assert unchecked.search("one", 1)[0][0] == "a"
+
+
+def test_available_memory_is_read_from_the_machine() -> None:
+    from adapters.bm25_index import available_memory_bytes
+
+    available = available_memory_bytes()
+    assert available is None or available > 0
