@@ -144,6 +144,14 @@ def _repo_root() -> Path:
 
 # -- through the protocol ----------------------------------------------------------------
 
+def _first_real_line(process: subprocess.Popen) -> dict:
+    """The adapter's banner: the first stdout line that is not a start-up progress line."""
+    while True:
+        line = json.loads(process.stdout.readline())
+        if "progress" not in line:
+            return line
+
+
 def protocol_run(ids: list[str], texts: list[str], queries: list[str], folder: Path,
                  k1: float, b: float) -> dict[str, object]:
     """Start `python -m adapters.bm25` on the corpus twice (cache miss, then hit); time queries."""
@@ -160,7 +168,7 @@ def protocol_run(ids: list[str], texts: list[str], queries: list[str], folder: P
         process = subprocess.Popen([sys.executable, "-m", "adapters.bm25", "--k1", str(k1), "--b", str(b)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    env=env, cwd=_repo_root())
-        banner = json.loads(process.stdout.readline())
+        banner = _first_real_line(process)
         out[f"startup_{attempt}_s"] = time.perf_counter() - started
         out[f"banner_{attempt}"] = banner["index"]["bench"]
         if attempt == "hit":
@@ -224,7 +232,7 @@ def short_docs_run(folder: Path, k1: float, b: float) -> dict[str, object]:
     process = subprocess.Popen([sys.executable, "-m", "adapters.bm25", "--k1", str(k1), "--b", str(b)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                env=env, cwd=_repo_root())
-    banner = json.loads(process.stdout.readline())
+    banner = _first_real_line(process)
     startup = time.perf_counter() - started
     process.stdin.write(b'{"kind":"lines","query":"open a file for reading","k":10}\n')
     process.stdin.flush()

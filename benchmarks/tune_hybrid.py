@@ -130,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{settings.summary():<46} {kept:>5}/{len(names)} {mean:>8.3f} "
               + " ".join(f"{figures[name]['development']:>8.3f}" for name in names))
 
+    from adapters import hybrid
+
     chosen, figures, _, _ = rows[0]
-    default = FusionSettings()
+    default = FusionSettings(hybrid.DEFAULT_FUSION, hybrid.DEFAULT_WEIGHT, hybrid.DEFAULT_RRF_K,
+                             hybrid.DEFAULT_CANDIDATES)
     print(f"\n# chosen on development: {chosen.summary()}")
     print(f"# held-out split (recall@{K}); never used to choose")
     print(f"{'set':<10} {'split':<12} {'bm25':>7} {'onnx':>7} {'better':>7} {'hybrid':>7} {'- better':>9}")
