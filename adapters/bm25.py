@@ -63,7 +63,7 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings) -> dict[str, BM
             print(f"bm25: no index cache ({exc}); building every time", file=sys.stderr)
     indexes: dict[str, BM25Index] = {}
     for kind, path in paths.items():
-        corpus = read_corpus(kind, Path(path))
+        corpus = read_corpus(kind, Path(path), memory_check=settings.memory_check)
         indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder,
                                       Progress(NAME, f"indexing {kind}"))
         print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.startup import AdapterStartupError
+from adapters.startup import AdapterStartupError, available_memory_bytes
 from adapters.tokenizer import TOKENIZER_VERSION, Tokenizer
 
 # Bump when the on-disk layout or the meaning of any stored array changes.
@@ -74,25 +74,6 @@ class BM25MemoryError(AdapterStartupError):
 BUILD_BYTES_PER_TOKEN = 24
 BUILD_BYTES_PER_DOC = 160
 MEMORY_SAFETY = 1.15  # the model's error at 100k and 1M documents stayed under 15%
-
-
-def available_memory_bytes() -> int | None:
-    """What this process may still allocate: MemAvailable, capped by a cgroup v2 limit; None if unknown."""
-    found: list[int] = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
-            found.append(int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
 
 
 def build_memory_estimate(n_docs: int, n_tokens: int) -> int:

@@ -1,4 +1,4 @@
-"""The one start-up path of every reference adapter: dependency check, one-line error, exit 2.
+"""The one start-up path of every reference adapter: dependency and memory checks, one-line error, exit 2.
 
 An adapter's `prepare()` loads what it needs and returns `(search, banner)`; any problem it
 finds raises `AdapterStartupError` (or a subclass) with a one-line message. `run_adapter`
@@ -13,6 +13,7 @@ import importlib
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 EXIT_STARTUP_ERROR = 2
@@ -34,6 +35,25 @@ def require(modules: Sequence[str], hint: str) -> None:
         except ImportError as exc:
             missing = exc.name or module
             raise MissingDependency(f"missing {missing}; install with: {hint}") from None
+
+
+def available_memory_bytes() -> int | None:
+    """What this process may still allocate: MemAvailable, capped by a cgroup v2 limit; None if unknown."""
+    found: list[int] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+            found.append(int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
 
 
 def one_line(exc: BaseException) -> str:

@@ -239,7 +239,22 @@ def test_a_build_that_would_not_fit_is_refused_in_one_line(monkeypatch) -> None:
 
 
 def test_available_memory_is_read_from_the_machine() -> None:
-    from adapters.bm25_index import available_memory_bytes
+    from adapters.startup import available_memory_bytes
 
     available = available_memory_bytes()
     assert available is None or available > 0
+
+
+def test_a_corpus_file_too_large_to_read_is_refused_before_reading(tmp_path, monkeypatch) -> None:
+    import adapters.corpus_dir as corpus_dir
+    from adapters.corpus_dir import CorpusTooLarge, read_corpus
+
+    path = tmp_path / "code.jsonl"
+    path.write_text('{"id": "a", "text": "alpha"}\n', encoding="utf-8")
+    assert path.stat().st_size == 29  # reading needs 4 x 29 = 116 bytes
+    monkeypatch.setattr(corpus_dir, "available_memory_bytes", lambda: 115)
+    with pytest.raises(CorpusTooLarge, match=r"code.jsonl: corpus for kind 'code' is 0.0 GiB; reading it needs"):
+        read_corpus("code", path)
+    assert read_corpus("code", path, memory_check=False).ids == ["a"]
+    monkeypatch.setattr(corpus_dir, "available_memory_bytes", lambda: 116)
+    assert read_corpus("code", path).ids == ["a"]
