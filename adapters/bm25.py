@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 NAME = "bm25"
 VERSION = "1.0.0"
-INSTALL_HINT = "the BM25 adapter needs numpy: pip install 'retrieval-gate[bm25]'"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--corpus", action="append", default=[], metavar="KIND=PATH",
                        help="index this jsonl file as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
     group.add_argument("--no-cache", action="store_true", help="always rebuild; never read or write the index cache")
+    group.add_argument("--no-memory-check", action="store_true",
+                       help="build even when the memory model says the index will not fit (default: refuse)")
 
 
 def settings_from_args(args: argparse.Namespace) -> BM25Settings:
@@ -39,7 +40,7 @@ def settings_from_args(args: argparse.Namespace) -> BM25Settings:
     from adapters.bm25_index import BM25Settings
 
     return BM25Settings(k1=args.k1, b=args.b, stopwords=args.stopwords, stem=args.stem,
-                        use_cache=not args.no_cache)
+                        use_cache=not args.no_cache, memory_check=not args.no_memory_check)
 
 
 def load_indexes(paths: dict[str, Path], settings: BM25Settings,
@@ -50,11 +51,12 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings,
     `(id, score, (start, end))` hits.
 
     Raises CorpusFileError (adapters.corpus_dir) for a missing or malformed corpus file and
-    ValueError for settings outside BM25's domain. Each index's `provenance` holds its
+    BM25SettingsError for settings outside BM25's domain (both AdapterStartupError). Each index's `provenance` holds its
     banner entry.
     """
     from adapters.bm25_index import check_settings, load_or_build
     from adapters.corpus_dir import read_corpus
+    from adapters.startup import Progress
     from harness.fsutil import cache_dir
 
     check_settings(settings)
@@ -66,49 +68,53 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings,
             print(f"bm25: no index cache ({exc}); building every time", file=sys.stderr)
     indexes: dict[str, BM25Index] = {}
     for kind, path in paths.items():
-        corpus = read_corpus(kind, Path(path))
+        corpus = read_corpus(kind, Path(path), memory_check=settings.memory_check)
         window = (windows or {}).get(kind)
         if window is not None:  # passage mode: one BM25 document per window
             from adapters.passages import PassageCorpus, Windowed
             cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)
-            indexes[kind] = Windowed(cut, load_or_build(cut.passage_ids, cut.texts, cut.content_hash, settings, folder),
+            indexes[kind] = Windowed(cut, load_or_build(cut.passage_ids, cut.texts, cut.content_hash, settings, folder,
+                                                        Progress(NAME, f"indexing {kind} windows")),
                                      window)  # type: ignore[assignment]
             print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
             continue
-        indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder)
+        indexes[kind] = load_or_build(corpus.ids, corpus.texts, corpus.content_hash, settings, folder,
+                                      Progress(NAME, f"indexing {kind}"))
         print(f"bm25: {kind}: {indexes[kind].provenance}", file=sys.stderr)
     return indexes
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse options, load every index, print the banner, answer requests until EOF."""
-    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
-    add_arguments(parser)
+def prepare(args: argparse.Namespace):
+    """Check numpy, load every index; returns (search, banner). Raises AdapterStartupError."""
+    from adapters.startup import require
+
+    require(["numpy"], "pip install 'retrieval-gate[bm25]'")
     from adapters import passages
-    passages.add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so the error is one line, not a traceback)
-    except ImportError:
-        print(f"bm25: error: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
-    from harness.adapter import index_for, serve
+    from adapters.corpus_dir import required_corpus_paths
+    from harness.adapter import index_for
 
     settings = settings_from_args(args)
-    try:
-        paths = required_corpus_paths(args.corpus)
-        indexes = load_indexes(paths, settings, passages.window_settings(args, paths))
-    except (CorpusFileError, ValueError) as exc:
-        print(f"bm25: error: {exc}", file=sys.stderr)
-        return 2
+    paths = required_corpus_paths(args.corpus)
+    indexes = load_indexes(paths, settings, passages.window_settings(args, paths))
 
     def search(kind: str, query: str, k: int) -> list[tuple]:
         return index_for(indexes, kind).search(query, k)
 
     banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),
               "index": {kind: index.provenance for kind, index in indexes.items()}}
-    return serve(search, banner)
+    return search, banner
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse options, load every index, print the banner, answer requests until EOF."""
+    from adapters.startup import run_adapter
+
+    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    from adapters import passages
+    passages.add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_adapter(NAME, lambda: prepare(args))
 
 
 if __name__ == "__main__":

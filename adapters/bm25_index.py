@@ -20,15 +20,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from adapters.startup import AdapterStartupError, available_memory_bytes
 from adapters.tokenizer import TOKENIZER_VERSION, Tokenizer
 
 # Bump when the on-disk layout or the meaning of any stored array changes.
@@ -46,6 +48,7 @@ class BM25Settings:
     stopwords: bool = False
     stem: bool = False
     use_cache: bool = True
+    memory_check: bool = True  # refuse a build the memory model says will not fit
 
     def scoring(self) -> dict[str, object]:
         """The fields that change scores: recorded in the banner and part of the cache key."""
@@ -56,12 +59,46 @@ class BM25Settings:
         return Tokenizer(stopwords=self.stopwords, stem=self.stem)
 
 
+class BM25SettingsError(AdapterStartupError):
+    """k1 or b outside BM25's domain."""
+
+
+class BM25MemoryError(AdapterStartupError):
+    """The index would not fit in the memory this process can have: refused before building it."""
+
+
+# The memory model (benchmarks/bm25_memory.py measures it; docs/performance.md has the figures).
+# Peak memory the build adds once the tokens are counted, per token occurrence and per
+# document (ids, lengths, orderings); postings are at most one per token and their arrays
+# are freed and reused within the per-token figure.
+BUILD_BYTES_PER_TOKEN = 24
+BUILD_BYTES_PER_DOC = 160
+MEMORY_SAFETY = 1.15  # the model's error at 100k and 1M documents stayed under 15%
+
+
+def build_memory_estimate(n_docs: int, n_tokens: int) -> int:
+    """Bytes the build will add at its peak, from the measured per-token and per-document costs."""
+    return int(MEMORY_SAFETY * (BUILD_BYTES_PER_TOKEN * n_tokens + BUILD_BYTES_PER_DOC * n_docs))
+
+
+def check_memory(n_docs: int, n_tokens: int, settings: BM25Settings) -> None:
+    """Refuse, in one line, a build that would run out of memory (skipped with memory_check False)."""
+    if not settings.memory_check:
+        return
+    available = available_memory_bytes()
+    need = build_memory_estimate(n_docs, n_tokens)
+    if available is not None and need > available:
+        raise BM25MemoryError(f"indexing {n_docs} documents ({n_tokens} tokens) needs about "
+                              f"{need / 2**30:.1f} GiB more memory, {available / 2**30:.1f} GiB is available; "
+                              "index fewer documents, add memory, or pass --no-memory-check to try anyway")
+
+
 def check_settings(settings: BM25Settings) -> None:
     """Reject parameters outside BM25's domain (k1 >= 0, 0 <= b <= 1, both finite)."""
     if not (math.isfinite(settings.k1) and settings.k1 >= 0):
-        raise ValueError(f"k1: must be a finite number >= 0, got {settings.k1}")
+        raise BM25SettingsError(f"k1: must be a finite number >= 0, got {settings.k1}")
     if not (math.isfinite(settings.b) and 0 <= settings.b <= 1):
-        raise ValueError(f"b: must be between 0 and 1, got {settings.b}")
+        raise BM25SettingsError(f"b: must be between 0 and 1, got {settings.b}")
 
 
 class _Numbering(dict):
@@ -99,10 +136,24 @@ class BM25Index:
         return len(self.vocab)
 
     @classmethod
-    def build(cls, ids: Sequence[str], texts: Sequence[str], settings: BM25Settings) -> BM25Index:
-        """Tokenise `texts` with the settings' tokeniser and index them under `ids` (unique)."""
+    def build(cls, ids: Sequence[str], texts: Sequence[str], settings: BM25Settings,
+              progress: Callable[[int, int], None] | None = None) -> BM25Index:
+        """Tokenise `texts` with the settings' tokeniser and index them under `ids` (unique).
+
+        `progress(done, total)` is called as documents are tokenised (the slow part).
+        """
         tokenize = settings.tokenizer()
-        return cls.from_tokens(ids, (tokenize(text) for text in texts), settings)
+        if progress is None:
+            return cls.from_tokens(ids, (tokenize(text) for text in texts), settings)
+
+        def tokens_reporting():
+            total = len(texts)
+            for done, text in enumerate(texts, start=1):
+                yield tokenize(text)
+                if done % 256 == 0 or done == total:
+                    progress(done, total)
+
+        return cls.from_tokens(ids, tokens_reporting(), settings)
 
     @classmethod
     def from_tokens(cls, ids: Sequence[str], docs_tokens: Iterable[Sequence[str]],
@@ -141,12 +192,22 @@ class BM25Index:
         n_docs = len(ids)
         # One int64 key per token occurrence: term-major, then document; sorting groups each
         # term's postings contiguously with documents ascending, and equal keys are the tf.
+        check_memory(n_docs, len(terms), settings)
         keys = term_rank[terms]
         keys *= max(n_docs, 1)
-        keys += np.repeat(doc_rank, lengths)
+        # int32 document ranks: the repeated temporary costs 4 bytes per token, not 8.
+        keys += np.repeat(doc_rank.astype(np.int32), lengths)
         del terms, token_terms
         keys.sort()
-        starts = np.flatnonzero(np.diff(keys, prepend=-1)) if len(keys) else np.zeros(0, np.int64)
+        if len(keys):
+            # A boolean mask (1 byte per token) instead of np.diff's two int64 temporaries.
+            boundary = np.empty(len(keys), dtype=bool)
+            boundary[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
+            starts = np.flatnonzero(boundary)
+            del boundary
+        else:
+            starts = np.zeros(0, np.int64)
         tf = np.diff(np.append(starts, len(keys))).astype(np.float32)
         unique_keys = keys[starts]
         del keys, starts
@@ -295,7 +356,7 @@ def cache_key(content_hash: str, settings: BM25Settings) -> str:
 
 
 def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, settings: BM25Settings,
-                  cache_folder: Path | None) -> BM25Index:
+                  cache_folder: Path | None, progress: Callable[[int, int], None] | None = None) -> BM25Index:
     """The index for this corpus and settings: from the cache when a verified file exists, else built.
 
     A built index is written to the cache atomically. A cache file that fails any check is
@@ -312,9 +373,13 @@ def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, s
             print(f"bm25: cache file {path} unusable ({exc}); rebuilding", file=sys.stderr)
         else:
             index.provenance = _provenance(index, content_hash, "hit", "load_seconds", started)
+            try:
+                os.utime(path)  # `python -m adapters.cache prune` drops files unused for a while
+            except OSError:
+                pass
             return index
     started = time.monotonic()
-    index = BM25Index.build(ids, texts, settings)
+    index = BM25Index.build(ids, texts, settings, progress)
     index.provenance = _provenance(index, content_hash, "miss" if path is not None else "off",
                                    "build_seconds", started)
     if path is not None:

@@ -12,11 +12,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.startup import AdapterStartupError, available_memory_bytes
+
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
+# Reading holds the file's bytes, its decoded text, its lines and the texts at once: about
+# four times the file (docs/performance.md, BM25 at scale).
+READ_MEMORY_FACTOR = 4
 
 
-class CorpusFileError(ValueError):
+class CorpusFileError(AdapterStartupError):
     """A corpus file is missing or malformed; the message names file, line and field."""
+
+
+class CorpusTooLarge(AdapterStartupError):
+    """Reading the corpus file would take more memory than this process can have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +63,14 @@ def required_corpus_paths(overrides: list[str] | None = None) -> dict[str, Path]
     return paths
 
 
-def read_corpus(kind: str, path: Path) -> CorpusFile:
-    """Load one corpus file; reject bad JSON, missing/empty ids or text, and duplicate ids."""
+def read_corpus(kind: str, path: Path, *, memory_check: bool = True) -> CorpusFile:
+    """Load one corpus file; reject bad JSON, missing/empty ids or text, and duplicate ids.
+
+    With `memory_check`, a file that would not fit in memory once read (READ_MEMORY_FACTOR
+    times its size against what is available) is refused before it is read.
+    """
+    if memory_check:
+        check_read_memory(kind, path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -83,3 +98,16 @@ def read_corpus(kind: str, path: Path) -> CorpusFile:
         ids.append(doc_id)
         texts.append(text)
     return CorpusFile(kind=kind, ids=ids, texts=texts, content_hash=hashlib.sha256(raw).hexdigest())
+
+
+def check_read_memory(kind: str, path: Path) -> None:
+    """CorpusTooLarge, in one line, when reading `path` would exhaust the available memory."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # read_bytes reports it
+    available = available_memory_bytes()
+    need = READ_MEMORY_FACTOR * size
+    if available is not None and need > available:
+        raise CorpusTooLarge(f"{path}: corpus for kind {kind!r} is {size / 2**30:.1f} GiB; reading it needs about "
+                             f"{need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB is available")

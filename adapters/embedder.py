@@ -1,4 +1,6 @@
-"""Turn texts into vectors with an ONNX sentence-embedding model: tokenise, run, pool, normalise, cache.
+"""Turn texts into vectors with an ONNX sentence-embedding model: tokenise, run, pool, normalise.
+
+The on-disk cache of passage vectors is adapters/embedding_cache.py.
 
 Uses onnxruntime, tokenizers and numpy only; the callers import this module inside their
 `main()` so a missing package becomes an install hint, not a traceback.
@@ -7,34 +9,28 @@ Uses onnxruntime, tokenizers and numpy only; the callers import this module insi
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from harness.fsutil import atomic_write_bytes, cache_dir
+from adapters.startup import AdapterStartupError
 
 POOLING_CHOICES = ("mean", "cls")
 POOLING_CONFIG = Path("1_Pooling") / "config.json"
-# Bump when the meaning of a cached embedding file changes.
-CACHE_FORMAT = 2  # 2: a header line with the payload's sha256 precedes the .npy bytes
-CACHE_SUFFIX = ".emb"
-_CACHE_MAGIC = b"retrieval-gate-embeddings"
 
 _ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(AdapterStartupError):
     """The model, tokenizer or options cannot be used; one line naming the file or option."""
 
 
 @dataclass(frozen=True, slots=True)
 class EmbedOptions:
-    """How texts become vectors. `threads` 0 lets onnxruntime choose."""
+    """How texts become vectors. `threads` 0 lets onnxruntime choose; `spinning` lets its idle threads spin."""
 
     pooling: str = "mean"
     normalize: bool = True
@@ -44,6 +40,7 @@ class EmbedOptions:
     batch_size: int = 32
     batch_tokens: int = 256
     threads: int = 0
+    spinning: bool = False
 
 
 def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
@@ -148,6 +145,10 @@ class Embedder:
         session_options = onnxruntime.SessionOptions()
         session_options.intra_op_num_threads = options.threads
         session_options.inter_op_num_threads = 1
+        # Spinning worker threads burn the CPU another process (or our other thread) needs:
+        # on a shared 2-core machine they cost 35-40% of the CPU per document at 2 threads
+        # (benchmarks/embed.py, docs/performance.md), and gain nothing measurable at 1.
+        session_options.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spinning else "0")
         session_options.log_severity_level = 3
         try:
             self.session = onnxruntime.InferenceSession(
@@ -176,15 +177,17 @@ class Embedder:
         """One query vector (the query prefix applied), shape (dim,)."""
         return self.embed([text], prefix=self.options.query_prefix)[0]
 
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed(texts, prefix=self.options.passage_prefix)
+    def embed_passages(self, texts: Sequence[str], *,
+                       progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        return self.embed(texts, prefix=self.options.passage_prefix, progress=progress)
 
-    def embed(self, texts: Sequence[str], prefix: str = "") -> np.ndarray:
+    def embed(self, texts: Sequence[str], prefix: str = "", *,
+              progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Vectors for `texts` in input order, shape (len(texts), dim), float32.
 
         Texts are run in batches of similar token length (longest first, see `plan_batches`)
         so a batch pads little; each batch is padded to its own longest text, never to a
-        fixed width.
+        fixed width. `progress(done, total)` is called after every batch.
         """
         if not texts:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
@@ -195,7 +198,13 @@ class Embedder:
         batches = plan_batches([len(token_ids[index]) for index in order], self.options.batch_size,
                                self.options.batch_tokens)
         batches = [[order[position] for position in batch] for batch in batches]
-        outputs = [self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch]) for batch in batches]
+        outputs = []
+        done = 0
+        for batch in batches:
+            outputs.append(self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch]))
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(texts))
         result = np.empty((len(texts), outputs[0].shape[1]), dtype=np.float32)
         for batch, vectors in zip(batches, outputs):
             result[batch] = vectors
@@ -239,63 +248,6 @@ class Embedder:
             "passage_prefix": self.options.passage_prefix,
             "max_length": self.options.max_length,
         }
-
-
-def embedding_cache_key(corpus_hash: str, embedder: Embedder) -> str:
-    """sha256 over corpus content, model and tokenizer digests and every option that changes a vector.
-
-    Batch size and thread count are left out: they change no value beyond float noise.
-    """
-    material = {"format": CACHE_FORMAT, "corpus_sha256": corpus_hash, **embedder.identity()}
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_hash: str, *,
-                              use_cache: bool = True, folder: Path | None = None,
-                              log: Callable[[str], None] | None = None) -> tuple[np.ndarray, bool]:
-    """Passage vectors for a corpus, from the on-disk cache when it holds a valid entry.
-
-    Returns (matrix, cache_hit). A cache file that does not load or has the wrong shape is
-    treated as a miss and rewritten, never trusted.
-    """
-    say = log or (lambda message: print(message, file=sys.stderr))
-    if not use_cache:
-        return embedder.embed_passages(texts), False
-    folder = folder if folder is not None else cache_dir("embeddings")
-    path = folder / f"{embedding_cache_key(corpus_hash, embedder)}{CACHE_SUFFIX}"
-    if path.is_file():
-        matrix = _load_matrix(path, len(texts))
-        if matrix is not None:
-            return matrix, True
-        say(f"{path}: unusable cache entry, embedding again")
-    matrix = embedder.embed_passages(texts)
-    buffer = io.BytesIO()
-    np.save(buffer, matrix, allow_pickle=False)
-    payload = buffer.getvalue()
-    header = b"%s %d %s\n" % (_CACHE_MAGIC, CACHE_FORMAT, hashlib.sha256(payload).hexdigest().encode())
-    atomic_write_bytes(path, header + payload)
-    return matrix, False
-
-
-def _load_matrix(path: Path, rows: int) -> np.ndarray | None:
-    """The cached matrix, or None unless its header, payload sha256, dtype, shape and values all check out."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    header, _, payload = data.partition(b"\n")
-    fields = header.split(b" ")
-    if (len(fields) != 3 or fields[0] != _CACHE_MAGIC or fields[1] != str(CACHE_FORMAT).encode()
-            or fields[2] != hashlib.sha256(payload).hexdigest().encode()):
-        return None  # truncated, tampered or from another format: rebuilt, never trusted
-    try:
-        matrix = np.load(io.BytesIO(payload), allow_pickle=False)
-    except (OSError, ValueError, EOFError):
-        return None
-    if (not isinstance(matrix, np.ndarray) or matrix.dtype != np.float32 or matrix.ndim != 2
-            or matrix.shape[0] != rows or not np.isfinite(matrix).all()):
-        return None
-    return matrix
 
 
 def _pad_id(tokenizer) -> int:

@@ -23,6 +23,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from adapters.startup import AdapterStartupError
+
 NAME = "http"
 VERSION = "1.0.0"
 DEFAULT_TIMEOUT_SECONDS = 10.0    # per HTTP call: connect, and each read while waiting for the answer
@@ -35,7 +37,11 @@ class BridgeError(Exception):
     """One call failed (HTTP status, timeout, unreadable answer); its message becomes the error reply."""
 
 
-class NotLoopback(ValueError):
+class UrlError(AdapterStartupError):
+    """--url cannot be used (scheme, host, port)."""
+
+
+class NotLoopback(UrlError):
     """The URL's host resolves to an address outside loopback."""
 
 
@@ -221,18 +227,18 @@ def _error_body(error: urllib.error.HTTPError) -> str:
 
 
 def check_url(url: str) -> None:
-    """Reject anything but an http:// URL whose host resolves to loopback only (NotLoopback / ValueError)."""
+    """Reject anything but an http:// URL whose host resolves to loopback only (UrlError, NotLoopback)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http":
-        raise ValueError(f"--url {url!r}: only http:// URLs are supported")
+        raise UrlError(f"--url {url!r}: only http:// URLs are supported")
     if not parts.hostname:
-        raise ValueError(f"--url {url!r}: no host")
+        raise UrlError(f"--url {url!r}: no host")
     if KIND_PLACEHOLDER in parts.netloc:
-        raise ValueError(f"--url {url!r}: {KIND_PLACEHOLDER} may appear in the path or query, not the host")
+        raise UrlError(f"--url {url!r}: {KIND_PLACEHOLDER} may appear in the path or query, not the host")
     try:
         port = parts.port or 80
     except ValueError:
-        raise ValueError(f"--url {url!r}: the port is not a number from 0 to 65535") from None
+        raise UrlError(f"--url {url!r}: the port is not a number from 0 to 65535") from None
     loopback_addresses(parts.hostname, port)
 
 
@@ -292,21 +298,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Check the URL (exit 2 unless loopback), print the banner, answer requests until EOF."""
-    args = build_parser().parse_args(argv)
-    if not args.query_field:
-        print("http: error: --query-field cannot be empty", file=sys.stderr)
-        return 2
-    try:
-        check_url(args.url)
-    except ValueError as exc:
-        print(f"http: error: {exc}", file=sys.stderr)
-        return 2
-    from harness.adapter import serve
+    from adapters.startup import run_adapter
 
+    args = build_parser().parse_args(argv)
+    return run_adapter(NAME, lambda: prepare(args))
+
+
+def prepare(args: argparse.Namespace):
+    """Check the options and the URL; returns (search, banner). Raises AdapterStartupError."""
+    if not args.query_field:
+        raise AdapterStartupError("--query-field cannot be empty")
+    check_url(args.url)
     bridge = Bridge(args)
     banner = {"name": args.name, "version": args.backend_version,
               "index": {"url": args.url, "method": args.method}, "bridge": f"adapters.http {VERSION}"}
-    return serve(bridge.search, banner)
+    return bridge.search, banner
 
 
 if __name__ == "__main__":

@@ -1,36 +1,28 @@
-"""`python -m adapters.hybrid`: reciprocal-rank fusion of BM25 and the ONNX embedder, in one process.
+"""`python -m adapters.hybrid`: fusion of BM25 and the ONNX embedder, in one process.
 
 Both parts index every corpus at start-up (each with its own cache); per query each
-contributes its top `--candidates` and the fused list is ranked by RRF score.
+contributes its top `--candidates` and the fused list is ranked by `--fusion`: weighted
+RRF, or min-max / z-score score fusion with `--weight` (adapters/fusion.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+
+from adapters.fusion import METHODS, FusionSettings, fuse, reciprocal_rank_fusion
 
 NAME = "hybrid"
-VERSION = "1"
+VERSION = "2"  # 2: fusion methods (weighted RRF, min-max and z-score score fusion); default z-score
+# Chosen on the development split of the shipped sets only (`python -m benchmarks.tune_hybrid`;
+# docs/performance.md has the grid and the held-out figures).
+DEFAULT_FUSION = "zscore"
+DEFAULT_WEIGHT = 0.5
 DEFAULT_RRF_K = 60.0
-DEFAULT_CANDIDATES = 100
+DEFAULT_CANDIDATES = 20
 INSTALL_HINT = "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenizers)"
 
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], rrf_k: float) -> list[tuple[str, float]]:
-    """Fuse ranked id lists: score(d) = sum over lists holding d of 1 / (rrf_k + rank(d)), rank from 1.
-
-    Cormack, Clarke and Buettcher (SIGIR 2009), who used rrf_k = 60. A document missing from
-    a list gets nothing from it. Result: (id, score), score descending, then id ascending.
-    Each list's ids must be unique (a repeated id would count twice, so it is an error).
-    """
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        if len(set(ranking)) != len(ranking):
-            raise ValueError("reciprocal_rank_fusion: a ranking repeats an id")
-        for rank, doc_id in enumerate(ranking, start=1):
-            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 / (rrf_k + rank)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+__all__ = ["reciprocal_rank_fusion", "fusion_from_args", "build_parser", "prepare", "main"]
 
 
 def _positive_int(text: str) -> int:
@@ -47,6 +39,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _unit_float(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from adapters import bm25, onnx_embed
 
@@ -56,62 +55,69 @@ def build_parser() -> argparse.ArgumentParser:
     from adapters import passages
     passages.add_arguments(parser)  # both parts rank windows; a fused hit shows its better-ranked part's window
     group = parser.add_argument_group("fusion")
+    group.add_argument("--fusion", choices=METHODS, default=DEFAULT_FUSION,
+                       help="rrf: weighted reciprocal-rank fusion; minmax, zscore: weighted sum of each part's "
+                            f"scores after that normalisation (default {DEFAULT_FUSION})")
+    group.add_argument("--weight", type=_unit_float, default=DEFAULT_WEIGHT,
+                       help=f"the embedder's share, 0..1; BM25 gets 1 - weight (default {DEFAULT_WEIGHT:g})")
     group.add_argument("--rrf-k", type=_non_negative_float, default=DEFAULT_RRF_K,
-                       help=f"RRF constant k in 1/(k + rank) (default {DEFAULT_RRF_K:g})")
+                       help=f"RRF constant k in 1/(k + rank), for --fusion rrf (default {DEFAULT_RRF_K:g})")
     group.add_argument("--candidates", type=_positive_int, default=DEFAULT_CANDIDATES,
                        help="top-N each part contributes (default %(default)s; raised to k when a request "
                             "asks for more)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so a missing package is a hint, not a traceback)
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError as exc:
-        print(f"{NAME}: error: missing {exc.name}; install with: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters import bm25, model_store, onnx_embed
-    from adapters.corpus_dir import CorpusFileError, required_corpus_paths
-    from adapters.embedder import EmbedderError
-    from harness.adapter import index_for, serve
+def fusion_from_args(args: argparse.Namespace) -> FusionSettings:
+    return FusionSettings(method=args.fusion, weight=args.weight, rrf_k=args.rrf_k, candidates=args.candidates)
+
+
+def prepare(args: argparse.Namespace):
+    """Check the packages, load both parts over every corpus; returns (search, banner)."""
+    from adapters.startup import require
+
+    require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
+    from adapters import bm25, onnx_embed
+    from adapters.corpus_dir import required_corpus_paths
+    from harness.adapter import index_for
 
     settings = bm25.settings_from_args(args)
-    try:
-        paths = required_corpus_paths(args.corpus)
-        from adapters import passages
-        windows = passages.window_settings(args, paths)
-        lexical = bm25.load_indexes(paths, settings, windows)
-        embedder, files = onnx_embed.build_embedder(args)
-        semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache,
-                                                            windows=windows)
-    except (CorpusFileError, ValueError, EmbedderError, model_store.ModelStoreError) as exc:
-        # ValueError covers BM25 settings and onnx_embed.ConfigError (a ValueError).
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+    fusion = fusion_from_args(args)
+    paths = required_corpus_paths(args.corpus)
+    from adapters import passages
+    windows = passages.window_settings(args, paths)
+    lexical = bm25.load_indexes(paths, settings, windows)
+    embedder, files = onnx_embed.build_embedder(args)
+    semantic, embedder_index = onnx_embed.build_indexes(embedder, paths, use_cache=not args.no_cache,
+                                                        windows=windows)
 
     def search(kind: str, query: str, k: int) -> list[tuple]:
-        depth = max(args.candidates, k)
+        depth = max(fusion.candidates, k)
+        used = fusion if depth == fusion.candidates else FusionSettings(fusion.method, fusion.weight,
+                                                                        fusion.rrf_k, depth)
         lexical_hits = index_for(lexical, kind).search(query, depth)
         semantic_hits = semantic[kind].search(embedder.embed_query(query), depth)
-        fused = reciprocal_rank_fusion([[hit[0] for hit in lexical_hits], [hit[0] for hit in semantic_hits]],
-                                       args.rrf_k)[:k]
-        return passages.attach_windows(fused, [lexical_hits, semantic_hits])
+        fused = fuse([hit[:2] for hit in lexical_hits], [hit[:2] for hit in semantic_hits], used)[:k]
+        return passages.attach_windows(fused, [lexical_hits, semantic_hits])  # hits keep their part's window
 
     bm25_scoring = settings.scoring()
     banner = {
         "name": NAME, "version": VERSION,
-        "model": (f"rrf(k={args.rrf_k:g}, candidates={args.candidates}) of bm25 {_inline(bm25_scoring)} "
-                  f"+ {onnx_embed.model_summary(embedder, files)}"),
-        "fusion": {"method": "rrf", "rrf_k": args.rrf_k, "candidates": args.candidates},
+        "model": f"{fusion.summary()} of bm25 {_inline(bm25_scoring)} + {onnx_embed.model_summary(embedder, files)}",
+        "fusion": fusion.banner(),
         "bm25": {"name": bm25.NAME, "version": bm25.VERSION, "settings": bm25_scoring},
         "embedder": onnx_embed.model_banner(embedder, files),
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": embedder_index[kind]}
                   for kind in sorted(lexical)},
     }
-    return serve(search, banner)
+    return search, banner
+
+
+def main(argv: list[str] | None = None) -> int:
+    from adapters.startup import run_adapter
+
+    args = build_parser().parse_args(argv)
+    return run_adapter(NAME, lambda: prepare(args))
 
 
 def _inline(settings: object) -> str:

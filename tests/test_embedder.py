@@ -1,4 +1,4 @@
-"""Tests for adapters.embedder: pooling, normalisation, batching and the embedding cache on a tiny ONNX model.
+"""Tests for adapters.embedder: pooling, normalisation, batching and progress on a tiny ONNX model.
 
 The tiny model's hidden state for token t is a row of a random table (plus a token-type row),
 so every expected vector is recomputed here with plain numpy from the token ids.
@@ -18,7 +18,7 @@ onnx = pytest.importorskip("onnx")
 
 
 from adapters.embedder import (  # noqa: E402
-    EmbedderError, EmbedOptions, Embedder, cached_passage_embeddings, plan_batches, pooling_from_config)
+    EmbedderError, EmbedOptions, Embedder, plan_batches, pooling_from_config)
 from tests.conftest import require_default_model  # noqa: E402
 from tests.tiny_onnx import DIM, reference, write_model, write_tokenizer  # noqa: E402
 
@@ -146,79 +146,11 @@ def test_bad_options_name_the_option(tiny):
         Embedder(model, tokenizer, EmbedOptions(max_length=1))
 
 
-class CountingEmbedder:
-    """Wraps an Embedder and counts passage embeddings actually computed."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.inner = embedder
-        self.calls = 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def embed_passages(self, texts):
-        self.calls += 1
-        return self.inner.embed_passages(texts)
-
-
-def test_embedding_cache_reuse_and_invalidation(tiny, tmp_path):
-    model, tokenizer, table, type_table = tiny
-    cache = tmp_path / "embeddings"
-    texts = TEXTS[:4]
-    first = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
-    matrix, hit = cached_passage_embeddings(first, texts, "corpus-1", folder=cache)
-    assert (hit, first.calls, len(list(cache.glob("*.emb")))) == (False, 1, 1)
-    # Same corpus, model and options, even another batch size and thread count: reused, not recomputed.
-    second = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(batch_size=2, threads=1)))
-    again, hit = cached_passage_embeddings(second, texts, "corpus-1", folder=cache)
-    assert (hit, second.calls) == (True, 0)
-    np.testing.assert_array_equal(again, matrix)
-    # Each of these changes the vectors, so each is a miss with its own entry.
-    changed_corpus = cached_passage_embeddings(second, texts, "corpus-2", folder=cache)[1]
-    prefixed = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(passage_prefix="eta ")))
-    changed_prefix = cached_passage_embeddings(prefixed, texts, "corpus-1", folder=cache)[1]
-    pooled = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(pooling="cls")))
-    changed_pooling = cached_passage_embeddings(pooled, texts, "corpus-1", folder=cache)[1]
-    other_model, _, _ = write_model(tmp_path / "other.onnx", seed=8)
-    retrained = CountingEmbedder(Embedder(other_model, tokenizer, EmbedOptions()))
-    changed_model, _ = cached_passage_embeddings(retrained, texts, "corpus-1", folder=cache)
-    assert (changed_corpus, changed_prefix, changed_pooling) == (False, False, False)
-    assert not np.allclose(changed_model, matrix)
-    assert len(list(cache.glob("*.emb"))) == 5
-    # Turning the cache off computes and writes nothing new.
-    off = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
-    assert cached_passage_embeddings(off, texts, "corpus-3", folder=cache, use_cache=False)[1] is False
-    assert (off.calls, len(list(cache.glob("*.emb")))) == (1, 5)
-
-
-def test_a_corrupt_cache_entry_is_recomputed_not_trusted(tiny, tmp_path):
-    model, tokenizer, table, type_table = tiny
-    cache = tmp_path / "embeddings"
-    embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
-    cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)
-    (entry,) = cache.glob("*.emb")
-    entry.write_bytes(entry.read_bytes()[:100])
-    messages: list[str] = []
-    matrix, hit = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache, log=messages.append)
-    assert (hit, embedder.calls) == (False, 2)
-    assert messages == [f"{entry}: unusable cache entry, embedding again"]
-    np.testing.assert_allclose(matrix, reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
-    assert cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)[1] is True
-
-
-def test_a_tampered_cache_entry_of_the_right_shape_is_detected(tiny, tmp_path):
-    model, tokenizer, table, type_table = tiny
-    cache = tmp_path / "embeddings"
-    embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
-    honest, _ = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache)
-    (entry,) = cache.glob("*.emb")
-    data = bytearray(entry.read_bytes())
-    data[-4:] = np.float32(123.0).tobytes()  # one value changed; shape and dtype intact
-    entry.write_bytes(bytes(data))
-    messages: list[str] = []
-    matrix, hit = cached_passage_embeddings(embedder, TEXTS, "corpus-1", folder=cache, log=messages.append)
-    assert (hit, embedder.calls) == (False, 2) and len(messages) == 1
-    np.testing.assert_array_equal(matrix, honest)
+def test_progress_is_reported_after_every_batch_up_to_the_total(tiny):
+    model, tokenizer, _, _ = tiny
+    calls: list[tuple[int, int]] = []
+    Embedder(model, tokenizer, EmbedOptions(batch_size=3)).embed(TEXTS, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(3, 7), (6, 7), (7, 7)]
 
 
 def test_default_model_ranks_a_paraphrase_above_an_unrelated_sentence():

@@ -1,0 +1,83 @@
+"""`python -m adapters.cache info|prune`: the reference adapters' on-disk caches, their size and their pruning.
+
+`info` prints one line per embedding store (vectors, bytes, corpora using it) and per BM25
+index file. `prune --older-than DAYS` (default 30) drops embedding manifests not used for
+that long and every vector no remaining corpus uses, and BM25 index files not loaded for
+that long (a load touches the file). Standard library and numpy only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from harness.fsutil import cache_dir
+
+NAME = "cache"
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def info() -> int:
+    from adapters.embedding_cache import summarise
+
+    root = cache_dir("embeddings")
+    total = 0
+    for summary in summarise(root):
+        total += summary.bytes
+        print(f"embeddings {summary.folder.name}: {summary.vectors} vectors, {_mb(summary.bytes)}, "
+              f"used by {summary.corpora} corpora")
+    for path in sorted(cache_dir("bm25").glob("*.bm25")):
+        stat = path.stat()
+        total += stat.st_size
+        age = (time.time() - stat.st_mtime) / 86400
+        print(f"bm25 {path.name[:32]}: {_mb(stat.st_size)}, last used {age:.1f} days ago")
+    print(f"total: {_mb(total)} in {cache_dir()}")
+    return 0
+
+
+def prune(older_than_days: float) -> int:
+    from adapters.embedding_cache import prune as prune_embeddings
+
+    vectors, freed = prune_embeddings(cache_dir("embeddings"), older_than_days)
+    cutoff = time.time() - older_than_days * 86400
+    files = 0
+    for path in cache_dir("bm25").glob("*.bm25"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                size = path.stat().st_size
+                path.unlink()
+                files += 1
+                freed += size
+        except OSError:
+            continue
+    print(f"pruned {vectors} embedding vectors and {files} BM25 index files, {_mb(freed)} freed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m adapters.cache", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("info", help="size of every cache entry")
+    pruning = commands.add_parser("prune", help="drop entries no corpus used for --older-than days")
+    pruning.add_argument("--older-than", type=float, default=30.0, metavar="DAYS",
+                         help="keep what a corpus used in the last DAYS days (default 30; 0 keeps nothing)")
+    args = parser.parse_args(argv)
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print(f"{NAME}: error: missing numpy; install with: pip install 'retrieval-gate[onnx]'", file=sys.stderr)
+        return 2
+    if args.command == "info":
+        return info()
+    if args.older_than < 0:
+        print(f"{NAME}: error: --older-than {args.older_than:g}: must be 0 or more", file=sys.stderr)
+        return 2
+    return prune(args.older_than)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""adapters/embedding_cache.py: vectors cached per document content hash, verified on load, pruned on request."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("onnx")
+
+from adapters import embedding_cache  # noqa: E402
+from adapters.embedder import EmbedOptions, Embedder  # noqa: E402
+from adapters.embedding_cache import cached_passage_embeddings, prune, summarise  # noqa: E402
+from tests.tiny_onnx import reference, write_model, write_tokenizer  # noqa: E402
+
+TEXTS = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha beta gamma delta epsilon",
+         "theta theta", "gamma unknownword alpha beta zeta", "eta", "beta alpha"]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path):
+    model, table, type_table = write_model(tmp_path / "model.onnx")
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    return model, tokenizer, table, type_table
+
+
+class CountingEmbedder:
+    """Wraps an Embedder and counts the passages it actually embeds."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.inner = embedder
+        self.embedded: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed_passages(self, texts, progress=None):
+        self.embedded.extend(texts)
+        return self.inner.embed_passages(texts, progress=progress)
+
+
+def packs(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*/*.pack"))
+
+
+def test_changing_one_document_embeds_only_that_document(tiny, tmp_path):
+    model, tokenizer, table, type_table = tiny
+    cache = tmp_path / "embeddings"
+    first = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    matrix, outcome = cached_passage_embeddings(first, TEXTS, "corpus-1", folder=cache)
+    assert (outcome.state, outcome.reused, outcome.embedded, outcome.store_vectors) == ("miss", 0, 7, 7)
+    assert outcome.store_bytes == packs(cache)[0].stat().st_size
+    np.testing.assert_allclose(matrix, reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
+    # Same corpus, another batch size and thread count: all reused.
+    second = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions(batch_size=2, threads=1)))
+    again, outcome = cached_passage_embeddings(second, TEXTS, "corpus-1", folder=cache)
+    assert (outcome.state, second.embedded) == ("hit", [])
+    np.testing.assert_array_equal(again, matrix)
+    # One document edited, one added, order changed: only those two are embedded.
+    edited = ["beta alpha", "theta theta", "delta gamma", *TEXTS[:2], *TEXTS[4:6], "zeta"]
+    vectors, outcome = cached_passage_embeddings(second, edited, "corpus-2", folder=cache)
+    assert sorted(second.embedded) == ["delta gamma", "zeta"]
+    assert (outcome.state, outcome.reused, outcome.embedded, outcome.store_vectors) == ("partial", 6, 2, 9)
+    np.testing.assert_allclose(vectors, reference(edited, table, type_table), rtol=1e-5, atol=1e-6)
+    assert len(packs(cache)) == 2
+
+
+def test_options_that_change_vectors_get_their_own_store(tiny, tmp_path):
+    model, tokenizer, _, _ = tiny
+    cache = tmp_path / "embeddings"
+    base = cached_passage_embeddings(Embedder(model, tokenizer, EmbedOptions()), TEXTS, "c", folder=cache)[0]
+    for options in (EmbedOptions(passage_prefix="eta "), EmbedOptions(pooling="cls"), EmbedOptions(max_length=3)):
+        outcome = cached_passage_embeddings(Embedder(model, tokenizer, options), TEXTS, "c", folder=cache)[1]
+        assert outcome.state == "miss"
+    other_model, _, _ = write_model(tmp_path / "other.onnx", seed=8)
+    changed, outcome = cached_passage_embeddings(Embedder(other_model, tokenizer, EmbedOptions()), TEXTS, "c",
+                                                 folder=cache)
+    assert outcome.state == "miss" and not np.allclose(changed, base)
+    assert len([path for path in cache.iterdir() if path.is_dir()]) == 5
+    off = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    assert cached_passage_embeddings(off, TEXTS, "c", folder=cache, use_cache=False)[1].state == "off"
+    assert len(off.embedded) == 7 and len(packs(cache)) == 5
+
+
+@pytest.mark.parametrize("damage", ["truncate", "one value changed"])
+def test_a_damaged_pack_is_recomputed_not_trusted(tiny, tmp_path, damage):
+    model, tokenizer, _, _ = tiny
+    cache = tmp_path / "embeddings"
+    embedder = CountingEmbedder(Embedder(model, tokenizer, EmbedOptions()))
+    honest, _ = cached_passage_embeddings(embedder, TEXTS, "c", folder=cache)
+    (pack,) = packs(cache)
+    data = bytearray(pack.read_bytes())
+    if damage == "truncate":
+        data = data[:100]
+    else:
+        data[-4:] = np.float32(123.0).tobytes()  # shape and dtype intact, checksum not
+    pack.write_bytes(bytes(data))
+    messages: list[str] = []
+    matrix, outcome = cached_passage_embeddings(embedder, TEXTS, "c", folder=cache, log=messages.append)
+    assert (outcome.state, len(embedder.embedded)) == ("miss", 14)
+    assert messages == [f"{pack}: unusable cache entry, embedding again"]
+    np.testing.assert_array_equal(matrix, honest)
+    assert cached_passage_embeddings(embedder, TEXTS, "c", folder=cache)[1].state == "hit"
+
+
+def test_many_small_updates_are_merged_into_one_pack(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(embedding_cache, "MAX_PACKS", 3)
+    model, tokenizer, table, type_table = tiny
+    cache = tmp_path / "embeddings"
+    embedder = Embedder(model, tokenizer, EmbedOptions())
+    for count in range(1, 6):
+        cached_passage_embeddings(embedder, TEXTS[:count], f"c{count}", folder=cache)
+    assert len(packs(cache)) <= 3
+    matrix, outcome = cached_passage_embeddings(embedder, TEXTS[:5], "c5", folder=cache)
+    assert outcome.state == "hit" and outcome.store_vectors == 5
+    np.testing.assert_allclose(matrix, reference(TEXTS[:5], table, type_table), rtol=1e-5, atol=1e-6)
+
+
+def test_prune_keeps_what_recent_corpora_use_and_drops_the_rest(tiny, tmp_path):
+    model, tokenizer, _, _ = tiny
+    cache = tmp_path / "embeddings"
+    embedder = Embedder(model, tokenizer, EmbedOptions())
+    cached_passage_embeddings(embedder, TEXTS[:4], "old-corpus", folder=cache)
+    cached_passage_embeddings(embedder, TEXTS[2:], "new-corpus", folder=cache)
+    cached_passage_embeddings(Embedder(model, tokenizer, EmbedOptions(pooling="cls")), TEXTS, "old-corpus",
+                              folder=cache)
+    (legacy := cache / "whole-corpus.emb").write_bytes(b"format 2")
+    long_ago = time.time() - 90 * 86400
+    for manifest in cache.glob("*/corpus-old-corpus*.json"):
+        os.utime(manifest, (long_ago, long_ago))
+    assert sorted(summary.vectors for summary in summarise(cache)) == [7, 7]
+    removed, freed = prune(cache, older_than_days=30)
+    assert removed == 2 + 7 and freed > 0 and not legacy.exists()
+    (summary,) = summarise(cache)
+    assert (summary.vectors, summary.corpora) == (5, 1)
+    counting = CountingEmbedder(embedder)
+    assert cached_passage_embeddings(counting, TEXTS[2:], "new-corpus", folder=cache)[1].state == "hit"
+    assert cached_passage_embeddings(counting, TEXTS[:4], "old-corpus", folder=cache)[1].embedded == 2
+
+
+def test_cache_command_reports_sizes_and_prunes(tiny, tmp_path, monkeypatch, capsys):
+    from adapters import cache as command
+
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    model, tokenizer, _, _ = tiny
+    cached_passage_embeddings(Embedder(model, tokenizer, EmbedOptions()), TEXTS, "c",
+                              folder=tmp_path / "rg" / "embeddings")
+    stale = tmp_path / "rg" / "bm25" / "stale.bm25"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"x" * 10)
+    os.utime(stale, (time.time() - 40 * 86400,) * 2)
+    assert command.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert ": 7 vectors, " in out and "used by 1 corpora" in out and "bm25 stale.bm25" in out
+    assert command.main(["prune"]) == 0
+    assert capsys.readouterr().out.startswith("pruned 0 embedding vectors and 1 BM25 index files")
+    assert command.main(["prune", "--older-than", "0"]) == 0
+    assert capsys.readouterr().out.startswith("pruned 7 embedding vectors")
