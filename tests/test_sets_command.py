@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from harness.commands.cli import main
 from harness.sets.loader import load_set
 from harness.sets.statistics import overlap_statistics
@@ -60,3 +62,22 @@ def test_import_beir_via_the_cli_and_never_overwrite(tmp_path, capsys):
     before = (sets_dir / "bakery" / "set.json").read_text()
     assert main(["sets", "--sets-dir", str(sets_dir), "import-beir", str(FIXTURES / "beir"), "--name", "bakery"]) == 2
     assert (sets_dir / "bakery" / "set.json").read_text() == before
+
+
+def test_export_corpus_writes_what_an_adapter_reads_and_never_overwrites(tmp_path, capsys):
+    import json as _json
+
+    from harness.commands.sets import main as sets_main
+    from harness.errors import UsageError
+    from harness.sets.loader import load_set as _load
+    out = tmp_path / "corpus"
+    assert sets_main(["--sets-dir", str(TINY_SET.parent), "export-corpus", "tiny", str(out)]) == 0
+    rows = [_json.loads(line) for line in (out / "tiny.jsonl").read_text().splitlines()]
+    tiny = _load(TINY_SET)
+    # the documents of the set, in its order, under its ids, with the very text a run materialises
+    assert [(r["id"], r["text"]) for r in rows] == [(d.id, d.text) for d in tiny.documents]
+    assert f"{len(tiny.documents)} documents of set tiny (kind tiny" in capsys.readouterr().out
+    before = (out / "tiny.jsonl").read_bytes()
+    with pytest.raises(UsageError, match="already exists"):
+        sets_main(["--sets-dir", str(TINY_SET.parent), "export-corpus", "tiny", str(out)])
+    assert (out / "tiny.jsonl").read_bytes() == before

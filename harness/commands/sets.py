@@ -10,6 +10,7 @@ from harness.errors import EXIT_OK
 from harness.commands.arguments import parse_arguments, program_name
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import find_sets, load_set, read_set_metadata
+from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
 
@@ -30,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     beir.add_argument("--split", default="test", help="which qrels/<split>.tsv to import (default: test)")
     pin = actions.add_parser("pin", help="record the content hash of every document the queries name, in set.json")
     pin.add_argument("name")
+    export = actions.add_parser("export-corpus", help="write <kind>.jsonl exactly as an adapter sees it, for a "
+                                                      "backend that indexes outside the harness")
+    export.add_argument("name")
+    export.add_argument("folder", type=Path, help="where to write <kind>.jsonl (created; an existing file is kept)")
     return parser
 
 
@@ -48,7 +53,17 @@ def main(argv: list[str]) -> int:
             return EXIT_OK
         if args.action == "verify":
             return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
+        if args.action == "export-corpus":
+            return export_corpus(find_sets([args.name], args.sets_dir)[0], args.folder, args.offline)
         return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+
+
+def export_corpus(folder: Path, target: Path, offline: bool) -> int:
+    query_set = load_set(folder, offline=offline)
+    written = write_corpus_files(query_set, target)
+    print(f"{written}: {len(query_set.documents)} documents of set {query_set.name} (kind {query_set.kind}, "
+          f"corpus {query_set.corpus_hash[:12]}), as an adapter reads them from $HARNESS_CORPUS_DIR")
+    return EXIT_OK
 
 
 def list_sets(sets_dir: Path) -> int:

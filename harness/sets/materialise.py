@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import SetError
+from harness.errors import SetError, UsageError
 from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
 
@@ -35,3 +35,16 @@ def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[st
         written[query_set.kind] = (query_set.name, query_set.corpus_hash)
         paths[query_set.kind] = path
     return paths
+
+
+def write_corpus_files(query_set: QuerySet, folder: Path) -> Path:
+    """`sets export-corpus`: the set's `<kind>.jsonl` (and passages hint) in `folder`, never replacing a file.
+
+    The same bytes a run gives an adapter, so a backend indexing outside the harness (an HTTP
+    service behind adapters.http) indexes the same documents under the same ids.
+    """
+    target = folder / f"{query_set.kind}.jsonl"
+    if target.exists() or target.is_symlink():
+        raise UsageError(f"{target}: already exists; export into an empty folder (nothing is overwritten)")
+    folder.mkdir(parents=True, exist_ok=True)
+    return materialise_corpora([query_set], folder)[query_set.kind]
