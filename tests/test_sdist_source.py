@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+
 from harness.sets import sdist_source
 from harness.errors import SetError
 
@@ -47,13 +48,13 @@ def make_zip(path: Path, entries: list[tuple[str, bytes, int]]) -> Path:
     return path
 
 
-def sha256_file(path: Path) -> str:
+def independent_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def place_in_cache(cache: Path, archive: Path) -> str:
     """Put `archive` where the source looks for it: <cache>/archives/<sha256>/<file name>."""
-    digest = sha256_file(archive)
+    digest = independent_sha256(archive)
     folder = cache / "archives" / digest
     folder.mkdir(parents=True)
     (folder / archive.name).write_bytes(archive.read_bytes())
@@ -282,7 +283,7 @@ def test_tampered_cache_offline_is_removed_and_reported(tmp_path, cache, offline
     digest = place_in_cache(cache, archive)
     cached = cache / "archives" / digest / "demo-1.0.tar.gz"
     cached.write_bytes(cached.read_bytes() + b"tampered")
-    tampered_digest = sha256_file(cached)
+    tampered_digest = independent_sha256(cached)
 
     with pytest.raises(SetError) as caught:
         load(spec_for(digest, ["*"]))
@@ -409,14 +410,14 @@ def tiny_spec(digest: str) -> dict:
 
 def test_fetch_with_pip_verifies_caches_and_then_works_offline(local_index, cache, monkeypatch):
     sdist = make_minimal_sdist(local_index)
-    digest = sha256_file(sdist)
+    digest = independent_sha256(sdist)
 
     documents = load(tiny_spec(digest))
 
     assert [(doc.id, doc.text) for doc in documents] == [
         ("tinypkg-1.0/tinypkg/__init__.py", '"""Tiny package."""\nVALUE = 42\n')]
     cached = cache / "archives" / digest / "tinypkg-1.0.tar.gz"
-    assert sha256_file(cached) == digest
+    assert independent_sha256(cached) == digest
     assert [path.name for path in (cache / "archives").iterdir()] == [digest]  # no staging left behind
 
     # The index disappears: the cached copy is enough.
@@ -429,11 +430,11 @@ def test_fetch_with_pip_verifies_caches_and_then_works_offline(local_index, cach
     cached.write_bytes(b"corrupted")
     monkeypatch.delenv("RETRIEVAL_GATE_OFFLINE")
     assert load(tiny_spec(digest)) == documents
-    assert sha256_file(cached) == digest
+    assert independent_sha256(cached) == digest
 
 
 def test_fetched_archive_with_wrong_hash_never_enters_the_cache(local_index, cache):
-    actual = sha256_file(make_minimal_sdist(local_index))
+    actual = independent_sha256(make_minimal_sdist(local_index))
     pinned = "f" * 64
 
     with pytest.raises(SetError) as caught:

@@ -7,10 +7,10 @@ marked incomplete, naming the file.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from harness.fsutil import file_sha256
 from harness.records import QuerySet
 from harness.sets.loader import protected_files
 
@@ -26,19 +26,14 @@ def corpus_fingerprints(folder: Path) -> dict[str, str | None]:
 
 def fingerprint_files(paths: Iterable[Path | str]) -> dict[str, str | None]:
     """path -> sha256 of its bytes, None when it cannot be read (gone, unreadable)."""
-    return {str(path): file_sha256(Path(path)) for path in paths}
+    return {str(path): _readable_sha256(Path(path)) for path in paths}
 
 
-def file_sha256(path: Path) -> str | None:
-    """sha256 of a file's bytes, read in chunks; None when it cannot be read."""
-    digest = hashlib.sha256()
+def _readable_sha256(path: Path) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
+        return file_sha256(path)
     except OSError:
         return None
-    return digest.hexdigest()
 
 
 def changed_files(before: Mapping[str, str | None], after: Mapping[str, str | None], what: str) -> list[str]:

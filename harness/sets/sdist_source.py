@@ -20,7 +20,7 @@ from harness.sets.archive import (SELECTION_KEYS, Selection, Selector, archive_m
                              parse_selection)
 from harness.child import ChildProcess, log_tail
 from harness.errors import SetError
-from harness.fsutil import cache_dir
+from harness.fsutil import file_sha256, cache_dir
 from harness.records import Document
 
 SOURCE = "pypi-sdist"
@@ -242,12 +242,6 @@ def _tail(log_path: Path) -> str:
     """pip's last few non-blank stderr lines, joined on one line."""
     lines = [line.strip() for line in log_tail(log_path).splitlines() if line.strip()]
     return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in chunks."""
-    with path.open("rb") as handle:
-        return _stream_sha256(handle)
 
 
 def _stream_sha256(handle: BinaryIO) -> str:
