@@ -96,3 +96,17 @@ class ArgumentParser(argparse.ArgumentParser):
                 if close:
                     return f"hint: {name}: did you mean {close[0]}?"
         return ""
+
+
+def add_timeout_options(group, *, answer_help: str = "seconds to wait for each answer") -> None:
+    """--timeout, --startup-timeout and --startup-limit, worded once for every command that starts an adapter."""
+    from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+
+    group.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
+                       help=f"{answer_help} (default: {QUERY_TIMEOUT_SECONDS:g})")
+    group.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
+                       help=f"longest silence allowed before the ready banner or first answer; each progress "
+                            f"line the adapter prints restarts it (default: {STARTUP_TIMEOUT_SECONDS:g})")
+    group.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
+                       help=f"longest start-up allowed however much progress the adapter reports "
+                            f"(default: {STARTUP_LIMIT_SECONDS:g})")

@@ -20,13 +20,12 @@ from typing import TextIO
 from harness.adapter.checks import (CHECKS, CORPUS_TEXTS, DEFAULT_KIND, DEFAULT_LOG, DEFAULT_QUERIES,
                                     EXIT_CHECK_FAILED, FAIL, PLAIN_QUERIES, PLAIN_QUERY_COUNT, PROG, Corpus, Suite,
                                     render_table, run_suite)
-from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS,
-                                     STARTUP_TIMEOUT_SECONDS, describe_progress)
+from harness.adapter.process import (CORPUS_DIR_ENV, describe_progress)
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
 from harness.sets.corpus import corpus_ids
-from harness.commands.arguments import parse_arguments, split_adapter_command
+from harness.commands.arguments import add_timeout_options, parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
 
@@ -53,14 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus-dir", type=Path, default=None, metavar="DIR",
                         help=f"folder passed as ${CORPUS_DIR_ENV} (default: ${CORPUS_DIR_ENV} if set with "
                              "--kind, else a temp folder with the checker's corpus as <kind>.jsonl)")
-    parser.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
-                        help=f"seconds allowed per answer (default: {QUERY_TIMEOUT_SECONDS:g})")
-    parser.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
-                        help=f"longest silence allowed after a start before the first line; each progress "
-                             f"line restarts it (default: {STARTUP_TIMEOUT_SECONDS:g})")
-    parser.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
-                        help=f"longest start-up allowed however much progress the adapter reports "
-                             f"(default: {STARTUP_LIMIT_SECONDS:g})")
+    add_timeout_options(parser, answer_help="seconds allowed per answer")
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
                         help=f"queries asked in a row by the endurance check (default: {DEFAULT_QUERIES})")
     parser.add_argument("--max-rss-growth", type=float, default=None, metavar="MIB",

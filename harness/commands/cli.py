@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
-from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
-from harness.commands.arguments import ArgumentParser, parse_arguments, program_name, split_adapter_command
+from harness.commands.arguments import (ArgumentParser, add_timeout_options, parse_arguments, program_name,
+                                       split_adapter_command)
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.errors import EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
@@ -97,14 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "failed; only new breaks fail (for backends with known, tracked limitations)")
     gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")
     timing = parser.add_argument_group("timing")
-    timing.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
-                        help=f"seconds to wait for each answer (default: {QUERY_TIMEOUT_SECONDS:g})")
-    timing.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_SECONDS, metavar="S",
-                        help=f"longest silence allowed before the ready banner; each progress line the adapter "
-                             f"prints restarts it (default: {STARTUP_TIMEOUT_SECONDS:g})")
-    timing.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
-                        help=f"longest start-up allowed however much progress the adapter reports "
-                             f"(default: {STARTUP_LIMIT_SECONDS:g})")
+    add_timeout_options(timing)
     timing.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed queries before measuring (default: 0)")
     timing.add_argument("--repeats", type=int, default=1, metavar="N",
                         help="ask each query N times; its latency is the median (default: 1)")
