@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+TESTS = Path(__file__).resolve().parent
+REPO_ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
 TINY_SET = FIXTURES / "sets" / "tiny"
 SCRIPTED_ADAPTER = FIXTURES / "cli_adapters" / "scripted.py"
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import time
+from pathlib import Path
 
 
 def default_signals() -> None:
@@ -30,3 +32,9 @@ def wait_for(predicate, seconds: float = 20.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def adapter_pid(log: Path) -> int:
+    match = re.search(r": pid=(\d+)", log.read_text(errors="replace")[:4096])
+    assert match, f"the fixture did not log its pid in {log}"
+    return int(match.group(1))

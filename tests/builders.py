@@ -1,0 +1,81 @@
+"""Builders shared by several test files: results built directly, set files rewritten, evidence sets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.records import QueryResult, SetResult
+from harness.sets.loader import compute_pins, load_set
+
+
+def set_result(rows, which: int) -> SetResult:
+    """A SetResult built directly, as tests/test_gates.py does; `which` 2 = baseline hits, 3 = now."""
+    queries = []
+    for index, row in enumerate(rows):
+        category, relevant, hits = row[0], row[1], row[which]
+        queries.append(QueryResult(
+            qid=f"q{index}", query=f"q{index}", category=category, split="development", ids=(), scores=None,
+            latency_seconds=0.001, metrics={"recall@10": hits / relevant},
+            found=tuple(f"d{index}-{n}" for n in range(hits)), contracts=(), outcome="pass", scored=True))
+    by_category: dict[str, list[float]] = {}
+    for query in queries:
+        by_category.setdefault(query.category, []).append(query.metrics["recall@10"])
+    values = [q.metrics["recall@10"] for q in queries]
+    aggregates = {"overall": {"n": len(values), "recall@10": sum(values) / len(values)},
+                  "category": {c: {"n": len(v), "recall@10": sum(v) / len(v)} for c, v in by_category.items()},
+                  "split": {}}
+    return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10, query_count=len(queries), complete=True,
+                     aggregates=aggregates, latency_ms={"n": len(queries), "p50": 1.0, "p95": 1.0, "max": 1.0},
+                     queries=tuple(queries))
+
+
+
+def rewrite_query(folder, target_qid, **changes):
+    path = folder / "queries.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        if row["qid"] == target_qid:
+            for key, value in changes.items():
+                if value is None:
+                    row.pop(key, None)
+                else:
+                    row[key] = value
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+
+PAGE = "Setup\nThe limit is 500 now.\nHistory\nUntil 2024-03-04 the limit was 300.\n"
+
+
+
+def span(snippet: str, label: str = "current", supports: bool = True, doc: str = "page") -> dict:
+    start = PAGE.index(snippet)
+    return {"doc": doc, "start": start, "end": start + len(snippet), "text": snippet, "label": label,
+            "supports_answer": supports}
+
+
+
+def write_set(folder: Path, queries: list[dict], *, pin: bool = True, **meta) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text(
+        json.dumps({"id": "page", "text": PAGE}) + "\n" + json.dumps({"id": "other", "text": "unrelated"}) + "\n")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    body = {"format": 1, "name": "ev", "kind": "ev", "revision": 1, "k": 10,
+            "corpus": {"source": "jsonl", "path": "corpus.jsonl"}, **meta}
+    (folder / "set.json").write_text(json.dumps(body))
+    if pin:
+        loaded = load_set(folder, check_pins=False)
+        body["pins"] = compute_pins(loaded.queries, {d.id: d for d in loaded.documents})
+        (folder / "set.json").write_text(json.dumps(body))
+    return folder
+
+
+
+def query(qid: str = "q1", **fields) -> dict:
+    base = {"qid": qid, "query": "what is the limit", "relevant": {"page": 1}, "category": "c",
+            "split": "development", "source": "s",
+            "evidence": [span("The limit is 500 now."), span("Until 2024-03-04 the limit was 300.", "stale")],
+            "intent": "current", "canonical": ["page"]}
+    base.update(fields)
+    return base

@@ -1,0 +1,189 @@
+"""The HTML pages in a real browser (headless Chromium through selenium): what a reviewer relies on.
+
+A passing run, a failing run, a crash and a comparison, each at a desktop width (1,400 px) and a
+phone's (390 px): the verdict text, no element wider than the viewport (wide tables scroll in
+their own box), the failing gate rows, charts laid out with a size, no console errors. Full-page
+screenshots land in .retrieval-gate/screenshots/ (a CI artifact).
+
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; the driver is
+/usr/bin/chromedriver, never downloaded. Skipped, saying why, when they are missing, except under
+CI=true, where .ci/run installs them and a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.report.html import render_comparison_html, render_run_html
+from harness.report.views import report_view
+from harness.scoring.compare import compare
+from tests.output_reports import crashed_with_tail, gated_with_baseline, with_baseline_identity
+from tests.reports import BASE_ANSWERS, gated_report, tiny_baseline_entries
+from tests.conftest import REPO_ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOTS = REPO_ROOT / ".retrieval-gate" / "screenshots"
+WIDTHS = {"desktop": 1400, "phone": 390}
+# Chromium's flags for a browser that never touches the network or a profile outside its temp dir.
+BROWSER_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--hide-scrollbars")
+
+
+def _missing() -> str | None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not path.exists():
+            return f"{path} missing (apt-get install -y chromium chromium-driver)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    why = _missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why} (CI=true: .ci/run must install the browser before the tests)")
+        pytest.skip(f"no headless browser: {why}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="retrieval-gate-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in BROWSER_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _comparison_page() -> str:
+    base = gated_report(BASE_ANSWERS)
+    current = gated_report()
+    base_view, current_view = report_view(base, "base.json"), report_view(current, "current.json")
+    comparison = compare(base_view, current_view, seed=3, resamples=200)
+    return render_comparison_html(comparison, base_view, current_view)
+
+
+PAGES = {
+    "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS)),
+                                           tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
+    "run-failing": lambda: render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
+    "run-crashed": lambda: render_run_html(crashed_with_tail(), None, {}, 300.0),
+    "comparison": _comparison_page,
+}
+EXPECTED_VERDICT = {
+    "run-passing": "PASSED: 6 gates",
+    "run-failing": "FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)",
+    "run-crashed": "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)",
+    # base: every query found; current loses tiny-01: overall recall@10 1.0 -> 0.8
+    "comparison": "WORSE: 1 of 1 sets dropped (worst: tiny overall recall@10 \u221220.0 points",
+}
+
+# Elements wider than the viewport, ignoring those inside a box that scrolls on its own.
+OVERFLOWING = """
+const width = document.documentElement.clientWidth;
+const out = [];
+for (const el of document.body.querySelectorAll('*')) {
+  if (el.closest('.scroll')) continue;
+  const box = el.getBoundingClientRect();
+  if (box.width > 0 && (box.right > width + 0.5 || box.left < -0.5)) {
+    out.push(el.tagName + '.' + el.className + ' ' + Math.round(box.left) + '..' + Math.round(box.right));
+  }
+}
+return [document.documentElement.scrollWidth, width, out.slice(0, 10)];
+"""
+# Each chart's size, the width of the box it scrolls in, and how many bars or curves it drew.
+CHART_SIZES = """
+return Array.from(document.querySelectorAll('svg.chart')).map(svg => {
+  const box = svg.getBoundingClientRect();
+  const holder = svg.closest('.scroll').getBoundingClientRect();
+  return [svg.getAttribute('class'), Math.round(box.width), Math.round(box.height), Math.round(holder.right),
+          svg.querySelectorAll('rect.bar, polyline.cdf').length];
+});
+"""
+
+
+def _show(driver, path: Path, width: int) -> None:
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500})
+    driver.get(path.as_uri())
+
+
+def _screenshot(driver, name: str, width: int) -> Path:
+    """The whole page at `width`: the viewport is made as tall as the document first."""
+    height = int(driver.execute_script("return Math.ceil(document.documentElement.scrollHeight)"))
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": min(max(height, 300), 12000), "deviceScaleFactor": 1,
+                            "mobile": width < 500})
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target = SCREENSHOTS / f"{name}-{width}.png"
+    driver.save_screenshot(str(target))
+    return target
+
+
+@pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_a_real_browser(browser, tmp_path, name, width):
+    page = tmp_path / f"{name}.html"
+    page.write_text(PAGES[name](), encoding="utf-8")
+    browser.get_log("browser")  # drop what an earlier page logged
+    _show(browser, page, width)
+
+    verdict = browser.execute_script("return document.querySelector('.headline .verdict').textContent")
+    assert verdict.startswith(EXPECTED_VERDICT[name])
+
+    scroll_width, viewport, overflowing = browser.execute_script(OVERFLOWING)
+    assert viewport == width
+    assert scroll_width <= viewport, f"the page scrolls sideways at {width} px: {overflowing}"
+    assert overflowing == []
+
+    charts = browser.execute_script(CHART_SIZES)
+    assert charts, "no chart on the page"
+    for kind, chart_width, chart_height, box_right, marks in charts:
+        assert chart_width > 0 and chart_height > 0, (kind, chart_width, chart_height)
+        assert box_right <= viewport, kind  # a chart wider than a phone scrolls inside its own box
+        assert chart_width >= min(560, viewport - 40), (kind, chart_width)  # never shrunk below legibility
+        assert marks > 0, kind  # bars or the CDF curve drawn
+
+    if name == "run-failing":
+        statuses = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table.gates tr td:first-child'))"
+            ".map(td => td.textContent)")
+        assert statuses == ["FAIL"] * 4 + ["PASS"] * 2  # failures first
+        # the recall failure links to tiny-01's row, which says what it lost and what came back
+        target = browser.execute_script(
+            "const a = document.querySelector('table.gates a.qid'); const row = document.querySelector("
+            "a.getAttribute('href')); return [a.textContent, row ? row.textContent : null];")
+        assert target[0] == "tiny-01" and "doc-01" in target[1] and "doc-09" in target[1]
+        header = browser.execute_script("return document.querySelector('.headline').textContent")
+        assert "baselines/current.json" in header and "bm25 (bm25 1)" in header
+    if name == "run-crashed":
+        tail = browser.execute_script("const pre = document.querySelector('pre.stderr'); "
+                                      "return [pre.textContent, pre.scrollWidth <= pre.clientWidth]")
+        assert tail[0].startswith("adapter stderr (last lines):\n  | Traceback") and tail[1]
+    if name == "comparison":
+        nowrap = browser.execute_script(
+            "const td = document.querySelector('td.test'); const line = parseFloat(getComputedStyle(td).lineHeight)"
+            " || 20; return td.getBoundingClientRect().height < 2.5 * line")
+        assert nowrap, "a CI cell wraps onto several lines"
+        assert browser.execute_script("return document.querySelectorAll('table.latency tr').length") == 3
+
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
+    assert errors == []
+    assert _screenshot(browser, name, width).stat().st_size > 0

@@ -1,0 +1,186 @@
+"""--executor ray on a local Ray instance with 2 CPUs: the same ids and metrics as a local run, and
+a killed actor, a time-out or SIGTERM to the driver fail the run as locally, leaving no adapter behind.
+
+Skipped, with the reason, when Ray is not importable; under CI=true it must run (.ci/run installs
+the [ray] extra), so CI can never pass without it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.api import GateOptions
+from harness.errors import SetError, UsageError
+from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT
+
+ROOT = REPO_ROOT
+SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"
+HANG = FIXTURES / "adapters" / "hang.py"
+
+
+def _require_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        message = f"ray is not importable ({exc}); install the extra: pip install -e '.[ray]'"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
+        pytest.skip(message)
+    return ray
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """A local Ray instance with 2 CPUs for this module; its address, for drivers in subprocesses."""
+    ray = _require_ray()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # A throwaway instance on this machine, joined by the drivers the tests start: without token
+    # authentication (with it, Ray refused a second driver process in one of our benchmark runs).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    python_path = os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             object_store_memory=100 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": python_path}})
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def test_without_ray_the_executor_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    from harness.adapter import ray_executor
+    with pytest.raises(UsageError, match=r"--executor ray needs Ray: pip install 'retrieval-gate\[ray\]'"):
+        ray_executor._import_ray()
+
+
+def test_ray_options_need_the_ray_executor():
+    with pytest.raises(UsageError, match="need --executor ray"):
+        GateOptions(worker_gpus=1)
+    with pytest.raises(UsageError, match="--executor: one of local, ray"):
+        GateOptions(executor="dask")
+
+
+def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_address, tmp_path):
+    common = dict(sets_dir=ROOT / "sets", backend="bm25", baseline=None, budgets=None)
+    local = harness.gate(["memory"], log_path=tmp_path / "local.log", **common)
+    remote = harness.gate(["memory"], executor="ray", workers=2, log_path=tmp_path / "ray.log", **common)
+    assert local.exit_code == remote.exit_code == 0 and remote.complete
+    mine, theirs = remote.sets[0], local.sets[0]
+    assert [(q.qid, q.ids, q.scores, q.metrics, q.outcome) for q in mine.queries] == \
+        [(q.qid, q.ids, q.scores, q.metrics, q.outcome) for q in theirs.queries]
+    assert mine.aggregates == theirs.aggregates and mine.query_count == len(theirs.queries) == 55
+    assert mine.latency_ms["n"] == 55 and all(q.latency_seconds > 0 for q in mine.queries)
+    executor = remote.provenance.extra["executor"]
+    assert executor["name"] == "ray" and len(executor["workers"]) == 2
+    assert len({w["actor_pid"] for w in executor["workers"]}) == 2  # two actors, each owning one adapter
+    assert remote.provenance.adapter.banner["name"] == "bm25"  # backend identity as in a local run
+    assert remote.provenance.settings["workers"] == 2
+
+
+def test_a_drifted_set_stops_the_run_before_any_actor_starts(ray_address, tiny_copy):
+    corpus = tiny_copy / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("parses TOML files", "parses YAML files"))
+    with pytest.raises(SetError, match="doc-01"):
+        harness.gate([tiny_copy], executor="ray", workers=2, baseline=None)
+
+
+def test_a_query_time_out_in_an_actor_fails_the_run_as_locally(ray_address, tmp_path):
+    pids = tmp_path / "hang.pids"
+    report = harness.gate([TINY_SET], backend=[sys.executable, str(HANG), str(pids)], baseline=None,
+                          executor="ray", workers=1, query_timeout=1.0, log_path=tmp_path / "hang.log")
+    assert report.exit_code == 3 and not report.complete
+    assert "no answer within 1 s" in report.error and "its process group was killed" in report.error
+    assert len(report.sets[0].queries) == 1  # the first answer is kept: a partial report
+    for pid in map(int, pids.read_text().split()):
+        assert _gone(pid, within=20)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _until(predicate, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _gone(pid: int, within: float) -> bool:
+    return _until(lambda: not _alive(pid), within)
+
+
+def _default_signals():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _start_driver(ray_address, tmp_path, workers=2):
+    """A CLI run on the module's cluster, each adapter answering every 2 s; (process, one row per adapter)."""
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
+               "--out", str(tmp_path / "report.json"), "--executor", "ray", "--ray-address", ray_address,
+               "--workers", str(workers), "--adapter", "--expect-banner", "--", sys.executable, str(SLOW_WORKER),
+               str(folder), "2"]
+    driver = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=_default_signals)
+    deadline = time.monotonic() + 180
+    while len(list(folder.glob("*.pids"))) < workers:
+        if driver.poll() is not None or time.monotonic() > deadline:
+            driver.kill()
+            pytest.fail(f"the adapters did not start: {driver.communicate()}")
+        time.sleep(0.2)
+    time.sleep(1)  # both are answering their first query now
+    rows = [path.read_text().split() for path in folder.glob("*.pids")]
+    rows = [(int(adapter), int(actor), int(grandchild), Path(corpus)) for adapter, actor, grandchild, corpus in rows]
+    return driver, rows
+
+
+def _finish(driver):
+    try:
+        out, err = driver.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        pytest.fail("the driver did not end")
+    return driver.returncode, err.decode()
+
+
+def test_killing_an_actor_fails_the_run_with_exit_3_and_leaves_no_adapter(ray_address, tmp_path):
+    driver, rows = _start_driver(ray_address, tmp_path)
+    adapter, actor, grandchild, corpus = rows[0]
+    os.kill(actor, signal.SIGKILL)  # the actor (the adapter's parent) dies, as on a lost node
+    code, err = _finish(driver)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 3, err
+    assert report["complete"] is False and "ray actor" in report["error"] and "died" in report["error"]
+    assert report["sets"][0]["query_count"] == 7 and len(report["sets"][0]["queries"]) < 7
+    for adapter, actor, grandchild, corpus in rows:  # the killed actor's adapter and the other worker's
+        assert _gone(adapter, within=30) and _gone(grandchild, within=30), (adapter, grandchild)
+        assert _until(lambda: not corpus.exists(), 30)  # the corpus materialised on the node is removed too
+
+
+@pytest.mark.parametrize("signum, workers", [(signal.SIGTERM, 2), (signal.SIGINT, 1)])
+def test_a_signal_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path, signum, workers):
+    driver, rows = _start_driver(ray_address, tmp_path, workers)
+    driver.send_signal(signum)
+    code, err = _finish(driver)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 128 + signum, err
+    assert report["complete"] is False and report["error"] == f"interrupted by {signal.Signals(signum).name}"
+    for adapter, actor, grandchild, corpus in rows:
+        assert _gone(adapter, within=30) and _gone(grandchild, within=30), (adapter, grandchild)
+        assert _until(lambda: not corpus.exists(), 30)

@@ -1,0 +1,182 @@
+"""Tests for adapters.hybrid and adapters.fusion: fusion by hand, and the fused adapter against its two parts run separately."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.fusion import FusionSettings, fuse, normalised
+from adapters.hybrid import reciprocal_rank_fusion
+from tests.conftest import REPO_ROOT
+
+ROOT = REPO_ROOT
+
+
+def test_rrf_hand_computed():
+    lexical = ["x", "y", "z"]
+    semantic = ["z", "w"]
+    # z: 1/(60+3) + 1/(60+1) = 0.015873 + 0.016393 = 0.032266; x: 1/61; y: 1/62; w: 1/62 (tie: w before y)
+    assert reciprocal_rank_fusion([lexical, semantic], 60) == [
+        ("z", pytest.approx(1 / 63 + 1 / 61, abs=1e-15)), ("x", 1 / 61), ("w", 1 / 62), ("y", 1 / 62)]
+    # k=0: plain reciprocal ranks; x 1, z 1/3 + 1 = 1.333, y 1/2, w 1/2
+    assert [doc_id for doc_id, _ in reciprocal_rank_fusion([lexical, semantic], 0)] == ["z", "x", "w", "y"]
+
+
+def test_rrf_symmetric_ranks_tie_exactly_and_break_by_id():
+    # b is 1st and 3rd, a is 3rd and 1st: equal sums (1/61 + 1/63), so id decides; c is 2nd in both.
+    fused = reciprocal_rank_fusion([["b", "c", "a"], ["a", "c", "b"]], 60)
+    assert [doc_id for doc_id, _ in fused] == ["a", "b", "c"]
+    assert fused[0][1] == fused[1][1]
+    assert reciprocal_rank_fusion([], 60) == []
+    with pytest.raises(ValueError, match="repeats an id"):
+        reciprocal_rank_fusion([["a", "a"]], 60)
+
+
+def reference_rrf(rankings: list[list[str]], rrf_k: float) -> list[str]:
+    """Written independently of the module: sum 1/(k+rank) per id, sort by (-score, id)."""
+    totals: dict[str, float] = {}
+    for ranking in rankings:
+        for position, doc_id in enumerate(ranking):
+            totals[doc_id] = totals.get(doc_id, 0.0) + 1.0 / (rrf_k + position + 1)
+    return sorted(totals, key=lambda doc_id: (-totals[doc_id], doc_id))
+
+
+def run(module: str, args: list[str], requests: list[dict], env: dict[str, str]) -> tuple[int, list[dict], str]:
+    stdin = "".join(json.dumps(request) + "\n" for request in requests)
+    completed = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True,
+                               text=True, env=env, cwd=ROOT, timeout=120, check=False)
+    parsed = [json.loads(line) for line in completed.stdout.splitlines()]
+    # start-up progress lines are checked in tests/test_startup.py
+    return completed.returncode, [line for line in parsed if "progress" not in line], completed.stderr
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    pytest.importorskip("numpy")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("onnx")
+    from tests.tiny_onnx import write_model, write_tokenizer
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    write_model(model_dir / "model.onnx")
+    write_tokenizer(model_dir / "tokenizer.json")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    docs = [{"id": f"doc-{i:02d}", "text": " ".join(words[j % 8] for j in range(i, i + 1 + i % 4))}
+            for i in range(12)]
+    (corpus / "tiny.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    env = {**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path / "cache"), "HARNESS_CORPUS_DIR": str(corpus)}
+    return model_dir, env
+
+
+QUERIES = [{"kind": "tiny", "query": "beta gamma", "k": 3}, {"kind": "tiny", "query": "theta alpha alpha", "k": 5},
+           {"kind": "tiny", "query": "zeta", "k": 12}]
+
+
+def test_hybrid_equals_rrf_of_its_two_parts_run_separately(setup):
+    model_dir, env = setup
+    candidates = 4
+    code, bm25_lines, stderr = run("adapters.bm25", [], [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
+    assert code == 0, stderr
+    code, embed_lines, stderr = run("adapters.onnx_embed", ["--model-dir", str(model_dir)],
+                                    [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
+    assert code == 0, stderr
+    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--candidates",
+                                                         str(candidates), "--rrf-k", "10", "--fusion", "rrf"],
+                                     [*QUERIES, {"kind": "nope", "query": "x", "k": 1}], env)
+    assert code == 0, stderr
+    banner, *answers, unknown = hybrid_lines
+    for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], answers):
+        expected = reference_rrf([lexical["ids"], semantic["ids"]], 10)[: query["k"]]
+        assert fused["ids"] == expected, query
+        assert fused["scores"] == sorted(fused["scores"], reverse=True)
+    # k=3 with 4 candidates: only the top 4 of each part can appear
+    first_pool = set(bm25_lines[1]["ids"][:candidates]) | set(embed_lines[1]["ids"][:candidates])
+    assert set(answers[0]["ids"]) <= first_pool
+    assert unknown == {"ids": [], "error": "unknown kind 'nope': this adapter serves ['tiny']"}
+    assert banner["fusion"] == {"method": "rrf", "weight": 0.5, "rrf_k": 10.0, "candidates": 4}
+    assert banner["bm25"]["name"] == "bm25" and banner["embedder"]["dimensions"] == 6
+    assert set(banner["index"]["tiny"]) == {"bm25", "embedder"}
+    assert banner["index"]["tiny"]["embedder"]["cache"] == "hit"  # onnx_embed above filled the shared cache
+
+
+def reference_zscore(lexical: dict, semantic: dict, weight: float) -> list[str]:
+    """Independent z-score fusion over each part's ids and scores (population std; missing gets the list's min z)."""
+    def z(part: dict) -> dict:
+        values = list(part.values())
+        mean = sum(values) / len(values)
+        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        return {doc_id: ((v - mean) / std if std else 0.0) for doc_id, v in part.items()}
+    lz, sz = z(lexical), z(semantic)
+    floor_l, floor_s = min(lz.values()), min(sz.values())
+    totals = {doc_id: (1 - weight) * lz.get(doc_id, floor_l) + weight * sz.get(doc_id, floor_s)
+              for doc_id in set(lz) | set(sz)}
+    return sorted(totals, key=lambda doc_id: (-totals[doc_id], doc_id))
+
+
+def test_default_hybrid_is_zscore_fusion_of_its_parts(setup):
+    model_dir, env = setup
+    depth = 20  # the default candidate depth covers this 12-document corpus
+    requests = [{**q, "k": depth} for q in QUERIES]
+    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
+    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
+    assert code == 0, stderr
+    assert hybrid_lines[0]["fusion"] == {"method": "zscore", "weight": 0.5, "candidates": 20}
+    for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
+        expected = reference_zscore(dict(zip(lexical["ids"], lexical["scores"])),
+                                    dict(zip(semantic["ids"], semantic["scores"])), 0.5)
+        assert fused["ids"] == expected[: query["k"]], query
+
+
+def test_weighted_rrf_hand_computed():
+    lexical = [("x", 9.0), ("y", 5.0)]
+    semantic = [("y", 0.9), ("z", 0.1)]
+    fused = fuse(lexical, semantic, FusionSettings("rrf", weight=0.8, rrf_k=0, candidates=10))
+    # x: 0.2 * 1/1 = 0.2; y: 0.2 * 1/2 + 0.8 * 1/1 = 0.9; z: 0.8 * 1/2 = 0.4
+    assert fused == [("y", pytest.approx(0.9)), ("z", pytest.approx(0.4)), ("x", pytest.approx(0.2))]
+    # weight 0.5 ranks exactly as plain RRF
+    plain = [doc for doc, _ in reciprocal_rank_fusion([["x", "y"], ["y", "z"]], 60)]
+    assert [doc for doc, _ in fuse(lexical, semantic, FusionSettings("rrf", 0.5, 60, 10))] == plain
+
+
+def test_minmax_and_zscore_hand_computed():
+    lexical = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
+    semantic = [("c", 0.8), ("d", 0.6), ("a", 0.4)]
+    # minmax: lexical a 1, b 0.5, c 0; semantic c 1, d 0.5, a 0; missing = 0.
+    # weight 0.5: a 0.5, b 0.25, c 0.5, d 0.25 -> a, c (id order), b, d
+    fused = fuse(lexical, semantic, FusionSettings("minmax", 0.5, 60, 10))
+    assert [doc for doc, _ in fused] == ["a", "c", "b", "d"]
+    assert [score for _, score in fused] == pytest.approx([0.5, 0.5, 0.25, 0.25])
+    # zscore of (10, 6, 2): mean 6, std sqrt(32/3) = 3.266; z = 1.2247, 0, -1.2247; missing gets -1.2247
+    values, floor = normalised(lexical, "zscore", 60)
+    assert values == {"a": pytest.approx(1.224745), "b": 0.0, "c": pytest.approx(-1.224745)}
+    assert floor == pytest.approx(-1.224745)
+    fused = dict(fuse(lexical, semantic, FusionSettings("zscore", 0.25, 60, 10)))
+    # d: 0.75 * -1.2247 (missing from lexical) + 0.25 * 0 = -0.9186
+    assert fused["d"] == pytest.approx(-0.918559, abs=1e-6)
+    # candidate depth cuts each part before normalising: with 1 candidate each part has one doc
+    assert fuse(lexical, semantic, FusionSettings("minmax", 0.5, 60, 1)) == [("a", 0.5), ("c", 0.5)]
+    with pytest.raises(ValueError, match="repeats an id"):
+        fuse([("a", 1.0), ("a", 2.0)], [], FusionSettings())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--weight", "1.5"], "argument --weight: must be between 0 and 1, got 1.5"),
+    (["--fusion", "max"], "argument --fusion: invalid choice: 'max' (choose from 'rrf', 'minmax', 'zscore')"),
+    (["--rrf-k", "-1"], "argument --rrf-k: must be a finite number >= 0, got -1"),
+    (["--candidates", "0"], "argument --candidates: must be at least 1, got 0"),
+])
+def test_bad_fusion_options_exit_2(setup, args, message):
+    model_dir, env = setup
+    code, lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), *args], [], env)
+    assert (code, lines) == (2, [])
+    assert stderr.strip().endswith(message)
