@@ -78,7 +78,7 @@ def time_block(ask, count: int, sink: list[float]) -> None:
 
 
 def nearest_rank(sorted_values: list[float], fraction: float) -> float:
-    """The value at rank ceil(fraction * n) of the sorted values (DESIGN.md percentiles)."""
+    """The value at rank ceil(fraction * n) of the sorted values (the percentile rule of docs/design.md)."""
     return sorted_values[max(1, math.ceil(fraction * len(sorted_values))) - 1]
 
 

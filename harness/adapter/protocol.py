@@ -124,7 +124,7 @@ def encode_response(ids: list[str] | tuple[str, ...], scores: list[float] | None
 def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     """Parse and validate one response line for query `qid` asked with `k`.
 
-    Rules (DESIGN.md, protocol v1): `ids` a list of unique strings, at most k; `scores`,
+    Rules (protocol v1, docs/adapters.md): `ids` a list of unique strings, at most k; `scores`,
     when present, finite numbers of the same length, non-increasing; `error`, when present,
     a string (then `ids` may be absent); `qid`, when present, the query's own. Anything else
     raises ProtocolError naming the query.

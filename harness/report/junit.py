@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from harness.fsutil import xml_safe
 from harness.report.document import Report
+from harness.report.verdict import backend_identity
 
 
 def render_junit(report: Report) -> str:
@@ -16,10 +17,11 @@ def render_junit(report: Report) -> str:
         cases = [g for g in report.gates if g.set_name == name]
         suite = ET.SubElement(root, "testsuite", name=f"retrieval-gate.{name}", tests=str(max(len(cases), 1)),
                               failures=str(sum(not g.passed for g in cases)), errors="0", skipped="0")
+        _properties(suite, report)
         if not report.complete:
             suite.set("errors", "1")
             case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name="backend")
-            message = report.error or "backend failed"
+            message = xml_safe(report.error or "backend failed")
             # the attribute is one line; the element keeps the adapter's stderr tail as it was
             ET.SubElement(case, "error", message=message.partition("\n")[0]).text = message
             continue
@@ -41,3 +43,15 @@ def render_junit(report: Report) -> str:
     root.set("errors", str(sum(int(s.get("errors", "0")) for s in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _properties(suite: ET.Element, report: Report) -> None:
+    """Who answered and what the suite was gated against, as JUnit <properties> a CI page can show."""
+    properties = ET.SubElement(suite, "properties")
+    values = [("backend", backend_identity(report.provenance))]
+    baseline = report.provenance.extra.get("baseline") or {}
+    for key in ("path", "backend", "created", "git_commit"):
+        if isinstance(baseline, dict) and baseline.get(key):
+            values.append((f"baseline.{key}", str(baseline[key])))
+    for name, value in values:
+        ET.SubElement(properties, "property", name=name, value=xml_safe(value))

@@ -153,7 +153,7 @@ def mean_metrics(rows: Sequence[QueryResult]) -> dict[str, float]:
 
 
 def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
-    """p50 / p95 / max in milliseconds, nearest-rank percentiles (DESIGN.md)."""
+    """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md)."""
     if not latencies_seconds:
         return {"n": 0}
     ms = [value * 1000 for value in latencies_seconds]

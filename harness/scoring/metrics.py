@@ -14,7 +14,7 @@ Names (case-insensitive, surrounding blanks ignored):
 - trec_eval: `ndcg_cut_20`, `map_cut_100`, `recall_1000`, `recip_rank`, `P_5`, `bpref`,
   `Rprec`, `map`, `ndcg`, `success_10` (also with a dot: `P.5`). trec_eval's `-J` and
   `-l N` flags are the `condensed` and `rel=N` options.
-- `mrr` with no cutoff is RR@10, the shipped default (DESIGN.md's MRR@10), and RR@10's
+- `mrr` with no cutoff is RR@10, the shipped default (the reports' MRR@10), and RR@10's
   canonical name is `mrr`: reports key per-query values by it. A bare `RR` is full depth.
 Condensed (Sakai's condensed lists, trec_eval -J): the measure computed after removing
 unjudged documents from the ranking, later documents moving up.

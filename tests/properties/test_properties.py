@@ -54,7 +54,7 @@ response_lines = (st.binary(max_size=200)
 
 
 def check_valid_response(response: Response, k: int) -> None:
-    """What DESIGN.md promises about any response the parser lets through."""
+    """What the protocol (docs/adapters.md) promises about any response the parser lets through."""
     assert isinstance(response, Response)
     if response.error is not None:
         assert isinstance(response.error, str) and response.ids == () and response.scores is None

@@ -1,4 +1,4 @@
-"""Protocol v1 encoding and validation (DESIGN.md): every malformed response is a ProtocolError."""
+"""Protocol v1 encoding and validation (docs/adapters.md): every malformed response is a ProtocolError."""
 
 import json
 

@@ -157,3 +157,16 @@ def test_junit_counts_gates_and_errors():
     assert failed == ["recall overall", "recall a", "latency overall", "contract overall"]
     crashed = ET.fromstring(render_junit(crashed_report()))
     assert crashed.get("errors") == "1" and crashed.find(".//error").get("message").startswith("query tiny-04")
+
+
+def test_junit_names_the_backend_and_the_baseline_it_was_gated_against():
+    import dataclasses
+    report = gated_report()
+    baseline = {"path": "baselines/current.json", "backend": "'bm25' 1", "created": "2026-11-30T09:15:00+00:00",
+                "git_commit": "1a2b3c4d"}
+    report = dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, extra={"baseline": baseline}))
+    suite = ET.fromstring(render_junit(report)).find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["baseline.path"] == "baselines/current.json"
+    assert properties["baseline.created"] == "2026-11-30T09:15:00+00:00" and properties["baseline.git_commit"] == "1a2b3c4d"
+    assert properties["backend"].startswith("bm25")
