@@ -39,6 +39,7 @@ from harness.report.document import AdapterStart, Backend, Provenance, Report, S
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.report.trec import missing_from_run, read_run
 from harness.scoring.evaluate import report_metric_name
+from harness.scoring.evidence import evidence_metric_names
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
@@ -294,13 +295,18 @@ def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, bu
     fingerprints = fingerprint_files(set_files(query_sets))
     budgets_ms, default_budget_ms = load_budgets(Path(budgets) if budgets is not None else DEFAULT_BUDGETS,
                                                  required=budgets is not None)
-    gate_policy = load_policy(policy, report_metric_name)
+    gate_policy = load_policy(policy, policy_metric_name)
     entries = document = None
     if baseline is not None:
         document = read_baseline(baseline)
         entries = {s.name: set_entry_for(document, s, str(baseline), k=k or s.k) for s in query_sets}
     return GateInputs(query_sets, budgets_ms, default_budget_ms, entries, gate_policy,
                       baseline if baseline is not None else None, document, fingerprints)
+
+
+def policy_metric_name(name: str) -> str:
+    """A gated metric's key: an exposed-evidence metric by its own name, any other through the measure registry."""
+    return name if name in evidence_metric_names() else report_metric_name(name)
 
 
 def check_executable(argv: Sequence[str]) -> None:

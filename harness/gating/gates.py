@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from harness.gating.policy import GatePolicy
 from harness.records import GateResult, QueryResult, SetResult
+from harness.scoring.evidence import evidence_metric_names, evidence_value, lower_is_better
 from harness.scoring.flips import find_flips
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 
@@ -42,7 +43,10 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
         entry = baseline_sets[result.name]
         gates.extend(_count_gate(result, entry))
         for metric in policy.metrics:
-            gates.extend(_metric_gates(result, entry, metric, policy))
+            if metric in evidence_metric_names():
+                gates.extend(_evidence_gates(result, entry, metric, policy))
+            else:
+                gates.extend(_metric_gates(result, entry, metric, policy))
         if latency_gate:
             gates.append(_latency_gate(result, budgets_ms.get(result.name, default_budget_ms)))
             relative = _relative_latency_gate(result, entry, policy)
@@ -132,6 +136,44 @@ def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePo
         warning = small or not_significant
         gates.append(GateResult(result.name, gate_name(metric), warning, message, category=category,
                                 flipped=tuple(flips), warning=warning))
+    return gates
+
+
+def _evidence_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
+    """An exposed-evidence metric (harness.scoring.evidence) gated like any other: overall and per category.
+
+    Its mean is over the queries judged on it (unjudgeable ones are null and left out); a scope
+    judged on neither side passes saying so, one judged on one side only fails. For the
+    `*_before_current` rates a rise is the loss.
+    """
+    scopes = ["overall"] + ([f"category:{c}" for c in sorted(entry["aggregates"]["category"])]
+                            if policy.gate_categories else [])
+    gates = []
+    for scope in scopes:
+        category = None if scope == "overall" else scope.split(":", 1)[1]
+        label = result.name + (f"/{category}" if category else " overall")
+        before, judged_before = evidence_value(entry["aggregates"], metric, scope)
+        now, judged_now = evidence_value(result.aggregates, metric, scope)
+        if before is None and now is None:
+            gates.append(GateResult(result.name, gate_name(metric), True,
+                                    f"{label} {metric}: no query judged on it in the baseline or now", category=category))
+            continue
+        if before is None or now is None:
+            side = "the baseline" if before is None else "this run"
+            gates.append(GateResult(result.name, gate_name(metric), False,
+                                    f"{label} {metric}: no judged value in {side}; re-record the baseline with this "
+                                    f"gate policy (--update-baseline)", category=category))
+            continue
+        loss = (now - before) if lower_is_better(metric) else (before - now)
+        passed = loss <= policy.drop_limit + FLOAT_SLACK
+        direction = "rose" if lower_is_better(metric) else "dropped"
+        message = (f"{label} {metric} {now:.4f} (baseline {before:.4f}; judged on {judged_now} queries, "
+                   f"{judged_before} in the baseline)")
+        if not passed:
+            message = (f"{label} {metric} {direction} {abs(now - before) * 100:.2f} points: baseline {before:.4f}, "
+                       f"now {now:.4f} (limit {policy.drop_limit_points:.1f}; judged on {judged_now} queries, "
+                       f"{judged_before} in the baseline; unjudgeable queries left out)")
+        gates.append(GateResult(result.name, gate_name(metric), passed, message, category=category))
     return gates
 
 

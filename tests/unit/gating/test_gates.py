@@ -122,3 +122,35 @@ def test_known_contract_failures_ratchet():
     worse = evaluate_set(TINY, answers, k=10)
     bad = failed(check([worse], {"tiny": entry}, {}, known_contract_failures=True))
     assert len(bad) == 1 and "tiny-04 rank_before" in bad[0].message
+
+
+# -- exposed-evidence metrics gated through the policy ------------------------------------------------
+
+def _evidence_result(name, answer_hit, stale, judged=10):
+    import dataclasses as _dc
+    from tests.builders import set_result as _set_result
+    result = _set_result([("c", 1, 1, 1)], 2)
+    evidence = {"overall": {"answer_hit@10": {"mean": answer_hit, "judged": judged, "null": 0, "sum": answer_hit * judged},
+                            "stale_before_current": {"mean": stale, "judged": judged, "null": 2, "sum": stale * judged}},
+                "category": {"c": {"answer_hit@10": {"mean": answer_hit, "judged": judged, "null": 0, "sum": 0}}},
+                "split": {}}
+    return _dc.replace(result, name=name, aggregates={**result.aggregates, "evidence": evidence})
+
+
+def test_evidence_metrics_gate_in_their_own_direction():
+    from harness.gating.baseline import build_baseline
+    from harness.gating.policy import GatePolicy
+    base = _evidence_result("s", answer_hit=0.60, stale=0.20)
+    entry = build_baseline([base], {"backend": {"label": "x"}})["sets"]
+    policy = GatePolicy(metrics=("answer_hit@10", "stale_before_current"))
+    # answer_hit@10 0.60 -> 0.55 is a 5-point drop (fails); stale_before_current 0.20 -> 0.30 a 10-point rise (fails)
+    now = _evidence_result("s", answer_hit=0.55, stale=0.30)
+    gates = {(g.gate, g.category): g for g in check([now], entry, {}, latency_gate=False, policy=policy)}
+    assert gates[("answer_hit", None)].status == "fail" and "dropped 5.00 points" in gates[("answer_hit", None)].message
+    assert gates[("stale_before_current", None)].status == "fail"
+    assert "rose 10.00 points" in gates[("stale_before_current", None)].message
+    # a falling stale rate is an improvement, and the category with no stale figure passes saying so
+    better = _evidence_result("s", answer_hit=0.61, stale=0.05)
+    gates = {(g.gate, g.category): g for g in check([better], entry, {}, latency_gate=False, policy=policy)}
+    assert gates[("stale_before_current", None)].status == "pass"
+    assert "no query judged on it" in gates[("stale_before_current", "c")].message
