@@ -30,11 +30,15 @@ def test_identical_reports(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--resamples", "500", "--json", str(tmp_path / "c.json")]) == 0
     result = json.loads((tmp_path / "c.json").read_text())
-    overall = result["scopes"][0]
-    assert overall["scope"] == "overall" and overall["n"] == 5
+    (pair,) = result["candidates"]
+    overall = pair["scopes"][0]
+    assert overall["scope"] == "overall" and overall["n"] == 5 and overall["headline"]
+    # identical runs: no difference, nothing to resample, shown within the default 2.0-point margin
     assert overall["tests"]["recall@10"] == {"mean_difference": 0.0, "ci95": [0.0, 0.0], "p_value": 1.0,
-                                             "p_holm": 1.0, "groups": 5}
-    assert result["flips"] == []
+                                             "p_holm": 1.0, "groups": 5, "ci90": [0.0, 0.0],
+                                             "no_worse_than_margin": True, "status": "no worse"}
+    assert pair["flips"] == [] and result["verdict"] == pair["verdict"] == "NO WORSE"
+    assert result["margin_points"] == 2.0 and result["tested"] == ["recall@10"] and result["holm_family"] == 1
 
 
 def test_flips_are_listed_with_text_and_deltas(tmp_path, monkeypatch, capsys):
@@ -95,7 +99,7 @@ def test_metric_names_in_ir_measures_spelling_choose_the_tests(tmp_path, monkeyp
     out_json = tmp_path / "c.json"
     assert main(["compare", str(a), str(b), "--resamples", "200", "--metric", "RR@10", "--metric", "P@10",
                  "--json", str(out_json)]) == 0
-    overall = json.loads(out_json.read_text())["scopes"][0]
+    overall = json.loads(out_json.read_text())["candidates"][0]["scopes"][0]
     assert sorted(overall["tests"]) == ["mrr", "precision@10"]
     # MRR over 5 queries: 1.0 -> (0.5 + 4) / 5 = 0.9
     assert overall["tests"]["mrr"]["mean_difference"] == pytest.approx(-0.1)
