@@ -150,7 +150,7 @@ def movement_lines(comparison: Comparison) -> list[str]:
         move = scope.movement.get(metric)
         if move is None:
             continue
-        risk = (f"mean loss over the worse queries {points(-move.mean_loss)} points" if move.mean_loss is not None
+        risk = (f"mean change over the {move.worse} worse queries {points(-move.mean_loss)} points" if move.mean_loss is not None
                 else "no query got worse")
         worst = ", ".join(f"{qid} {points(change)}" for qid, change, _ in move.worst)
         lines.append(f"{scope.set_name} {metric}: {move.better} better, {move.worse} worse, {move.unchanged} "
