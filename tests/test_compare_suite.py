@@ -207,3 +207,21 @@ def test_a_baseline_side_refuses_latency_with_a_note(tmp_path, monkeypatch, caps
     assert main(["compare", str(baseline), str(tmp_path / "r.json"), "--resamples", "50"]) == 0
     assert ("latency not compared: the base is a baseline file, which keeps only the latency summary, "
             "not per-query latencies") in capsys.readouterr().out
+
+
+def test_compare_as_a_subprocess_on_the_committed_baselines():
+    # A real `python -m harness compare`: exact verdict lines, empty stderr, exit 0 whatever the verdict.
+    # bm25 -> onnx on code: recall@10 0.750 -> 0.592 over 120 queries; Holm over the 4 headline
+    # cells (4 sets x recall@10, the default policy) keeps it significant; the three other sets rise or hold.
+    import subprocess
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    completed = subprocess.run([sys.executable, "-m", "harness", "compare", "baselines/current.json",
+                                "baselines/onnx.json", "--resamples", "200"], cwd=repo, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 0 and completed.stderr == ""
+    assert completed.stdout.splitlines()[:2] == [
+        "VERDICT: WORSE",
+        "  b baselines/onnx.json (onnx): WORSE: 1 of 4 headline cells; worst code overall recall@10 -15.8 points "
+        "(significantly worse, Holm p 0.030)"]
+    assert "latency not compared: the base is a baseline file" in completed.stdout

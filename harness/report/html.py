@@ -648,31 +648,6 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
     return _page(f"retrieval-gate comparison: {word}", body)
 
 
-def comparison_verdict(comparison: Comparison) -> tuple[str, str, str]:
-    """(word, line, css): NOT COMPARABLE, WORSE / BETTER when a set's overall recall@10 moved by more
-    than the recall gate's limit, else NO CHANGE; significance (Holm) is named when tested."""
-    if comparison.mismatches:
-        return "NOT COMPARABLE", "NOT COMPARABLE: " + "; ".join(comparison.mismatches), "fail"
-    moves = []
-    for scope in comparison.scopes:
-        if scope.scope != "overall" or RECALL_METRIC not in scope.base or RECALL_METRIC not in scope.candidate:
-            continue
-        change = scope.candidate[RECALL_METRIC] - scope.base[RECALL_METRIC]
-        adjusted = scope.adjusted_p.get(RECALL_METRIC)
-        note = "" if adjusted is None else (" (significant, Holm p " + _fixed(adjusted) + ")" if adjusted < 0.05
-                                            else " (not significant, Holm p " + _fixed(adjusted) + ")")
-        moves.append((change, f"{scope.set_name} overall {RECALL_METRIC} {_signed(change * 100, 1)} points{note}"))
-    worse = [m for m in moves if -m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
-    better = [m for m in moves if m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
-    if worse:
-        return "WORSE", f"WORSE: {len(worse)} of {len(moves)} sets dropped (worst: {min(worse)[1]})", "fail"
-    if better:
-        return "BETTER", f"BETTER: {len(better)} of {len(moves)} sets gained (best: {max(better)[1]})", "pass"
-    limit = f"{RECALL_DROP_LIMIT * 100:g}"
-    return ("NO CHANGE", f"NO CHANGE: overall {RECALL_METRIC} within {limit} points in every set "
-                         f"({len(moves)} compared)", "pass")
-
-
 def _view_latencies(view: RunView | None, name: str) -> list[float]:
     rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
     return [float(row["latency_ms"]) for row in rows.values()  # type: ignore[union-attr]
