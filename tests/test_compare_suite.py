@@ -225,3 +225,16 @@ def test_compare_as_a_subprocess_on_the_committed_baselines():
         "  b baselines/onnx.json (onnx): WORSE: 1 of 4 headline cells; worst code overall recall@10 -15.8 points "
         "(significantly worse, Holm p 0.030)"]
     assert "latency not compared: the base is a baseline file" in completed.stdout
+
+
+def test_the_markdown_is_appended_to_the_github_step_summary(tmp_path, monkeypatch, capsys):
+    a = make_report(tmp_path, monkeypatch, "a", GOOD)
+    step = tmp_path / "step.md"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    assert main(["compare", str(a), str(a), "--resamples", "50"]) == 0
+    assert step.read_text().startswith("earlier step\n## retrieval-gate comparison: **NO WORSE**\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: refused before any work, one line
+    capsys.readouterr()
+    assert main(["compare", str(a), str(a), "--resamples", "50"]) == 2
+    assert capsys.readouterr().err.startswith(f"harness: error: $GITHUB_STEP_SUMMARY: {tmp_path}: ")
