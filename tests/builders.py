@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from harness.records import QueryResult, SetResult
 from harness.sets.loader import compute_pins, load_set
+from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 
 def set_result(rows, which: int) -> SetResult:
@@ -79,3 +81,15 @@ def query(qid: str = "q1", **fields) -> dict:
             "intent": "current", "canonical": ["page"]}
     base.update(fields)
     return base
+
+
+def make_report(tmp_path, monkeypatch, name, answers, set_path=TINY_SET):
+    """A real --no-gate run of the scripted adapter answering `answers`; the report's path."""
+    from harness.commands.cli import main
+    path = tmp_path / f"{name}-answers.json"
+    path.write_text(json.dumps(answers))
+    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
+    out = tmp_path / f"{name}.json"
+    assert main(["--set", str(set_path), "--no-gate", "--quiet", "--out", str(out),
+                 "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    return out

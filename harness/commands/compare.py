@@ -1,54 +1,101 @@
-"""`python -m harness compare BASE.json CAND.json`: per-query comparison with paired significance."""
+"""`python -m harness compare BASE CAND [CAND ...]`: every candidate against the base, paired per query."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from harness.report.views import load_run
-from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_text
-from harness.scoring.evaluate import report_metric_name
-from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import parse_arguments, program_name
-from harness.fsutil import atomic_write_text, strict_json_dumps
+from harness.errors import EXIT_OK, UsageError
+from harness.fsutil import append_output, append_target_problem, check_outputs, strict_json_dumps, write_output
+from harness.gating.policy import load_policy
+from harness.report.comparison import render_junit, render_markdown, render_text
+from harness.report.views import load_run
+from harness.scoring.compare import compare_many, mismatches
+from harness.scoring.evaluate import report_metric_name
 from harness.scoring.stats import RESAMPLES
 
+EPILOG = """\
+example:
+  %(prog)s baselines/current.json run-a.json run-b.json --summary compare.md --junit compare.xml
 
-def main(argv: list[str]) -> int:
+The headline (Holm-adjusted) is each set's overall value of each gated metric, per candidate;
+a candidate is "no worse" when the 90%% paired bootstrap CI of the change stays above minus the
+gate's drop limit (two one-sided tests at alpha 0.05). Exit code 0 whatever the verdict (2 on a
+usage error or runs that are not comparable); the --junit file fails a cell that is
+significantly worse or not shown no worse. See docs/compare.md.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=program_name("compare"),
-        description="Compare two reports (or baselines) set by set: metric deltas per category and split, "
-                    "flipped queries, paired bootstrap 95%% CI and randomization p-values (Holm-corrected) "
-                    "for recall@10 and nDCG@10.")
+        prog=program_name("compare"), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare one or more candidate reports (or baselines) with a base, query by query: verdict, "
+                    "Holm-corrected paired tests on each set's overall gated metrics, an equivalence test at the "
+                    "gate's margin, per-query movement and risk, latency p50/p95 with bootstrap CIs, an N-system "
+                    "table, and exploratory (unadjusted) rows per category and split.")
     parser.add_argument("base", type=Path)
-    parser.add_argument("candidate", type=Path)
+    parser.add_argument("candidates", type=Path, nargs="+", metavar="candidate")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default: 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"resamples (default: {RESAMPLES})")
+    parser.add_argument("--policy", type=Path, default=None,
+                        help="gate policy file giving the tested metrics and the margin (drop_limit_points); "
+                             "default gate-policy.json when present, else recall@10 and 2.0 points")
     parser.add_argument("--metric", action="append", default=None, metavar="NAME",
-                        help="metric to test for significance (repeatable; ours or ir_measures spelling: "
-                             "R@10, nDCG@10, RR@10, P@10; default recall@10 and ndcg@10)")
+                        help="metric to test instead of the policy's (repeatable; ours or ir_measures spelling: "
+                             "R@10, nDCG@10, RR@10, P@10)")
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare even when set revisions, corpora, k or metric definitions differ (labelled)")
     parser.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)")
+    parser.add_argument("--junit", type=Path, default=None,
+                        help="JUnit XML: one test case per candidate, set and tested metric")
     parser.add_argument("--html", type=Path, default=None, help="also write a self-contained HTML page")
-    args = parse_arguments(parser, argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = parse_arguments(build_parser(), argv)
     if args.resamples < 1:
         raise UsageError("--resamples: must be >= 1")
-    base, candidate = load_run(args.base), load_run(args.candidate)
-    problems = mismatches(base, candidate)
-    if problems and not args.allow_mismatch:
-        raise UsageError("runs are not comparable: " + "; ".join(problems) + " (use --allow-mismatch to compare anyway)")
-    tested = TESTED_METRICS
+    inputs = {"base": args.base, **{f"candidate {i}": path for i, path in enumerate(args.candidates, start=1)}}
+    check_outputs({"--json": args.json, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
+                  {**inputs, "--policy": args.policy})
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and append_target_problem(Path(step_summary)):
+        raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
+    policy = load_policy(args.policy, report_metric_name)
+    base = load_run(args.base)
+    candidates = [load_run(path) for path in args.candidates]
+    for path, candidate in zip(args.candidates, candidates):
+        problems = mismatches(base, candidate)
+        if problems and not args.allow_mismatch:
+            which = f"{path}: " if len(candidates) > 1 else ""
+            raise UsageError(f"runs are not comparable: {which}" + "; ".join(problems)
+                             + " (use --allow-mismatch to compare anyway)")
+    tested = policy.metrics
     if args.metric:
         try:
             tested = tuple(dict.fromkeys(report_metric_name(name) for name in args.metric))
         except ValueError as exc:
             raise UsageError(f"--metric: {exc}") from None
-    comparison = compare(base, candidate, seed=args.seed, resamples=args.resamples, tested=tested)
-    print(render_text(comparison), end="")
+    suite = compare_many(base, candidates, seed=args.seed, resamples=args.resamples, tested=tested,
+                         margin_points=policy.drop_limit_points, policy_source=policy.source)
+    print(render_text(suite), end="")
     if args.json:
-        atomic_write_text(args.json, strict_json_dumps(comparison.to_dict(), what="comparison", indent=1, ensure_ascii=False) + "\n")
+        write_output(args.json, strict_json_dumps(suite.to_dict(), what="comparison", indent=1,
+                                                  ensure_ascii=False) + "\n", "--json")
+    if args.junit:
+        write_output(args.junit, render_junit(suite), "--junit")
     if args.html:
         from harness.report.html import render_comparison_html
-        atomic_write_text(args.html, render_comparison_html(comparison, base, candidate))
+        write_output(args.html, render_comparison_html(suite, base, candidates), "--html")
+    if args.summary or step_summary:
+        markdown = render_markdown(suite)
+        if args.summary:
+            write_output(args.summary, markdown, "--summary")
+        if step_summary:
+            append_output(Path(step_summary), markdown, "$GITHUB_STEP_SUMMARY")
     return EXIT_OK

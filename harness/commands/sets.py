@@ -25,10 +25,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     verify = actions.add_parser("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
-    beir = actions.add_parser("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
+    beir = actions.add_parser("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set",
+                              epilog="example: python -m harness sets import-beir ~/beir/scifact --name scifact "
+                                     "--split test --sets-dir sets")
     beir.add_argument("folder", type=Path)
     beir.add_argument("--name", required=True, help="the new set's name (a folder under --sets-dir; never overwritten)")
     beir.add_argument("--split", default="test", help="which qrels/<split>.tsv to import (default: test)")
+    # Also accepted after the action (`sets import-beir DIR --name X --sets-dir D`); SUPPRESS keeps
+    # the subparser from resetting a --sets-dir given before the action to the default.
+    beir.add_argument("--sets-dir", dest="sets_dir", type=Path, default=argparse.SUPPRESS,
+                      help="where the new set is written (also accepted before the action; default: sets)")
     pin = actions.add_parser("pin", help="record the content hash of every document the queries name, in set.json")
     pin.add_argument("name")
     export = actions.add_parser("export-corpus", help="write <kind>.jsonl exactly as an adapter sees it, for a "

@@ -9,6 +9,7 @@ alike, so each <svg> element is also well-formed XML.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import re
@@ -20,7 +21,8 @@ from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, counts_line,
                                     error_parts, ordered_gates)
 from harness.report.verdict import verdict as run_verdict
-from harness.scoring.compare import TESTED_METRICS, Comparison, RunView, ScopeComparison
+from harness.report.comparison import cell_line, latency_lines, method_lines, movement_lines, system_legend, system_letters, system_table, verdict_line
+from harness.scoring.compare import ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison
 from harness.scoring.flips import Flip, find_flips
 from harness.gating.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
 from harness.scoring.evaluate import TABLE_METRICS, latency_summary
@@ -586,61 +588,64 @@ def _flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | Non
 
 # --- comparison page ----------------------------------------------------------------------------
 
-def render_comparison_html(comparison: Comparison, base: RunView | None = None,
-                           candidate: RunView | None = None) -> str:
-    """One self-contained page for `compare`: a verdict, then per set recall@10 bars, latency
-    (from the per-query latencies of `base` and `candidate`, the RunViews compared, when given),
-    the scope table and the flips."""
-    tests = sum(len(s.tests) for s in comparison.scopes)
-    word, line, css = comparison_verdict(comparison)
+def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunView | None = None,
+                           candidate: RunView | Sequence[RunView] | None = None) -> str:
+    """One self-contained page for `compare`: the verdict per candidate, the N-system table and the
+    headline cells (Holm, equivalence at the margin), then per candidate and set recall@10 bars,
+    latency (from the per-query latencies of `base` and the candidate RunViews, when given), the
+    scope table (exploratory rows marked) and the flips.
+
+    `comparison` is a ComparisonSuite (N candidates) or one pairwise Comparison; `candidate` is
+    one RunView or one per candidate, in the suite's order."""
+    suite = comparison if isinstance(comparison, ComparisonSuite) else ComparisonSuite(
+        comparison.base_label, [comparison], comparison.margin_points, comparison.tested)
+    views = list(candidate) if isinstance(candidate, Sequence) else [candidate] * len(suite.comparisons)
+    word = suite.verdict()
+    css = "pass" if word in ("NO WORSE", "BETTER") else "fail"
+    letters = system_letters(suite)
+    verdicts = "".join(f'<p class="verdict {"pass" if c.verdict() in ("NO WORSE", "BETTER") else "fail"}">'
+                       f"{_text(letter)} {_text(c.candidate_label)}: {_text(verdict_line(c))}</p>"
+                       for (letter, _), c in zip(letters[1:], suite.comparisons))
     body = [f'<h1>retrieval-gate comparison: <span class="verdict {css}">{_text(word)}</span></h1>',
-            f'<div class="headline {css}"><p class="verdict {css}">{_text(line)}</p></div>',
+            f'<div class="headline {css}">{verdicts}</div>',
             _table(None, ((("th", _text(k)), _text(v)) for k, v in (
-                ("base", comparison.base_label), ("candidate", comparison.candidate_label),
-                ("paired tests", f"{comparison.resamples} resamples, seed {comparison.seed}, resampling by query "
-                                 f"group; p adjusted with Holm across the {tests} tests shown"))), "meta")]
-    if comparison.mismatches:
-        body.append('<p class="warn"><b>NOT COMPARABLE</b> (compared with --allow-mismatch): '
-                    + _text("; ".join(comparison.mismatches)) + "</p>")
-    for name in comparison.only_in_one:
-        body.append(f"<p>set {_text(name)}: only in one run, not compared.</p>")
-    names = list(dict.fromkeys(s.set_name for s in comparison.scopes))
-    for index, name in enumerate(names):
-        scopes = [s for s in comparison.scopes if s.set_name == name]
-        body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
-                 f"<h3>{_text(RECALL_METRIC)} per category</h3>",
-                 _chart_box(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
-                                            _comparison_bar_groups(scopes), ("base", "candidate"))),
-                 "<h3>latency</h3>", _comparison_latency(name, base, candidate),
-                 "<h3>every scope: change, 95% CI and p (Holm)</h3>", _scope_table(scopes),
-                 "<h3>flipped queries (relevant found in one run, lost in the other)</h3>",
-                 _flips_table([f for f in comparison.flips if f.set_name == name]), "</section>"]
+                ("base", f"a {suite.base_label}"),
+                *((f"candidate {letter}", label) for letter, label in letters[1:]),
+                ("paired tests", f"{suite.comparisons[0].resamples if suite.comparisons else 0} resamples, seed "
+                                 f"{suite.comparisons[0].seed if suite.comparisons else 0}, resampling by query group"),
+                *(("method", line) for line in method_lines(suite)))), "meta")]
+    headers, rows = system_table(suite)
+    body += ["<h2>systems (overall, tested metrics)</h2>",
+             _table(headers, ([_text(c) if i < 2 else ("num", _text(c)) for i, c in enumerate(row)] for row in rows),
+                    "systems"),
+             f"<p>{_text(system_legend())}</p>", "<h2>headline cells</h2>",
+             "<ul>" + "".join(f"<li>{_text(letter)}: {_text(cell_line(c, s, m))}</li>"
+                              for (letter, _), c in zip(letters[1:], suite.comparisons)
+                              for s, m in c.headline_cells()) + "</ul>"]
+    index = 0
+    for (letter, _), pair, view in zip(letters[1:], suite.comparisons, views):
+        if len(suite.comparisons) > 1:
+            body.append(f"<h2>candidate {_text(letter)}: {_text(pair.candidate_label)}</h2>")
+        if pair.mismatches:
+            body.append('<p class="warn"><b>NOT COMPARABLE</b> (compared with --allow-mismatch): '
+                        + _text("; ".join(pair.mismatches)) + "</p>")
+        for name in pair.only_in_one:
+            body.append(f"<p>set {_text(name)}: only in one run, not compared.</p>")
+        body.append("<p>per-query movement: " + _text("; ".join(movement_lines(pair)) or "none") + "</p>")
+        names = list(dict.fromkeys(s.set_name for s in pair.scopes))
+        for name in names:
+            scopes = [s for s in pair.scopes if s.set_name == name]
+            body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
+                     f"<h3>{_text(RECALL_METRIC)} per category</h3>",
+                     _chart_box(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
+                                                _comparison_bar_groups(scopes), ("base", "candidate"))),
+                     "<h3>latency</h3>", _comparison_latency(name, base, view, pair),
+                     "<h3>every scope: change, 95% CI and p (Holm on the overall rows; categories and splits "
+                     "exploratory, p unadjusted)</h3>", _scope_table(scopes),
+                     "<h3>flipped queries (relevant found in one run, lost in the other)</h3>",
+                     _flips_table([f for f in pair.flips if f.set_name == name]), "</section>"]
+            index += 1
     return _page(f"retrieval-gate comparison: {word}", body)
-
-
-def comparison_verdict(comparison: Comparison) -> tuple[str, str, str]:
-    """(word, line, css): NOT COMPARABLE, WORSE / BETTER when a set's overall recall@10 moved by more
-    than the recall gate's limit, else NO CHANGE; significance (Holm) is named when tested."""
-    if comparison.mismatches:
-        return "NOT COMPARABLE", "NOT COMPARABLE: " + "; ".join(comparison.mismatches), "fail"
-    moves = []
-    for scope in comparison.scopes:
-        if scope.scope != "overall" or RECALL_METRIC not in scope.base or RECALL_METRIC not in scope.candidate:
-            continue
-        change = scope.candidate[RECALL_METRIC] - scope.base[RECALL_METRIC]
-        adjusted = scope.adjusted_p.get(RECALL_METRIC)
-        note = "" if adjusted is None else (" (significant, Holm p " + _fixed(adjusted) + ")" if adjusted < 0.05
-                                            else " (not significant, Holm p " + _fixed(adjusted) + ")")
-        moves.append((change, f"{scope.set_name} overall {RECALL_METRIC} {_signed(change * 100, 1)} points{note}"))
-    worse = [m for m in moves if -m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
-    better = [m for m in moves if m[0] > RECALL_DROP_LIMIT + FLOAT_SLACK]
-    if worse:
-        return "WORSE", f"WORSE: {len(worse)} of {len(moves)} sets dropped (worst: {min(worse)[1]})", "fail"
-    if better:
-        return "BETTER", f"BETTER: {len(better)} of {len(moves)} sets gained (best: {max(better)[1]})", "pass"
-    limit = f"{RECALL_DROP_LIMIT * 100:g}"
-    return ("NO CHANGE", f"NO CHANGE: overall {RECALL_METRIC} within {limit} points in every set "
-                         f"({len(moves)} compared)", "pass")
 
 
 def _view_latencies(view: RunView | None, name: str) -> list[float]:
@@ -649,7 +654,8 @@ def _view_latencies(view: RunView | None, name: str) -> list[float]:
             if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))]
 
 
-def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None) -> str:
+def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None,
+                        pair: Comparison | None = None) -> str:
     """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
     summaries = {}
     for label, view in (("base", base), ("candidate", candidate)):
@@ -657,7 +663,9 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         if values:
             summaries[label] = latency_summary([v / 1000 for v in values])
     if not summaries:
-        return "<p>No per-query latencies in the runs compared (a baseline file keeps none, or none were given).</p>"
+        note = f" {_text(pair.latency_note)}." if pair is not None and pair.latency_note else ""
+        return ("<p>No per-query latencies in the runs compared (a baseline file keeps none, or none were given)."
+                f"{note}</p>")
     rows = []
     for label in ("base", "candidate"):
         summary = summaries.get(label)
@@ -673,6 +681,12 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         css = "worse" if change > 0 else "better" if change < 0 else "same"
         table += (f'\n<p>p95 change: <span class="{css}">{_text(_signed(change, 2))} ms</span>'
                   + (f" ({ratio:.2f}\u00d7 the base)" if ratio is not None else "") + "</p>")
+    if pair is not None:
+        entry = next((e for e in pair.latency if e.set_name == name), None)
+        if entry is not None:
+            table += "\n<p>" + _text(latency_lines(dataclasses.replace(pair, latency=[entry]))[0]) + "</p>"
+        elif pair.latency_note:
+            table += f"\n<p>{_text(pair.latency_note)}</p>"
     return table
 
 
@@ -708,13 +722,15 @@ def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
                 cells.append(("num", "-"))
                 continue
             adjusted = scope.adjusted_p.get(metric)
-            significant = adjusted is not None and adjusted < 0.05
+            significant = adjusted is not None and adjusted < ALPHA
             mark = "<b>" if significant else ""
             cells.append(("num test", (
                 f'<span data-metric="{_text(metric)}" data-difference="{_exact(test.mean_difference)}" '
                 f'data-ci-low="{_exact(test.ci_low)}" data-ci-high="{_exact(test.ci_high)}" '
                 f'data-p="{_exact(test.p_value)}" data-p-holm="{_exact(adjusted) if adjusted is not None else ""}">'
                 f"{mark}{_signed(test.mean_difference)} [{_signed(test.ci_low)}, {_signed(test.ci_high)}], "
-                f"p {test.p_value:.3f}, Holm {_fixed(adjusted)}{'</b>' if significant else ''}</span>")))
+                f"p {test.p_value:.3f}, "
+                + (f"Holm {_fixed(adjusted)}" if adjusted is not None else "unadjusted (exploratory)")
+                + f"{'</b>' if significant else ''}</span>")))
         rows.append(cells)
     return _table(headers, rows, "scopes")

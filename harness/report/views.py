@@ -32,4 +32,5 @@ def report_view(report: Report, path: str) -> RunView:
                      "queries": {q.qid: q.to_dict() for q in s.queries}} for s in report.sets}
     definitions = report.provenance.metric_definitions
     return RunView(label=f"{path} ({report.provenance.backend.label})",
-                   metric_definitions=dict(definitions) if definitions is not None else None, sets=sets)
+                   metric_definitions=dict(definitions) if definitions is not None else None, sets=sets,
+                   kind="report", condition=report.provenance.condition, machine=dict(report.provenance.machine))

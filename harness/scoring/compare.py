@@ -1,27 +1,95 @@
-"""Compare two runs (reports or baselines) query by query: deltas, flips, paired tests with Holm."""
+"""Compare runs (reports or baselines) query by query: deltas, flips, paired tests, equivalence, movement, latency.
+
+One base against one or more candidates, every pair joined per query (qid). The statistics:
+
+- **Headline family** (Holm-adjusted): each set's *overall* value of each tested (gated)
+  metric, for every candidate. Categories and splits are exploratory: their p-values are
+  shown unadjusted and marked so (`adjusted_p` has no entry for them).
+- **Equivalence at the margin** (non-inferiority): "no worse than -margin" is shown when the
+  lower bound of the two-sided 90% paired bootstrap CI of the mean difference (candidate -
+  base) is above -margin: the two one-sided tests (TOST) at alpha 0.05.
+- **Per-query movement** of each tested metric overall: better / worse / unchanged counts, the
+  worst losses, the mean loss over the queries that got worse, and URisk at alpha 1
+  (Wang et al. 2012: (sum of gains - 2 x sum of losses) / n).
+- **Latency**: p50 and p95 (nearest rank) of each side over the queries both answered, with a
+  95% bootstrap CI of each difference (queries resampled, percentiles recomputed); refused
+  with a note when either side is a baseline (baselines keep only the latency summary) or the
+  runs' condition or machine differ.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import UsageError
 from harness.records import resampling_unit
 from harness.scoring.evaluate import REPORTED_METRICS, TABLE_METRICS
 from harness.scoring.flips import Flip, find_flips
-from harness.scoring.stats import RESAMPLES, PairedTest, holm, paired_test
+from harness.scoring.metrics import percentile
+from harness.scoring.stats import CONFIDENCE, RESAMPLES, PairedTest, bootstrap_ci, group_differences, holm, paired_test
 
 TESTED_METRICS = ("recall@10", "ndcg@10")
 IDENTITY_FIELDS = ("revision", "corpus_hash", "k")
+HEADLINE_SCOPE = "overall"
+ALPHA = 0.05  # significance level of the Holm-adjusted headline tests
+EQUIVALENCE_CONFIDENCE = 0.90  # a two-sided 90% CI whose lower bound clears -margin is TOST at alpha 0.05
+DEFAULT_MARGIN_POINTS = 2.0  # the gate's default drop limit (harness.gating.policy), for callers without a policy
+UNCHANGED_TOLERANCE = 1e-9  # per-query differences smaller than this are float noise: unchanged
+WORST_SHOWN = 5  # worst per-query losses listed per set and metric
+URISK_ALPHA = 1.0  # URisk's loss weight: a loss counts (1 + alpha) times a gain
+LATENCY_PERCENTILES = (50, 95)
+
+VERDICTS = ("NOT COMPARABLE", "WORSE", "NOT SHOWN", "NO WORSE", "BETTER")  # worst first
 
 
 @dataclass(frozen=True)
 class RunView:
-    """What comparison needs from a report or a baseline: per set, identity and per-query rows."""
+    """What comparison needs from a report or a baseline: per set, identity and per-query rows.
+
+    `kind` is "report" or "baseline" (a baseline keeps no per-query latency); `condition` and
+    `machine` come from the report's provenance (a baseline has a condition, no machine)."""
 
     label: str
     metric_definitions: object
     sets: dict[str, dict[str, object]]  # name -> {revision, corpus_hash, k, queries: {qid: row}}
+    kind: str = "report"
+    condition: str | None = None
+    machine: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class Movement:
+    """How the queries of one set moved on one metric: counts, worst losses, risk."""
+
+    better: int
+    worse: int
+    unchanged: int
+    worst: tuple[tuple[str, float, str], ...]  # (qid, change, query text), largest loss first
+    mean_loss: float | None  # mean of (base - candidate) over the worse queries; None when none got worse
+    urisk: float  # (sum of gains - (1 + URISK_ALPHA) * sum of losses) / n; 0 when n is 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"better": self.better, "worse": self.worse, "unchanged": self.unchanged,
+                "worst": [{"qid": q, "change": c, "query": t} for q, c, t in self.worst],
+                "mean_loss_over_worse": self.mean_loss, "urisk": self.urisk, "urisk_alpha": URISK_ALPHA}
+
+
+@dataclass(frozen=True)
+class LatencyComparison:
+    """One set's latency, base vs candidate, over the queries both answered (milliseconds)."""
+
+    set_name: str
+    n: int
+    base: dict[str, float]       # {"p50": ms, "p95": ms}
+    candidate: dict[str, float]
+    difference_ci: dict[str, tuple[float, float]]  # {"p50": (low, high)} of candidate - base, 95%
+
+    def to_dict(self) -> dict[str, object]:
+        return {"set": self.set_name, "n": self.n, "base": self.base, "candidate": self.candidate,
+                "difference": {p: self.candidate[p] - self.base[p] for p in self.base},
+                "difference_ci95": {p: list(ci) for p, ci in self.difference_ci.items()}}
 
 
 @dataclass
@@ -32,7 +100,13 @@ class ScopeComparison:
     base: dict[str, float]
     candidate: dict[str, float]
     tests: dict[str, PairedTest] = field(default_factory=dict)
-    adjusted_p: dict[str, float] = field(default_factory=dict)
+    adjusted_p: dict[str, float] = field(default_factory=dict)  # headline cells only (Holm)
+    equivalence_ci: dict[str, tuple[float, float]] = field(default_factory=dict)  # headline: 90% CI
+    movement: dict[str, Movement] = field(default_factory=dict)  # headline only
+
+    @property
+    def headline(self) -> bool:
+        return self.scope == HEADLINE_SCOPE
 
 
 @dataclass
@@ -46,18 +120,92 @@ class Comparison:
     seed: int
     resamples: int
     tested: tuple[str, ...] = TESTED_METRICS
+    margin_points: float = DEFAULT_MARGIN_POINTS
+    latency: list[LatencyComparison] = field(default_factory=list)
+    latency_note: str | None = None  # why latency was not compared, when it was not
+    family_size: int = 0  # how many tests the Holm adjustment spanned
+
+    @property
+    def margin(self) -> float:
+        return self.margin_points / 100
+
+    def headline_cells(self) -> list[tuple[ScopeComparison, str]]:
+        return [(s, m) for s in self.scopes if s.headline for m in self.tested if m in s.tests]
+
+    def cell_status(self, scope: ScopeComparison, metric: str) -> str:
+        """"worse" (Holm-significant drop), "better" (significant gain), "no worse" (within the
+        margin at 90%), or "not shown" (neither significant nor shown within the margin)."""
+        test = scope.tests[metric]
+        adjusted = scope.adjusted_p.get(metric, test.p_value)
+        if adjusted < ALPHA and test.mean_difference < 0:
+            return "worse"
+        low = scope.equivalence_ci.get(metric, (test.ci_low, test.ci_high))[0]
+        if low <= -self.margin - UNCHANGED_TOLERANCE:
+            return "not shown"
+        return "better" if adjusted < ALPHA and test.mean_difference > 0 else "no worse"
+
+    def verdict(self) -> str:
+        """One of VERDICTS: NOT COMPARABLE, WORSE (any headline cell significantly worse), NOT SHOWN
+        (any not shown within the margin), BETTER (all within, one significantly better), NO WORSE."""
+        if self.mismatches:
+            return "NOT COMPARABLE"
+        statuses = {self.cell_status(s, m) for s, m in self.headline_cells()}
+        if "worse" in statuses:
+            return "WORSE"
+        if "not shown" in statuses or not statuses:
+            return "NOT SHOWN"
+        return "BETTER" if "better" in statuses else "NO WORSE"
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "base": self.base_label, "candidate": self.candidate_label, "mismatches": self.mismatches,
-            "seed": self.seed, "resamples": self.resamples, "only_in_one": self.only_in_one,
-            "scopes": [{"set": s.set_name, "scope": s.scope, "n": s.n, "base": s.base, "candidate": s.candidate,
-                        "tests": {m: {"mean_difference": t.mean_difference, "ci95": [t.ci_low, t.ci_high],
-                                      "p_value": t.p_value, "p_holm": s.adjusted_p.get(m), "groups": t.n_groups}
-                                  for m, t in s.tests.items()}} for s in self.scopes],
+            "base": self.base_label, "candidate": self.candidate_label, "verdict": self.verdict(),
+            "mismatches": self.mismatches, "seed": self.seed, "resamples": self.resamples,
+            "only_in_one": self.only_in_one, "tested": list(self.tested), "margin_points": self.margin_points,
+            "scopes": [{"set": s.set_name, "scope": s.scope, "n": s.n, "headline": s.headline,
+                        "base": s.base, "candidate": s.candidate,
+                        "tests": {m: _test_dict(self, s, m, t) for m, t in s.tests.items()},
+                        **({"movement": {m: v.to_dict() for m, v in s.movement.items()}} if s.movement else {})}
+                       for s in self.scopes],
             "flips": [{"set": f.set_name, "qid": f.qid, "query": f.query, "lost": list(f.lost),
                        "gained": list(f.gained)} for f in self.flips],
+            "latency": [entry.to_dict() for entry in self.latency], "latency_note": self.latency_note,
         }
+
+
+def _test_dict(comparison: Comparison, scope: ScopeComparison, metric: str, test: PairedTest) -> dict[str, object]:
+    row: dict[str, object] = {"mean_difference": test.mean_difference, "ci95": [test.ci_low, test.ci_high],
+                              "p_value": test.p_value, "p_holm": scope.adjusted_p.get(metric), "groups": test.n_groups}
+    if metric in scope.equivalence_ci:
+        row["ci90"] = list(scope.equivalence_ci[metric])
+        status = comparison.cell_status(scope, metric)
+        row["no_worse_than_margin"] = status in ("no worse", "better")
+        row["status"] = status
+    return row
+
+
+@dataclass
+class ComparisonSuite:
+    """One base against every candidate: the pairwise comparisons, Holm-adjusted as one family."""
+
+    base_label: str
+    comparisons: list[Comparison]
+    margin_points: float
+    tested: tuple[str, ...]
+    policy_source: str = "default"
+
+    @property
+    def family_size(self) -> int:
+        return sum(len(c.headline_cells()) for c in self.comparisons)
+
+    def verdict(self) -> str:
+        """The worst candidate verdict (VERDICTS order)."""
+        return min((c.verdict() for c in self.comparisons), key=VERDICTS.index, default="NOT SHOWN")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"comparison_format": 1, "base": self.base_label, "verdict": self.verdict(),
+                "tested": list(self.tested), "margin_points": self.margin_points, "policy": self.policy_source,
+                "alpha": ALPHA, "equivalence_confidence": EQUIVALENCE_CONFIDENCE, "holm_family": self.family_size,
+                "candidates": [c.to_dict() for c in self.comparisons]}
 
 
 def run_view(document: object, path: str) -> RunView:
@@ -70,7 +218,8 @@ def run_view(document: object, path: str) -> RunView:
         definitions = document.get("metric_definitions")
     else:
         raise UsageError(f"{path}: neither a retrieval-gate report nor a baseline")
-    return RunView(label=f"{path} ({backend})", metric_definitions=definitions, sets=sets)
+    return RunView(label=f"{path} ({backend})", metric_definitions=definitions, sets=sets, kind="baseline",
+                   condition=document.get("condition"))
 
 
 def mismatches(base: RunView, candidate: RunView) -> list[str]:
@@ -87,8 +236,13 @@ def mismatches(base: RunView, candidate: RunView) -> list[str]:
 
 
 def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int = RESAMPLES,
-            tested: tuple[str, ...] = TESTED_METRICS) -> Comparison:
-    """Deltas per set / category / split, paired tests on `tested` metrics (Holm across all shown)."""
+            tested: tuple[str, ...] = TESTED_METRICS, margin_points: float = DEFAULT_MARGIN_POINTS,
+            adjust: bool = True) -> Comparison:
+    """Deltas per set / category / split and paired tests on `tested` metrics, base vs one candidate.
+
+    With `adjust`, Holm runs over this pair's headline cells (each set's overall x `tested`);
+    compare_many passes False and adjusts across every candidate at once.
+    """
     scopes: list[ScopeComparison] = []
     flips: list[Flip] = []
     shared = sorted(set(base.sets) & set(candidate.sets))
@@ -104,16 +258,36 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
         texts = {qid: cand_rows[qid].get("query") or base_rows[qid].get("query") or "" for qid in cand_rows if qid in base_rows}
         flips += find_flips(name, {qid: row.get("found", []) for qid, row in base_rows.items()},
                             {qid: row.get("found", []) for qid, row in cand_rows.items()}, texts)
-    all_tests = [(scope, metric) for scope in scopes for metric in scope.tests]
-    adjusted = holm([scope.tests[metric].p_value for scope, metric in all_tests])
-    for (scope, metric), p_value in zip(all_tests, adjusted):
+    latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples)
+    comparison = Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed,
+                            resamples, tuple(tested), margin_points, latency, note)
+    if adjust:
+        adjust_headline([comparison])
+    return comparison
+
+
+def compare_many(base: RunView, candidates: Sequence[RunView], *, seed: int = 0, resamples: int = RESAMPLES,
+                 tested: tuple[str, ...] = TESTED_METRICS, margin_points: float = DEFAULT_MARGIN_POINTS,
+                 policy_source: str = "default") -> ComparisonSuite:
+    """Every candidate against `base`, paired per query; Holm across all candidates' headline cells."""
+    comparisons = [compare(base, candidate, seed=seed, resamples=resamples, tested=tested,
+                           margin_points=margin_points, adjust=False) for candidate in candidates]
+    adjust_headline(comparisons)
+    return ComparisonSuite(base.label, comparisons, margin_points, tuple(tested), policy_source)
+
+
+def adjust_headline(comparisons: Sequence[Comparison]) -> None:
+    """Holm-adjust the headline cells of `comparisons` as one family (exploratory cells stay unadjusted)."""
+    cells = [(scope, metric) for comparison in comparisons for scope, metric in comparison.headline_cells()]
+    adjusted = holm([scope.tests[metric].p_value for scope, metric in cells])
+    for (scope, metric), p_value in zip(cells, adjusted):
         scope.adjusted_p[metric] = p_value
-    return Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed, resamples,
-                      tuple(tested))
+    for comparison in comparisons:
+        comparison.family_size = len(cells)
 
 
 def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, list[str]]]:
-    scopes = [("overall", qids)]
+    scopes = [(HEADLINE_SCOPE, qids)]
     for key in ("category", "split"):
         values = sorted({rows[q].get(key) for q in qids if rows[q].get(key)})
         scopes += [(f"{key}:{value}", [q for q in qids if rows[q].get(key) == value]) for value in values]
@@ -127,13 +301,102 @@ def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, res
     result = ScopeComparison(name, scope, len(members), means(base_rows), means(cand_rows))
     for metric in tested:
         if metric in result.base and metric in result.candidate:
-            result.tests[metric] = paired_test({q: base_rows[q]["metrics"][metric] for q in members},
-                                               {q: cand_rows[q]["metrics"][metric] for q in members},
-                                               {q: groups[q] for q in members}, resamples=resamples, seed=seed)
+            before = {q: base_rows[q]["metrics"][metric] for q in members}
+            after = {q: cand_rows[q]["metrics"][metric] for q in members}
+            member_groups = {q: groups[q] for q in members}
+            test = paired_test(before, after, member_groups, resamples=resamples, seed=seed)
+            result.tests[metric] = test
+            if result.headline:
+                clusters = group_differences(before, after, member_groups)
+                result.equivalence_ci[metric] = ((test.ci_low, test.ci_high) if test.ci_low == test.ci_high
+                                                 else bootstrap_ci(clusters, resamples=resamples, seed=seed,
+                                                                   confidence=EQUIVALENCE_CONFIDENCE))
+                texts = {q: str(cand_rows[q].get("query") or base_rows[q].get("query") or "") for q in members}
+                result.movement[metric] = movement(before, after, texts)
     return result
 
 
+def movement(base: Mapping[str, float], candidate: Mapping[str, float],
+             texts: Mapping[str, str] | None = None) -> Movement:
+    """Per-query movement over the qids in both: counts, the WORST_SHOWN largest losses, mean loss, URisk.
+
+    A difference within UNCHANGED_TOLERANCE counts as unchanged. URisk (alpha URISK_ALPHA) is
+    (sum of gains - (1 + alpha) * sum of losses) / n over all n paired queries.
+    """
+    texts = texts or {}
+    changes = {qid: candidate[qid] - base[qid] for qid in sorted(set(base) & set(candidate))}
+    losses = {qid: -c for qid, c in changes.items() if c < -UNCHANGED_TOLERANCE}
+    gains = [c for c in changes.values() if c > UNCHANGED_TOLERANCE]
+    worst = sorted(losses, key=lambda qid: (-losses[qid], qid))[:WORST_SHOWN]
+    n = len(changes)
+    urisk = (sum(gains) - (1 + URISK_ALPHA) * sum(losses.values())) / n if n else 0.0
+    return Movement(len(gains), len(losses), n - len(gains) - len(losses),
+                    tuple((qid, changes[qid], texts.get(qid, "")) for qid in worst),
+                    sum(losses.values()) / len(losses) if losses else None, urisk)
+
+
+def latency_refusal(base: RunView, candidate: RunView) -> str | None:
+    """Why the two runs' latencies must not be compared, or None when they may."""
+    for side, view in (("base", base), ("candidate", candidate)):
+        if view.kind == "baseline":
+            return (f"latency not compared: the {side} is a baseline file, which keeps only the latency "
+                    "summary, not per-query latencies (compare two reports written with --out)")
+    if base.condition != candidate.condition:
+        return f"latency not compared: conditions differ ({base.condition!r} vs {candidate.condition!r})"
+    if (base.machine or {}) != (candidate.machine or {}):
+        return "latency not compared: the runs were made on different machines (provenance.machine differs)"
+    return None
+
+
+def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str], *, seed: int = 0,
+                    resamples: int = RESAMPLES) -> tuple[list[LatencyComparison], str | None]:
+    """Per set, p50 / p95 of each side over the qids both answered, and a 95% bootstrap CI of each difference.
+
+    Each resample draws the paired qids with replacement and recomputes both sides' nearest-rank
+    percentiles (harness.scoring.metrics.percentile). Returns ([], note) when refused.
+    """
+    note = latency_refusal(base, candidate)
+    if note is not None:
+        return [], note
+    results = []
+    for name in set_names:
+        before = _latencies(base.sets[name]["queries"])
+        after = _latencies(candidate.sets[name]["queries"])
+        qids = sorted(set(before) & set(after))
+        if not qids:
+            continue
+        results.append(latency_difference(name, [before[q] for q in qids], [after[q] for q in qids],
+                                          seed=seed, resamples=resamples))
+    return results, None
+
+
+def latency_difference(set_name: str, base_ms: Sequence[float], candidate_ms: Sequence[float], *, seed: int = 0,
+                       resamples: int = RESAMPLES) -> LatencyComparison:
+    """Paired latencies (same query at each index) -> percentiles and percentile-bootstrap CIs of the differences."""
+    n = len(base_ms)
+    observed_base = {f"p{p}": percentile(base_ms, p) for p in LATENCY_PERCENTILES}
+    observed_cand = {f"p{p}": percentile(candidate_ms, p) for p in LATENCY_PERCENTILES}
+    rng = random.Random(seed + 2)
+    draws: dict[str, list[float]] = {key: [] for key in observed_base}
+    population = range(n)
+    for _ in range(resamples):
+        drawn = rng.choices(population, k=n)
+        left, right = [base_ms[i] for i in drawn], [candidate_ms[i] for i in drawn]
+        for p in LATENCY_PERCENTILES:
+            draws[f"p{p}"].append(percentile(right, p) - percentile(left, p))
+    tail = (1 - CONFIDENCE) / 2 * 100
+    intervals = {key: (percentile(values, tail), percentile(values, 100 - tail)) for key, values in draws.items()}
+    return LatencyComparison(set_name, n, observed_base, observed_cand, intervals)
+
+
+def _latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+    return {qid: float(row["latency_ms"]) for qid, row in rows.items()
+            if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))
+            and not isinstance(row.get("latency_ms"), bool)}
+
+
 def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
+    """The scope table of one pair: deltas per scope, the headline tests with Holm, exploratory ones unadjusted."""
     lines = [f"base:      {comparison.base_label}", f"candidate: {comparison.candidate_label}"]
     if comparison.mismatches:
         lines.append("NOT COMPARABLE (--allow-mismatch): " + "; ".join(comparison.mismatches))
@@ -158,8 +421,10 @@ def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
                 parts.append("gained " + ", ".join(flip.gained))
             lines.append(f"  {flip.set_name}/{flip.qid} {'; '.join(parts)}  \"{flip.query}\"")
     lines.append("")
+    family = comparison.family_size or len(comparison.headline_cells())
     lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed}, resampling by query group; "
-                 f"p adjusted with Holm across the {sum(len(s.tests) for s in comparison.scopes)} tests shown")
+                 f"p adjusted with Holm across the {family} headline tests (each set's overall value of each "
+                 f"tested metric); category and split rows are exploratory: p unadjusted, marked (expl.)")
     return "\n".join(lines) + "\n"
 
 
@@ -167,8 +432,9 @@ def _test_cell(scope: ScopeComparison, metric: str) -> str:
     test = scope.tests.get(metric)
     if test is None:
         return "   -"
-    return (f"   {test.mean_difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}] "
-            f"p={test.p_value:.3f} ({scope.adjusted_p[metric]:.3f})")
+    adjusted = scope.adjusted_p.get(metric)
+    note = f"({adjusted:.3f})" if adjusted is not None else "(expl.)"
+    return f"   {test.mean_difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}] p={test.p_value:.3f} {note}"
 
 
 def _delta(scope: ScopeComparison, metric: str) -> str:

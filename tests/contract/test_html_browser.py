@@ -21,7 +21,7 @@ import pytest
 
 from harness.report.html import render_comparison_html, render_run_html
 from harness.report.views import report_view
-from harness.scoring.compare import compare
+from harness.scoring.compare import compare, compare_many
 from tests.output_reports import crashed_with_tail, gated_with_baseline, with_baseline_identity
 from tests.reports import BASE_ANSWERS, gated_report, tiny_baseline_entries
 from tests.conftest import REPO_ROOT
@@ -80,19 +80,30 @@ def _comparison_page() -> str:
     return render_comparison_html(comparison, base_view, current_view)
 
 
+def _comparison_page_of_two_candidates() -> str:
+    base_view = report_view(gated_report(BASE_ANSWERS), "base.json")
+    views = [report_view(gated_report(BASE_ANSWERS), "same.json"), report_view(gated_report(), "current.json")]
+    suite = compare_many(base_view, views, seed=3, resamples=200)
+    return render_comparison_html(suite, base_view, views)
+
+
 PAGES = {
     "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS)),
                                            tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
     "run-failing": lambda: render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
     "run-crashed": lambda: render_run_html(crashed_with_tail(), None, {}, 300.0),
     "comparison": _comparison_page,
+    "comparison-two": _comparison_page_of_two_candidates,
 }
 EXPECTED_VERDICT = {
     "run-passing": "PASSED: 6 gates",
     "run-failing": "FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)",
     "run-crashed": "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)",
-    # base: every query found; current loses tiny-01: overall recall@10 1.0 -> 0.8
-    "comparison": "WORSE: 1 of 1 sets dropped (worst: tiny overall recall@10 \u221220.0 points",
+    # base: every query found; current loses tiny-01: overall recall@10 1.0 -> 0.8 over 5 queries,
+    # too few to show it no worse than -2.0 points (nor, after Holm, significantly worse)
+    "comparison": "b current.json (bm25): NOT SHOWN: 2 of 2 headline cells",
+    # the same base twice is no worse; the verdict lines come in candidate order
+    "comparison-two": "b same.json (bm25): NO WORSE: all 2 headline cells shown no worse than -2.0 points",
 }
 
 # Elements wider than the viewport, ignoring those inside a box that scrolls on its own.
@@ -177,12 +188,13 @@ def test_page_in_a_real_browser(browser, tmp_path, name, width):
         tail = browser.execute_script("const pre = document.querySelector('pre.stderr'); "
                                       "return [pre.textContent, pre.scrollWidth <= pre.clientWidth]")
         assert tail[0].startswith("adapter stderr (last lines):\n  | Traceback") and tail[1]
-    if name == "comparison":
+    if name.startswith("comparison"):
         nowrap = browser.execute_script(
             "const td = document.querySelector('td.test'); const line = parseFloat(getComputedStyle(td).lineHeight)"
             " || 20; return td.getBoundingClientRect().height < 2.5 * line")
         assert nowrap, "a CI cell wraps onto several lines"
-        assert browser.execute_script("return document.querySelectorAll('table.latency tr').length") == 3
+        tables = 2 if name == "comparison-two" else 1  # one latency table per candidate and set
+        assert browser.execute_script("return document.querySelectorAll('table.latency tr').length") == 3 * tables
 
     errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
     assert errors == []

@@ -81,3 +81,20 @@ def test_export_corpus_writes_what_an_adapter_reads_and_never_overwrites(tmp_pat
     with pytest.raises(UsageError, match="already exists"):
         sets_main(["--sets-dir", str(TINY_SET.parent), "export-corpus", "tiny", str(out)])
     assert (out / "tiny.jsonl").read_bytes() == before
+
+
+def test_import_beir_takes_sets_dir_after_the_action_too(tmp_path, capsys, monkeypatch):
+    from tests.conftest import FIXTURES
+    monkeypatch.chdir(tmp_path)  # the default `sets` folder, were --sets-dir ignored, would land here
+    after, before = tmp_path / "after", tmp_path / "before"
+    assert main(["sets", "import-beir", str(FIXTURES / "beir"), "--name", "bakery", "--sets-dir", str(after)]) == 0
+    assert (after / "bakery" / "set.json").is_file() and not (tmp_path / "sets").exists()
+    # before the action still works, and is not reset to the default by the subparser
+    assert main(["sets", "--sets-dir", str(before), "import-beir", str(FIXTURES / "beir"), "--name", "bakery"]) == 0
+    assert (before / "bakery" / "set.json").is_file() and not (tmp_path / "sets").exists()
+    # given in both places, the later (after the action) wins, as argparse reads left to right
+    both = tmp_path / "both"
+    assert main(["sets", "--sets-dir", str(before), "import-beir", str(FIXTURES / "beir"), "--name", "other",
+                 "--sets-dir", str(both)]) == 0
+    assert (both / "other" / "set.json").is_file() and not (before / "other").exists()
+    capsys.readouterr()

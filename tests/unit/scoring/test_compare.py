@@ -5,23 +5,14 @@ import json
 import pytest
 
 from harness.commands.cli import main
+from tests.builders import make_report
+from tests.reports import GOOD
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 import sys
 
 from harness.sets.loader import load_set
 
 TINY = load_set(TINY_SET)
-GOOD = {q.query: list(q.relevant) for q in TINY.queries}
-
-
-def make_report(tmp_path, monkeypatch, name, answers, set_path=TINY_SET):
-    path = tmp_path / f"{name}-answers.json"
-    path.write_text(json.dumps(answers))
-    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
-    out = tmp_path / f"{name}.json"
-    assert main(["--set", str(set_path), "--no-gate", "--quiet", "--out", str(out),
-                 "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
-    return out
 
 
 def test_identical_reports(tmp_path, monkeypatch, capsys):
@@ -30,11 +21,15 @@ def test_identical_reports(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--resamples", "500", "--json", str(tmp_path / "c.json")]) == 0
     result = json.loads((tmp_path / "c.json").read_text())
-    overall = result["scopes"][0]
-    assert overall["scope"] == "overall" and overall["n"] == 5
+    (pair,) = result["candidates"]
+    overall = pair["scopes"][0]
+    assert overall["scope"] == "overall" and overall["n"] == 5 and overall["headline"]
+    # identical runs: no difference, nothing to resample, shown within the default 2.0-point margin
     assert overall["tests"]["recall@10"] == {"mean_difference": 0.0, "ci95": [0.0, 0.0], "p_value": 1.0,
-                                             "p_holm": 1.0, "groups": 5}
-    assert result["flips"] == []
+                                             "p_holm": 1.0, "groups": 5, "ci90": [0.0, 0.0],
+                                             "no_worse_than_margin": True, "status": "no worse"}
+    assert pair["flips"] == [] and result["verdict"] == pair["verdict"] == "NO WORSE"
+    assert result["margin_points"] == 2.0 and result["tested"] == ["recall@10"] and result["holm_family"] == 1
 
 
 def test_flips_are_listed_with_text_and_deltas(tmp_path, monkeypatch, capsys):
@@ -95,7 +90,7 @@ def test_metric_names_in_ir_measures_spelling_choose_the_tests(tmp_path, monkeyp
     out_json = tmp_path / "c.json"
     assert main(["compare", str(a), str(b), "--resamples", "200", "--metric", "RR@10", "--metric", "P@10",
                  "--json", str(out_json)]) == 0
-    overall = json.loads(out_json.read_text())["scopes"][0]
+    overall = json.loads(out_json.read_text())["candidates"][0]["scopes"][0]
     assert sorted(overall["tests"]) == ["mrr", "precision@10"]
     # MRR over 5 queries: 1.0 -> (0.5 + 4) / 5 = 0.9
     assert overall["tests"]["mrr"]["mean_difference"] == pytest.approx(-0.1)

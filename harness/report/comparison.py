@@ -1,0 +1,295 @@
+"""A comparison (`compare BASE CAND [CAND ...]`) written out: terminal text, Markdown summary, JUnit XML.
+
+All three read one `ComparisonSuite` (harness.scoring.compare) and say the same things in the
+same order: the verdict, the headline cells (Holm-adjusted, with the equivalence test at the
+gate's margin), the N-system table, per-query movement, latency, then the exploratory rows.
+Changes are printed in points (1 point = 0.01 of a metric in [0, 1]).
+
+JUnit: one testcase per (candidate, set, tested metric) headline cell; it fails when the
+candidate is significantly worse (Holm-adjusted p < alpha) or is not shown no worse than
+-margin (the 90% CI's lower bound is at or below -margin), and for every cell of a pair that
+is not comparable.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from harness.fsutil import xml_safe
+from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, URISK_ALPHA, Comparison, ComparisonSuite,
+                                     ScopeComparison, render_text as render_pair_text)
+from harness.scoring.stats import CONFIDENCE
+
+FAILING_STATUSES = ("worse", "not shown")
+MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant gain / drop against the base
+
+
+def system_letters(suite: ComparisonSuite) -> list[tuple[str, str]]:
+    """(letter, label) for the base (a) and each candidate (b, c, ...), as ranx names systems."""
+    labels = [suite.base_label] + [c.candidate_label for c in suite.comparisons]
+    return [(_letter(i), label) for i, label in enumerate(labels)]
+
+
+def _letter(index: int) -> str:
+    return chr(ord("a") + index) if index < 26 else f"s{index}"
+
+
+def points(value: float) -> str:
+    """A change as signed points, one decimal; a rounding zero is `+0.0`, never `-0.0`."""
+    rounded = round(value * 100, 1)
+    return f"{rounded + 0.0 if rounded != 0 else 0.0:+.1f}"
+
+
+def _ms(value: float, signed: bool = False) -> str:
+    """Milliseconds, two decimals; a rounding zero is never negative."""
+    rounded = round(value, 2) + 0.0
+    return f"{rounded:+.2f}" if signed else f"{rounded:.2f}"
+
+
+def short_label(label: str, limit: int = 60) -> str:
+    """A label cut from the left (the file name and backend are at the end) for narrow columns."""
+    return label if len(label) <= limit else "\u2026" + label[-(limit - 1):]
+
+
+def verdict_line(comparison: Comparison) -> str:
+    """`WORSE: tiny overall recall@10 -20.0 points (Holm p 0.012)`-style summary of one candidate."""
+    word = comparison.verdict()
+    if word == "NOT COMPARABLE":
+        return f"{word}: " + "; ".join(comparison.mismatches)
+    cells = comparison.headline_cells()
+    if not cells:
+        return f"{word}: no tested metric in any shared set"
+    margin = f"{comparison.margin_points:.1f}"
+    if word in ("WORSE", "NOT SHOWN"):
+        status = "worse" if word == "WORSE" else "not shown"
+        bad = [(s, m) for s, m in cells if comparison.cell_status(s, m) == status]
+        scope, metric = min(bad, key=lambda cell: cell[0].tests[cell[1]].mean_difference)
+        test = scope.tests[metric]
+        why = (f"significantly worse, Holm p {scope.adjusted_p[metric]:.3f}" if word == "WORSE" else
+               f"not shown no worse than -{margin} points: {EQUIVALENCE_CONFIDENCE:.0%} CI lower bound "
+               f"{points(scope.equivalence_ci[metric][0])}")
+        return (f"{word}: {len(bad)} of {len(cells)} headline cells; worst {scope.set_name} overall {metric} "
+                f"{points(test.mean_difference)} points ({why})")
+    better = sum(comparison.cell_status(s, m) == "better" for s, m in cells)
+    return (f"{word}: all {len(cells)} headline cells shown no worse than -{margin} points"
+            + (f", {better} significantly better" if better else ""))
+
+
+def cell_line(comparison: Comparison, scope: ScopeComparison, metric: str) -> str:
+    """One headline cell in words: change, 95% CI, p, Holm p, the equivalence CI and the status."""
+    test = scope.tests[metric]
+    low, high = scope.equivalence_ci[metric]
+    return (f"{scope.set_name} overall {metric}: {scope.base[metric]:.3f} -> {scope.candidate[metric]:.3f}, "
+            f"{points(test.mean_difference)} points [{CONFIDENCE:.0%} CI {points(test.ci_low)}, "
+            f"{points(test.ci_high)}], p {test.p_value:.3f}, Holm p {scope.adjusted_p[metric]:.3f}; "
+            f"no worse than -{comparison.margin_points:.1f} points: "
+            f"{'shown' if comparison.cell_status(scope, metric) in ('no worse', 'better') else 'not shown'} "
+            f"({EQUIVALENCE_CONFIDENCE:.0%} CI {points(low)}, {points(high)}) -> {comparison.cell_status(scope, metric)}")
+
+
+def method_lines(suite: ComparisonSuite) -> list[str]:
+    return [f"headline: each set's overall value of each tested metric ({', '.join(suite.tested)}) for each "
+            f"candidate; Holm across these {suite.family_size} tests, alpha {ALPHA:g}; categories and splits are "
+            "exploratory (p unadjusted)",
+            f"equivalence: 'no worse than -{suite.margin_points:.1f} points' is shown when the lower bound of the "
+            f"two-sided {EQUIVALENCE_CONFIDENCE:.0%} paired bootstrap CI of the mean difference is above "
+            f"-{suite.margin_points:.1f} points (two one-sided tests at alpha {(1 - EQUIVALENCE_CONFIDENCE) / 2:g}); "
+            f"margin and metrics from the gate policy ({suite.policy_source})"]
+
+
+def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the N-system table: one row per system, one column per (set, tested metric) overall.
+
+    A candidate's cell carries MARK_WORSE / MARK_BETTER when its paired test against the base
+    is significant after Holm; the base row carries the letters of the candidates it beats.
+    """
+    columns = []
+    for comparison in suite.comparisons:
+        for scope, metric in comparison.headline_cells():
+            if (scope.set_name, metric) not in columns:
+                columns.append((scope.set_name, metric))
+    letters = system_letters(suite)
+    headers = ["", "system"] + [f"{name} {metric}" for name, metric in columns]
+    base_cells: dict[tuple[str, str], tuple[float, list[str]]] = {}
+    rows = []
+    for index, comparison in enumerate(suite.comparisons, start=1):
+        cells = {(s.set_name, m): s for s, m in comparison.headline_cells()}
+        row = [letters[index][0], short_label(comparison.candidate_label)]
+        for column in columns:
+            scope = cells.get(column)
+            if scope is None:
+                row.append("-")
+                continue
+            metric = column[1]
+            base_value, beaten = base_cells.setdefault(column, (scope.base[metric], []))
+            status = comparison.cell_status(scope, metric)
+            mark = MARK_WORSE if status == "worse" else MARK_BETTER if status == "better" else ""
+            if status == "worse":
+                beaten.append(letters[index][0])
+            row.append(f"{scope.candidate[metric]:.3f}{' ' + mark if mark else ''}")
+        rows.append(row)
+    base_row = [letters[0][0], short_label(suite.base_label) + " (base)"]
+    for column in columns:
+        if column not in base_cells:
+            base_row.append("-")
+            continue
+        value, beaten = base_cells[column]
+        base_row.append(f"{value:.3f}" + (f" >{''.join(beaten)}" if beaten else ""))
+    return headers, [base_row] + rows
+
+
+def system_legend() -> str:
+    return (f"{MARK_BETTER} significantly better than the base, {MARK_WORSE} significantly worse (Holm-adjusted "
+            f"p < {ALPHA:g}); on the base row, >b names the candidates it is significantly better than")
+
+
+def movement_lines(comparison: Comparison) -> list[str]:
+    lines = []
+    for scope, metric in comparison.headline_cells():
+        move = scope.movement.get(metric)
+        if move is None:
+            continue
+        risk = (f"mean change over the {move.worse} worse queries {points(-move.mean_loss)} points" if move.mean_loss is not None
+                else "no query got worse")
+        worst = ", ".join(f"{qid} {points(change)}" for qid, change, _ in move.worst)
+        lines.append(f"{scope.set_name} {metric}: {move.better} better, {move.worse} worse, {move.unchanged} "
+                     f"unchanged; {risk}; URisk(alpha={URISK_ALPHA:g}) {points(move.urisk)} points"
+                     + (f"; worst: {worst}" if worst else ""))
+    return lines
+
+
+def latency_lines(comparison: Comparison) -> list[str]:
+    if comparison.latency_note:
+        return [comparison.latency_note]
+    if not comparison.latency:
+        return ["latency not compared: no query has a latency in both runs"]
+    lines = []
+    for entry in comparison.latency:
+        parts = []
+        for key in entry.base:
+            low, high = entry.difference_ci[key]
+            parts.append(f"{key} {_ms(entry.base[key])} -> {_ms(entry.candidate[key])} ms "
+                         f"({_ms(entry.candidate[key] - entry.base[key], True)} ms, {CONFIDENCE:.0%} CI "
+                         f"{_ms(low, True)}, {_ms(high, True)})")
+        lines.append(f"{entry.set_name} (n {entry.n}): " + "; ".join(parts))
+    return lines
+
+
+# --- terminal -----------------------------------------------------------------------------------
+
+def render_text(suite: ComparisonSuite) -> str:
+    """What `compare` prints: the verdict first, then the headline, systems, movement, latency, detail."""
+    letters = system_letters(suite)
+    lines = [f"VERDICT: {suite.verdict()}"]
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        lines.append(f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}")
+    lines += ["", *method_lines(suite), ""]
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        lines.append(f"candidate {letter} {comparison.candidate_label} against the base {suite.base_label}:")
+        lines += [f"  {cell_line(comparison, s, m)}" for s, m in comparison.headline_cells()]
+        lines.append("  per-query movement (overall):")
+        lines += [f"    {line}" for line in movement_lines(comparison)]
+        lines.append("  latency (nearest-rank percentiles over the queries both answered; candidate - base):")
+        lines += [f"    {line}" for line in latency_lines(comparison)]
+        lines.append("")
+    headers, rows = system_table(suite)
+    lines.append("systems (overall, tested metrics):")
+    lines += _columns([headers] + rows)
+    lines += [system_legend(), ""]
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        lines.append(f"--- every scope, candidate {letter} ---")
+        lines.append(render_pair_text(comparison).rstrip("\n"))
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(width) if i < 2 else cell.rjust(width)
+                             for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in rows]
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return (["| " + " | ".join(_md(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+            + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows])
+
+
+def render_markdown(suite: ComparisonSuite) -> str:
+    """The `--summary` Markdown: verdict on top, the N-system table, headline cells, exploratory rows folded."""
+    letters = system_letters(suite)
+    out = [f"## retrieval-gate comparison: **{suite.verdict()}**", ""]
+    out += [f"- **{letter}** `{_md(c.candidate_label)}`: {_md(verdict_line(c))}"
+            for (letter, _), c in zip(letters[1:], suite.comparisons)]
+    out += ["", f"Base: **a** `{_md(suite.base_label)}`", ""]
+    headers, rows = system_table(suite)
+    out += _md_table(headers, rows) + ["", _md(system_legend()), "", "### Headline cells", ""]
+    cell_rows = []
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        for scope, metric in comparison.headline_cells():
+            test = scope.tests[metric]
+            low, high = scope.equivalence_ci[metric]
+            cell_rows.append([letter, scope.set_name, metric, f"{scope.base[metric]:.3f}",
+                              f"{scope.candidate[metric]:.3f}", points(test.mean_difference),
+                              f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f}",
+                              f"{scope.adjusted_p[metric]:.3f}", f"{points(low)}, {points(high)}",
+                              comparison.cell_status(scope, metric)])
+    out += _md_table(["cand", "set", "metric", "base", "cand", "change (pts)", f"{CONFIDENCE:.0%} CI (pts)", "p",
+                      "p Holm", f"{EQUIVALENCE_CONFIDENCE:.0%} CI (pts)", "status"], cell_rows)
+    out += [""] + [f"- {_md(line)}" for line in method_lines(suite)]
+    out += ["", "### Per-query movement and latency", ""]
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        out += [f"- **{letter}** {_md(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
+    out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        rows = []
+        for scope in comparison.scopes:
+            if scope.headline:
+                continue
+            for metric, test in scope.tests.items():
+                rows.append([letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
+                             f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"])
+        if rows:
+            out += _md_table(["cand", "set", "scope", "n", "metric", "change (pts)", f"{CONFIDENCE:.0%} CI (pts)",
+                              "p"], rows) + [""]
+    out += ["</details>", ""]
+    return "\n".join(out)
+
+
+# --- JUnit --------------------------------------------------------------------------------------
+
+def render_junit(suite: ComparisonSuite) -> str:
+    """<testsuites>: one <testsuite> per candidate, one <testcase> per headline cell (see the module docstring)."""
+    root = ET.Element("testsuites", name="retrieval-gate-compare")
+    letters = system_letters(suite)
+    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+        cells = comparison.headline_cells()
+        suite_element = ET.SubElement(root, "testsuite", name=xml_safe(f"compare.{letter} {comparison.candidate_label}"),
+                                      tests=str(len(cells)), errors="0", skipped="0")
+        failures = 0
+        for scope, metric in cells:
+            case = ET.SubElement(suite_element, "testcase", classname=xml_safe(f"retrieval-gate.compare.{scope.set_name}"),
+                                 name=xml_safe(f"{metric} overall ({letter} {comparison.candidate_label})"))
+            message = xml_safe(cell_line(comparison, scope, metric))
+            if comparison.mismatches:
+                failures += 1
+                reason = xml_safe("not comparable: " + "; ".join(comparison.mismatches))
+                ET.SubElement(case, "failure", message=reason, type="not-comparable").text = message
+            elif comparison.cell_status(scope, metric) in FAILING_STATUSES:
+                failures += 1
+                ET.SubElement(case, "failure", message=message,
+                              type=comparison.cell_status(scope, metric).replace(" ", "-")).text = message
+            else:
+                ET.SubElement(case, "system-out").text = message
+        suite_element.set("failures", str(failures))
+    root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
+    root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
