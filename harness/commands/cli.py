@@ -45,7 +45,7 @@ examples:
   %(prog)s sets list | sets show NAME | sets verify [NAME] | sets pin NAME
   %(prog)s metrics                            list metric names
   %(prog)s baselines                          committed baselines side by side (Markdown)
-  %(prog)s compare base.json candidate.json   per-query comparison with paired significance
+  %(prog)s compare base.json cand.json [more.json ...]   verdict, Holm headline, equivalence, latency
   %(prog)s export report.json --trec-run run.txt --trec-qrels qrels.txt   for trec_eval -c -M 10
   %(prog)s --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
   %(prog)s sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
