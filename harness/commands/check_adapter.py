@@ -26,7 +26,7 @@ from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
 from harness.sets.corpus import corpus_ids
-from harness.commands.arguments import parse_arguments, split_adapter_command
+from harness.commands.arguments import exit_codes_epilog, parse_arguments, split_adapter_command
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
 
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a conformance suite against a live adapter (its command after '--', run as an "
                     "argv, never a shell) and print a pass/fail table. Exit 0 when nothing fails, 1 on "
                     "any failure, 2 on usage errors.",
-        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod")
+        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod\n\n"
+               + exit_codes_epilog("check-adapter"))
     parser.add_argument("--kind", default=None,
                         help=f"the kind (corpus/index) to ask; default {DEFAULT_KIND!r}, served from a small "
                              "corpus the checker writes")

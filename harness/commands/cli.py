@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
-from harness.commands.arguments import ArgumentParser, parse_arguments, program_name, split_adapter_command
+from harness.commands.arguments import ArgumentParser, exit_codes_epilog, parse_arguments, program_name, split_adapter_command
 from harness.commands import guard
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.errors import EXIT_INTERNAL, EXIT_OK, HarnessError, UsageError
@@ -52,15 +52,13 @@ examples:
   %(prog)s --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
   %(prog)s sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
   %(prog)s check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
-
-exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=program_name(), command_after=("--adapter",), commands=tuple(SUBCOMMANDS),
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES + "\n" + exit_codes_epilog("run"),
         description="Measure a search backend's retrieval quality and latency on versioned query "
                     "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
                     "count changes or a hard contract breaks. Subcommands: "

@@ -9,7 +9,7 @@ from harness.report.views import load_run
 from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_text
 from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.fsutil import atomic_write_text, strict_json_dumps
 from harness.scoring.stats import RESAMPLES
 
@@ -19,7 +19,8 @@ def main(argv: list[str]) -> int:
         prog=program_name("compare"),
         description="Compare two reports (or baselines) set by set: metric deltas per category and split, "
                     "flipped queries, paired bootstrap 95%% CI and randomization p-values (Holm-corrected) "
-                    "for recall@10 and nDCG@10.")
+                    "for recall@10 and nDCG@10.",
+        formatter_class=HelpFormatter, epilog=exit_codes_epilog("compare"))
     parser.add_argument("base", type=Path)
     parser.add_argument("candidate", type=Path)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default: 0)")

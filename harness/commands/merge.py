@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from harness import api
-from harness.commands.arguments import parse_arguments
+from harness.commands import guard
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments
 from harness.commands.cli import _update_baseline, _write_outputs
 from harness.errors import UsageError
 from harness.report.console import render_text
@@ -23,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "into the report the unsharded run writes: the same per-query records and aggregates, "
                     "latency percentiles over all queries, every shard's machine in provenance; then gate it "
                     "as a run is gated. Refuses missing, repeated, incomplete or mismatched shards "
-                    "(docs/scale.md).")
+                    "(docs/scale.md).",
+        formatter_class=HelpFormatter, epilog=exit_codes_epilog("merge"))
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
     gate = parser.add_argument_group("gating (as in a run)")
@@ -57,12 +59,15 @@ def main(argv: list[str]) -> int:
                          known_contract_failures=args.known_contract_failures)
     report = result.report
     _write_outputs(report, args, result)
-    if not args.quiet:
-        print(render_text(report), end="")
-        print(f"merged {len(args.reports)} shards: {args.out}")
-    else:
-        for gate in report.failed_gates:
-            print(f"FAIL {gate.gate} {gate.message}")
+    try:
+        if not args.quiet:
+            print(render_text(report), end="")
+            print(f"merged {len(args.reports)} shards: {args.out}")
+        else:
+            for gate in report.failed_gates:
+                print(f"FAIL {gate.gate} {gate.message}")
+    except BrokenPipeError:
+        guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:
         return _update_baseline(args, report)
     return report.exit_code

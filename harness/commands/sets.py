@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import EXIT_OK
-from harness.commands.arguments import parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import find_sets, load_set, read_set_metadata
 from harness.sets.pins import repin_set
@@ -15,7 +15,8 @@ from harness.sets.statistics import contract_counts, overlap_statistics
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.")
+    parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
+                                     formatter_class=HelpFormatter, epilog=exit_codes_epilog("sets"))
     parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
     actions = parser.add_subparsers(dest="action", required=True)
