@@ -56,7 +56,8 @@ def list_sets(sets_dir: Path) -> int:
     print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} description")
     for folder in find_sets(["all"], sets_dir):
         meta, queries = read_set_metadata(folder)
-        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
+        # str(): the corpus entry is not checked here (list loads no corpus), so its source may be anything
+        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {str(meta['corpus'].get('source')):<11} "
               f"{meta.get('description', '')}")
     return EXIT_OK
 
