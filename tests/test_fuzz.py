@@ -224,7 +224,7 @@ def test_the_unmutated_workspace_passes(capfd):
         assert run_command(run_argv(folder), capfd, folder) == 0
 
 
-@fuzz_settings(60)
+@fuzz_settings(400)
 @given(data=st.data(), name=st.sampled_from(["set.json", "queries.jsonl", "corpus.jsonl"]))
 def test_fuzz_set_files(capfd, data, name):
     base_files()
@@ -236,7 +236,7 @@ def test_fuzz_set_files(capfd, data, name):
         run_command(["sets", "--sets-dir", str(folder / "sets"), command, *target], capfd, folder)
 
 
-@fuzz_settings(40)
+@fuzz_settings(300)
 @given(data=st.data(), name=st.sampled_from(["baseline.json", "budgets.json", "policy.json", "run.txt"]))
 def test_fuzz_gating_inputs(capfd, data, name):
     base_files()
@@ -247,7 +247,7 @@ def test_fuzz_gating_inputs(capfd, data, name):
             run_command(["baselines", str(folder / name)], capfd, folder)
 
 
-@fuzz_settings(40)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_reports(capfd, data):
     base_files()
@@ -261,7 +261,7 @@ def test_fuzz_reports(capfd, data):
         run_command(["merge", report, "--out", str(folder / "out" / "merged.json"), "--no-gate"], capfd, folder)
 
 
-@fuzz_settings(30)
+@fuzz_settings(200)
 @given(data=st.data(), name=st.sampled_from(["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"]))
 def test_fuzz_beir_import(capfd, data, name):
     base_files()
@@ -296,7 +296,7 @@ FLAGS = ["--no-gate", "--update-baseline", "--yes", "--known-contract-failures",
          "--offline", "--verbose", "--quiet", "--expect-banner"]
 
 
-@fuzz_settings(60)
+@fuzz_settings(400)
 @given(data=st.data())
 def test_fuzz_run_options(capfd, data):
     base_files()
@@ -322,7 +322,7 @@ GOOD_LINE = json.dumps({"ids": ["doc-01", "doc-02"], "scores": [2.0, 1.0]})
 BANNER = json.dumps({"ready": True, "name": "one-line", "version": "1"})
 
 
-@fuzz_settings(20)
+@fuzz_settings(60)
 @given(data=st.data(), where=st.sampled_from(["banner", "answer"]))
 def test_fuzz_adapter_output(data, where):
     base_files()
@@ -392,3 +392,11 @@ def test_regression_banner_surrogate_through_the_cli(tmp_path):
     assert result.returncode == 3, result.stderr
     assert "banner: line is not valid UTF-8" in result.stderr and "Traceback" not in result.stderr
     assert not alive(int(pid_file.read_text()))
+
+
+def test_regression_what_if_min_score_not_finite(capfd):
+    """Found by test_fuzz_run_options: --what-if-min-score nan reached the strict report writer (exit 70)."""
+    base_files()
+    with workspace() as folder:
+        for value in ("nan", "inf", "-inf"):
+            assert run_command(run_argv(folder, "--what-if-min-score", value), capfd, folder) == 2
