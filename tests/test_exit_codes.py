@@ -332,3 +332,40 @@ def test_head_one_in_a_shell(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == EXIT_OK and len(result.stdout.splitlines()) == 1
     assert result.stderr == ""
+
+
+# -- signals reach every subcommand the same way ---------------------------------------------------
+
+SLEEP_SHIM = '''\
+import importlib, sys, time
+module = importlib.import_module({module!r})
+def _slow(*args, **kwargs):
+    print("started", file=sys.stderr, flush=True)
+    time.sleep(60)
+setattr(module, {name!r}, _slow)
+'''
+
+
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+@pytest.mark.parametrize("argv, module, name", [
+    (["metrics"], "harness.commands.metrics", "render"),
+    (["compare", str(REPORT), str(REPORT)], "harness.commands.compare", "compare"),
+])
+def test_signal_during_a_subcommand(signame, code, argv, module, name, tmp_path):
+    import signal
+    from tests.process_helpers import default_signals
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(SLEEP_SHIM.format(module=module, name=name))
+    process = subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
+                               env={**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{ROOT}"})
+    try:
+        assert process.stderr.readline().strip() == "started"
+        process.send_signal(getattr(signal, signame))
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == code
+    assert err.splitlines() == [f"harness: error: interrupted by {signame}"]

@@ -152,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         if command is not None:
             import importlib
             module = importlib.import_module(SUBCOMMANDS[command])
-            return module.main(args_list[1:])
+            # One signal policy for every command (docs/security.md): SIGINT/SIGTERM/SIGHUP unwind it,
+            # so an atomic write in progress removes its temp file, and the exit is 128 + n.
+            with signals_raise_interrupted():
+                return module.main(args_list[1:])
         return _run(args_list)
     except HarnessError as error:
         _print_error(error)
