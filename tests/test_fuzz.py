@@ -316,6 +316,34 @@ def test_fuzz_run_options(capfd, data):
         run_command(argv, capfd, folder)
 
 
+SUBCOMMAND_TOKENS = {
+    # Each subcommand's own options and positionals, plus values; paths to write point into out/.
+    "sets": ["list", "show", "verify", "tiny", "nosuch", "--sets-dir", "sets", "--offline", "--name", "--split",
+             "import-beir", "beir", "out/new", "dev", "test", "-h"],
+    "metrics": ["--bogus", "-h", "x"],
+    "compare": ["report.json", "baseline.json", "run.txt", "--seed", "-1", "99999999999999999999", "--resamples",
+                "0", "3", "--metric", "R@10", "nope", "ndcg@10", "--allow-mismatch", "--json", "out/c.json",
+                "--html", "out/c.html"],
+    "export": ["report.json", "baseline.json", "--trec-run", "--trec-qrels", "out/run.txt", "out/qrels.txt",
+               "--run-tag", "", "a b", "--scored-only", "--sets-dir", "sets", "nowhere", "--offline"],
+    "baselines": ["baseline.json", "report.json", "run.txt", "nosuch.json", "--bogus"],
+    "merge": ["report.json", "baseline.json", "--out", "out/m.json", "--baseline", "out/b.json", "--budgets",
+              "budgets.json", "run.txt", "--update-baseline", "--yes", "--no-gate", "--known-contract-failures",
+              "--summary", "out/s.md", "--junit", "out/j.xml", "--html", "out/m.html", "--quiet"],
+}
+
+
+@fuzz_settings(300)
+@given(data=st.data(), command=st.sampled_from(sorted(SUBCOMMAND_TOKENS)))
+def test_fuzz_subcommand_options(capfd, data, command):
+    base_files()
+    with workspace() as folder:
+        (folder / "out").mkdir()
+        shutil.copy(folder / "baseline.json", folder / "out" / "b.json")
+        argv = data.draw(st.lists(st.sampled_from(SUBCOMMAND_TOKENS[command]), max_size=6), label="argv")
+        run_command([command, *argv], capfd, folder)
+
+
 # -- adapter output: a real child printing one mutated line per request -------------------------------
 
 GOOD_LINE = json.dumps({"ids": ["doc-01", "doc-02"], "scores": [2.0, 1.0]})
