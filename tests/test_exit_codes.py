@@ -199,7 +199,10 @@ def test_run_internal_error_while_writing_outputs(tmp_path, monkeypatch, capsys)
     code = cli.main(["--set", str(TINY_SET), "--no-gate", "--out", str(out), "--junit", str(tmp_path / "j.xml")])
     assert code == EXIT_INTERNAL
     assert INTERNAL_LINE.match(capsys.readouterr().err.strip())
-    assert json.loads(out.read_text())["exit_code"] == EXIT_INTERNAL
+    report = json.loads(out.read_text())
+    assert (report["exit_code"], report["complete"]) == (EXIT_INTERNAL, False)
+    assert [s["name"] for s in report["sets"]] == ["tiny"]  # the run had finished: its results are kept
+    assert len(report["sets"][0]["queries"]) == 7
 
 
 @pytest.mark.parametrize("command, module, name, argv", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -231,6 +232,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     if step_summary and append_target_problem(Path(step_summary)):
         raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
     progress = _progress_printer(args)
+    report: Report | None = None
     try:
         report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend,
                               run_file=args.run_file, options=options, progress=progress)
@@ -241,7 +243,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         raise
     except Exception as error:
         # A bug after the sets were loaded: CI still gets its artifact, a report saying what happened.
-        _write_crash_report(error, args, inputs, adapter_argv)
+        _write_crash_report(error, args, inputs, adapter_argv, report)
         raise
     try:
         _print_run(report, args, inputs, log_path)
@@ -273,16 +275,19 @@ def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInp
 
 
 def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: api.GateInputs,
-                        adapter_argv: list[str]) -> None:
-    """The partial report of a run a bug stopped: the sets loaded, no results, `complete: false`,
-    `error` the internal-error line, `exit_code` EXIT_INTERNAL. Best effort: it must not mask the bug."""
+                        adapter_argv: list[str], report: Report | None) -> None:
+    """The partial report of a run a bug stopped: its results when the run had finished (the bug was
+    in an output), else the sets loaded and no results; `complete: false`, `error` the internal-error
+    line, `exit_code` EXIT_INTERNAL. Best effort: it must not mask the bug."""
     line = guard.internal_error_line(error, guard.run_traceback_path(args.out))
-    label = (" ".join(adapter_argv) if args.adapter else f"run-file {args.run_file}" if args.run_file
-             else args.backend or DEFAULT_BACKEND)
-    sources = {s.name: SetSource(revision=s.revision, corpus_hash=s.corpus_hash) for s in inputs.query_sets}
-    provenance = Provenance(harness_version=__version__, started=None,
-                            backend=Backend(str(label), tuple(adapter_argv)), sets=sources)
-    report = Report(provenance=provenance, sets=(), complete=False, error=line, exit_code=EXIT_INTERNAL)
+    if report is None:
+        label = (" ".join(adapter_argv) if args.adapter else f"run-file {args.run_file}" if args.run_file
+                 else args.backend or DEFAULT_BACKEND)
+        sources = {s.name: SetSource(revision=s.revision, corpus_hash=s.corpus_hash) for s in inputs.query_sets}
+        report = Report(provenance=Provenance(harness_version=__version__, started=None,
+                                              backend=Backend(str(label), tuple(adapter_argv)), sets=sources),
+                        sets=())
+    report = dataclasses.replace(report, complete=False, error=line, exit_code=EXIT_INTERNAL)
     try:
         write_output(args.out, report.to_json(), "--out")
     except Exception:  # noqa: BLE001 - the original bug is what the user must see
