@@ -234,6 +234,27 @@ def test_unwritable_traceback_folder_still_one_line(tmp_path, monkeypatch, capsy
     assert line.startswith("harness: internal error: RuntimeError: a bug") and "nowhere:" in line
 
 
+def test_bug_in_a_thread_is_one_line_and_exit_internal(tmp_path, monkeypatch, capsys):
+    """An exception escaping a helper thread: no "Exception in thread" traceback, exit 70."""
+    import threading
+    import harness.commands.metrics
+    real_render = harness.commands.metrics.render
+
+    def render_with_a_crashing_thread():
+        worker = threading.Thread(target=boom)
+        worker.start()
+        worker.join()
+        return real_render()
+
+    monkeypatch.setattr(harness.commands.metrics, "render", render_with_a_crashing_thread)
+    monkeypatch.chdir(tmp_path)
+    hook_before = threading.excepthook
+    assert cli.main(["metrics"]) == EXIT_INTERNAL
+    (line,) = capsys.readouterr().err.splitlines()
+    assert INTERNAL_LINE.match(line).group(1) == ".retrieval-gate/metrics.traceback.txt"
+    assert threading.excepthook is hook_before  # restored for the rest of the process
+
+
 # -- internal errors: real subprocesses, the bug injected by a sitecustomize shim --------------------
 
 SHIM = '''\

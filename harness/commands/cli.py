@@ -149,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
+    with guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:
+        code = _guarded(command, args_list)
+    # A bug in a helper thread (stderr drain, a worker) may have cost results: never a verdict then.
+    return EXIT_INTERNAL if thread_bugs and code < 128 else code
+
+
+def _guarded(command: str | None, args_list: list[str]) -> int:
     try:
         if command is not None:
             import importlib

@@ -8,9 +8,12 @@ exit code that means "a gate failed" (1) or "your config is wrong" (2) for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.errors import EXIT_INTERNAL
@@ -73,3 +76,24 @@ def stdout_is_closed() -> bool:
         return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
     except (OSError, ValueError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def thread_bugs_recorded(traceback_path: Callable[[], Path]) -> Iterator[list[BaseException]]:
+    """Within the block, an exception escaping a thread is reported like one in the main thread (one
+    line, the traceback in the file) instead of Python's "Exception in thread" traceback; the list
+    yielded collects them, so the command can end with EXIT_INTERNAL."""
+    crashed: list[BaseException] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit or args.exc_value is None:
+            return
+        crashed.append(args.exc_value)
+        report_internal_error(args.exc_value, traceback_path())
+
+    threading.excepthook = hook
+    try:
+        yield crashed
+    finally:
+        threading.excepthook = previous
