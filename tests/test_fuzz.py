@@ -428,3 +428,17 @@ def test_regression_what_if_min_score_not_finite(capfd):
     with workspace() as folder:
         for value in ("nan", "inf", "-inf"):
             assert run_command(run_argv(folder, "--what-if-min-score", value), capfd, folder) == 2
+
+
+def test_regression_an_output_naming_an_input_is_refused(capfd):
+    """Found by test_fuzz_subcommand_options: `compare R R --json R` replaced the report it compared; export
+    and merge had the same hole. Each is now exit 2 with the input untouched (run_command checks that)."""
+    base_files()
+    with workspace() as folder:
+        for argv in (["compare", "report.json", "baseline.json", "--json", "report.json"],
+                     ["compare", "report.json", "baseline.json", "--html", "baseline.json"],
+                     ["export", "report.json", "--trec-run", "report.json"],
+                     ["export", "report.json", "--trec-run", "out/x.txt", "--trec-qrels", "out/x.txt"],
+                     ["merge", "report.json", "--out", "report.json", "--no-gate"],
+                     ["merge", "report.json", "--out", "out/m.json", "--junit", "budgets.json", "--no-gate"]):
+            assert run_command(argv, capfd, folder) == 2, argv

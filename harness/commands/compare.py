@@ -10,7 +10,7 @@ from harness.scoring.compare import TESTED_METRICS, compare, mismatches, render_
 from harness.scoring.evaluate import report_metric_name
 from harness.errors import EXIT_OK, UsageError
 from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
-from harness.fsutil import atomic_write_text, strict_json_dumps
+from harness.fsutil import atomic_write_text, check_outputs, strict_json_dumps
 from harness.scoring.stats import RESAMPLES
 
 
@@ -35,6 +35,8 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(parser, argv)
     if args.resamples < 1:
         raise UsageError("--resamples: must be >= 1")
+    # Found by tests/test_fuzz.py: `--json BASE` silently replaced an input with the comparison.
+    check_outputs({"--json": args.json, "--html": args.html}, {"base": args.base, "candidate": args.candidate})
     base, candidate = load_run(args.base), load_run(args.candidate)
     problems = mismatches(base, candidate)
     if problems and not args.allow_mismatch:

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
+from harness.fsutil import check_outputs
 from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.report.document import Report, read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
@@ -38,6 +39,8 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     if args.trec_run is None and args.trec_qrels is None:
         raise UsageError("export: give --trec-run PATH, --trec-qrels PATH or both")
+    # An output naming the report (or the other output) would replace what is being exported.
+    check_outputs({"--trec-run": args.trec_run, "--trec-qrels": args.trec_qrels}, {"report": args.report})
     report = read_complete_report(args.report)
     if args.scored_only:
         report = scored_rows_only(report)

@@ -10,6 +10,7 @@ from harness.commands import guard
 from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments
 from harness.commands.cli import _update_baseline, _write_outputs
 from harness.errors import UsageError
+from harness.fsutil import check_outputs
 from harness.report.console import render_text
 from harness.report.document import read_report
 from harness.report.merge import gate_merged, merge_reports
@@ -51,6 +52,10 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
+    # An output naming a shard report (or the budgets, or the baseline gated against) would replace it.
+    check_outputs({"--out": args.out, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
+                  {**{f"shard report {path}": path for path in args.reports}, "--budgets": args.budgets,
+                   "--baseline": None if args.update_baseline else args.baseline})
     merged = merge_reports([(str(path), read_report(path)) for path in args.reports])
     gated = not args.no_gate and not args.update_baseline
     result = gate_merged(merged, baseline=args.baseline if gated else None,
