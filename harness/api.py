@@ -157,6 +157,9 @@ class GateOptions:
                             ("--startup-limit", self.startup_limit)):
             if not (value > 0 and math.isfinite(value)):
                 raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
+        if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
+            # the report would carry it, and strict report JSON has no NaN or Infinity
+            raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
         if self.condition not in (None, "cold", "warm"):
             raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
 

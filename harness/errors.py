@@ -6,6 +6,9 @@ EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_BACKEND = 3
+# A bug of ours (sysexits.h EX_SOFTWARE): an unexpected exception, never 0-3 so CI cannot mistake it
+# for a verdict or a config error (harness.commands.guard).
+EXIT_INTERNAL = 70
 
 
 class HarnessError(Exception):

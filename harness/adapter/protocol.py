@@ -186,6 +186,9 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
         _DECODE(line.decode("utf-8") if isinstance(line, bytes) else line)
     except _Refused as exc:
         raise ProtocolError(f"banner: {_refused_field(line)}{exc}") from None
+    except UnicodeDecodeError:
+        # json.loads read the bytes with 'surrogatepass': an encoded lone surrogate got this far.
+        raise ProtocolError(f"banner: line is not valid UTF-8: {_preview(repr(line))}") from None
     where = _lone_surrogate(obj)
     if where is not None:
         raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")

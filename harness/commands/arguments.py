@@ -98,6 +98,85 @@ class ArgumentParser(argparse.ArgumentParser):
         return ""
 
 
+# -- exit codes: the one home of what each command's codes mean (--help epilogs, README, tests) -----
+
+SIGNALS = "a signal: 130 SIGINT, 143 SIGTERM, 129 SIGHUP"
+PIPE = "141 when the reader of stdout quits early (head -1), as for SIGPIPE"
+INTERNAL = "internal error (a bug): one line, the traceback in .retrieval-gate/{command}.traceback.txt"
+EXIT_CODES: dict[str, dict[str, str]] = {
+    "run": {
+        "0": "every gate passed (or --no-gate / --update-baseline / --shard: measured, nothing failed)",
+        "1": "a gate failed (each failure one line)",
+        "2": "usage, configuration, set, budgets, policy, baseline or output error",
+        "3": "the backend failed (crash, timeout, protocol error); partial report written",
+        "70": "internal error (a bug): one line, the traceback in <--out stem>.traceback.txt, partial report "
+              "written",
+        "128+n": f"{SIGNALS}: adapter stopped, partial report written (a closed stdout keeps the run's code)",
+    },
+    "sets": {
+        "0": "listed, shown, verified, pinned or imported",
+        "2": "usage error, or a set, corpus, pin or BEIR folder problem (verify: any problem)",
+        "70": INTERNAL.format(command="sets"),
+        "128+n": f"{SIGNALS}: pip and temp folders cleaned up; {PIPE}",
+    },
+    "metrics": {
+        "0": "the table was printed",
+        "2": "usage error",
+        "70": INTERNAL.format(command="metrics"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
+    "check-adapter": {
+        "0": "no check failed",
+        "1": "at least one check failed",
+        "2": "usage error, or a --set / --corpus-dir problem",
+        "70": INTERNAL.format(command="check-adapter"),
+        "128+n": f"{SIGNALS}: adapter stopped, temp corpus removed; {PIPE}",
+    },
+    "compare": {
+        "0": "compared (whatever the deltas)",
+        "2": "usage error, a report or baseline that cannot be read, or runs not comparable",
+        "70": INTERNAL.format(command="compare"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
+    "export": {
+        "0": "the TREC files were written",
+        "2": "usage error, a report that cannot be read or is incomplete, or a set that cannot be found",
+        "70": INTERNAL.format(command="export"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
+    "baselines": {
+        "0": "the table was printed",
+        "2": "usage error, or a baseline that cannot be read",
+        "70": INTERNAL.format(command="baselines"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
+    "merge": {
+        "0": "every gate passed (or --no-gate / --update-baseline)",
+        "1": "a gate failed",
+        "2": "usage error, or shard reports missing, repeated, incomplete or mismatched, or a baseline error",
+        "70": INTERNAL.format(command="merge"),
+        "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
+    },
+}
+
+
+def exit_codes_epilog(command: str) -> str:
+    """The `exit codes:` block of a command's --help, from EXIT_CODES (no `%`: argparse formats epilogs)."""
+    rows = EXIT_CODES[command]
+    width = max(len(code) for code in rows)
+    return "exit codes:\n" + "\n".join(f"  {code:<{width}}  {meaning}" for code, meaning in rows.items()) + "\n"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's wrapping for one-paragraph descriptions; a text holding line breaks (an epilog's
+    examples or exit codes) is kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def add_timeout_options(group, *, answer_help: str = "seconds to wait for each answer") -> None:
     """--timeout, --startup-timeout and --startup-limit, worded once for every command that starts an adapter."""
     from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS

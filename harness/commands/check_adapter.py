@@ -25,7 +25,8 @@ from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
 from harness.sets.corpus import corpus_ids
-from harness.commands.arguments import add_timeout_options, parse_arguments, split_adapter_command
+from harness.commands.arguments import (HelpFormatter, add_timeout_options, exit_codes_epilog, parse_arguments,
+                                       split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
 
@@ -36,11 +37,11 @@ PLAIN_PROGRESS_SECONDS = 5.0  # without a terminal, at most one progress line pe
 def build_parser() -> argparse.ArgumentParser:
     listing = "\n".join(f"  {name:<13} {what}" for name, what in CHECKS)
     parser = argparse.ArgumentParser(
-        prog=PROG, usage=f"{PROG} [options] -- CMD [ARG ...]", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=PROG, usage=f"{PROG} [options] -- CMD [ARG ...]", formatter_class=HelpFormatter,
         description="Run a conformance suite against a live adapter (its command after '--', run as an "
-                    "argv, never a shell) and print a pass/fail table. Exit 0 when nothing fails, 1 on "
-                    "any failure, 2 on usage errors.",
-        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod")
+                    "argv, never a shell) and print a pass/fail table (exit codes below).",
+        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod\n\n"
+               + exit_codes_epilog("check-adapter"))
     parser.add_argument("--kind", default=None,
                         help=f"the kind (corpus/index) to ask; default {DEFAULT_KIND!r}, served from a small "
                              "corpus the checker writes")

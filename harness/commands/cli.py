@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
-from harness.commands.arguments import (ArgumentParser, add_timeout_options, parse_arguments, program_name,
-                                       split_adapter_command)
+from harness.commands.arguments import (ArgumentParser, add_timeout_options, exit_codes_epilog, parse_arguments,
+                                       program_name, split_adapter_command)
+from harness.commands import guard
 from harness.commands.check_adapter import StartupProgressPrinter
-from harness.errors import EXIT_OK, HarnessError, UsageError
+from harness.errors import EXIT_INTERNAL, EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import protected_files
 from harness.fsutil import append_output, append_target_problem, check_outputs, write_output
 from harness.api import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.report.console import render_text, render_what_if
-from harness.report.document import Report
+from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
@@ -50,15 +53,13 @@ examples:
   %(prog)s --set code --run-file run.txt      evaluate a precomputed TREC run (no adapter, no latency gate)
   %(prog)s sets import-beir ./scifact --name scifact   turn a BEIR folder into a set
   %(prog)s check-adapter --kind code -- ./my-adapter   conformance suite for your adapter
-
-exit codes: 0 gates pass, 1 a gate failed, 2 usage/config/set/baseline error, 3 backend failure
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=program_name(), command_after=("--adapter",), commands=tuple(SUBCOMMANDS),
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES + "\n" + exit_codes_epilog("run"),
         description="Measure a search backend's retrieval quality and latency on versioned query "
                     "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
                     "count changes or a hard contract breaks. Subcommands: "
@@ -133,12 +134,29 @@ def _add_terminal_options(output: argparse._ArgumentGroup) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every command's entry point: argv in, exit code out; no traceback ever reaches the user.
+
+    A HarnessError is one `harness: error:` line and its code; SIGINT outside a command's own
+    handling is 130; a reader closing stdout ends quietly (harness.commands.guard); anything
+    else is a bug: one line, the traceback in a file, EXIT_INTERNAL.
+    """
     args_list = list(sys.argv[1:] if argv is None else argv)
+    command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
+    with guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:
+        code = _guarded(command, args_list)
+    # A bug in a helper thread (stderr drain, a worker) may have cost results: never a verdict then.
+    return EXIT_INTERNAL if thread_bugs and code < 128 else code
+
+
+def _guarded(command: str | None, args_list: list[str]) -> int:
     try:
-        if args_list and args_list[0] in SUBCOMMANDS:
+        if command is not None:
             import importlib
-            module = importlib.import_module(SUBCOMMANDS[args_list[0]])
-            return module.main(args_list[1:])
+            module = importlib.import_module(SUBCOMMANDS[command])
+            # One signal policy for every command (docs/security.md): SIGINT/SIGTERM/SIGHUP unwind it,
+            # so an atomic write in progress removes its temp file, and the exit is 128 + n.
+            with signals_raise_interrupted():
+                return module.main(args_list[1:])
         return _run(args_list)
     except HarnessError as error:
         _print_error(error)
@@ -146,6 +164,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: error: interrupted by SIGINT", file=sys.stderr)
         return 130
+    except BrokenPipeError as error:
+        if not guard.stdout_is_closed():
+            return guard.report_internal_error(error, _traceback_path(command, args_list))
+        # A subcommand's output is its result: cut short, it ends as a process killed by SIGPIPE
+        # would (128 + 13), so `set -o pipefail` still sees it. The run command never gets here:
+        # its verdict was decided and its report written before it printed (_run_gated).
+        guard.silence_closed_stdout()
+        return 128 + signal.SIGPIPE
+    except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
+        return guard.report_internal_error(error, _traceback_path(command, args_list))
+
+
+def _traceback_path(command: str | None, args_list: list[str]) -> Path:
+    """`.retrieval-gate/<command>.traceback.txt` for a subcommand; beside --out for the run command."""
+    if command is not None:
+        return guard.subcommand_traceback_path(command)
+    try:
+        out = _parse(args_list)[0].out
+    except Exception:  # noqa: BLE001 - the bug may be in parsing itself: use the default place
+        out = DEFAULT_OUT
+    return guard.run_traceback_path(out)
 
 
 def _parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -193,12 +232,24 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     if step_summary and append_target_problem(Path(step_summary)):
         raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
     progress = _progress_printer(args)
-    report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend, run_file=args.run_file,
-                          options=options, progress=progress)
-    if progress:
-        progress.finish()
-    _write_outputs(report, args, inputs)
-    _print_run(report, args, inputs, log_path)
+    report: Report | None = None
+    try:
+        report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend,
+                              run_file=args.run_file, options=options, progress=progress)
+        if progress:
+            progress.finish()
+        _write_outputs(report, args, inputs)
+    except HarnessError:
+        raise
+    except Exception as error:
+        # A bug after the sets were loaded: CI still gets its artifact, a report saying what happened.
+        _write_crash_report(error, args, inputs, adapter_argv, report)
+        raise
+    try:
+        _print_run(report, args, inputs, log_path)
+    except BrokenPipeError:
+        # `... | head -1`: the reader has gone, the report is written; the run's verdict stays its exit code.
+        guard.silence_closed_stdout()
     if report.error is not None:
         return report.exit_code
     if args.update_baseline:
@@ -221,6 +272,26 @@ def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInp
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         append_output(Path(step_summary), markdown, "$GITHUB_STEP_SUMMARY")
+
+
+def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: api.GateInputs,
+                        adapter_argv: list[str], report: Report | None) -> None:
+    """The partial report of a run a bug stopped: its results when the run had finished (the bug was
+    in an output), else the sets loaded and no results; `complete: false`, `error` the internal-error
+    line, `exit_code` EXIT_INTERNAL. Best effort: it must not mask the bug."""
+    line = guard.internal_error_line(error, guard.run_traceback_path(args.out))
+    if report is None:
+        label = (" ".join(adapter_argv) if args.adapter else f"run-file {args.run_file}" if args.run_file
+                 else args.backend or DEFAULT_BACKEND)
+        sources = {s.name: SetSource(revision=s.revision, corpus_hash=s.corpus_hash) for s in inputs.query_sets}
+        report = Report(provenance=Provenance(harness_version=__version__, started=None,
+                                              backend=Backend(str(label), tuple(adapter_argv)), sets=sources),
+                        sets=())
+    report = dataclasses.replace(report, complete=False, error=line, exit_code=EXIT_INTERNAL)
+    try:
+        write_output(args.out, report.to_json(), "--out")
+    except Exception:  # noqa: BLE001 - the original bug is what the user must see
+        pass
 
 
 def _update_baseline(args: argparse.Namespace, report: Report) -> int:

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.commands.arguments import parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import append_output, append_target_problem, check_outputs, strict_json_dumps, write_output
 from harness.gating.policy import load_policy
@@ -30,7 +30,7 @@ significantly worse or not shown no worse. See docs/compare.md.
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=program_name("compare"), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=program_name("compare"), epilog=EPILOG + "\n\n" + exit_codes_epilog("compare"), formatter_class=HelpFormatter,
         description="Compare one or more candidate reports (or baselines) with a base, query by query: verdict, "
                     "Holm-corrected paired tests on each set's overall gated metrics, an equivalence test at the "
                     "gate's margin, per-query movement and risk, latency p50/p95 with bootstrap CIs, an N-system "

@@ -7,7 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import parse_arguments, program_name
+from harness.fsutil import check_outputs
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.report.document import Report, read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
@@ -17,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=program_name("export"),
         description="Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
                     "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
-                    "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).")
+                    "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).",
+        formatter_class=HelpFormatter, epilog=exit_codes_epilog("export"))
     parser.add_argument("report", type=Path, help="a JSON report written by a run (--out)")
     parser.add_argument("--trec-run", type=Path, default=None, metavar="PATH", help="write the rankings here")
     parser.add_argument("--trec-qrels", type=Path, default=None, metavar="PATH",
@@ -37,6 +39,8 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     if args.trec_run is None and args.trec_qrels is None:
         raise UsageError("export: give --trec-run PATH, --trec-qrels PATH or both")
+    # An output naming the report (or the other output) would replace what is being exported.
+    check_outputs({"--trec-run": args.trec_run, "--trec-qrels": args.trec_qrels}, {"report": args.report})
     report = read_complete_report(args.report)
     if args.scored_only:
         report = scored_rows_only(report)

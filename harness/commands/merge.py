@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from harness import api
-from harness.commands.arguments import parse_arguments
+from harness.commands import guard
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments
 from harness.commands.cli import _update_baseline, _write_outputs
 from harness.errors import UsageError
+from harness.fsutil import check_outputs
 from harness.report.console import render_text
 from harness.report.document import read_report
 from harness.report.merge import gate_merged, merge_reports
@@ -23,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "into the report the unsharded run writes: the same per-query records and aggregates, "
                     "latency percentiles over all queries, every shard's machine in provenance; then gate it "
                     "as a run is gated. Refuses missing, repeated, incomplete or mismatched shards "
-                    "(docs/scale.md).")
+                    "(docs/scale.md).",
+        formatter_class=HelpFormatter, epilog=exit_codes_epilog("merge"))
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
     gate = parser.add_argument_group("gating (as in a run)")
@@ -49,6 +52,10 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
+    # An output naming a shard report (or the budgets, or the baseline gated against) would replace it.
+    check_outputs({"--out": args.out, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
+                  {**{f"shard report {path}": path for path in args.reports}, "--budgets": args.budgets,
+                   "--baseline": None if args.update_baseline else args.baseline})
     merged = merge_reports([(str(path), read_report(path)) for path in args.reports])
     gated = not args.no_gate and not args.update_baseline
     result = gate_merged(merged, baseline=args.baseline if gated else None,
@@ -57,12 +64,15 @@ def main(argv: list[str]) -> int:
                          known_contract_failures=args.known_contract_failures)
     report = result.report
     _write_outputs(report, args, result)
-    if not args.quiet:
-        print(render_text(report), end="")
-        print(f"merged {len(args.reports)} shards: {args.out}")
-    else:
-        for gate in report.failed_gates:
-            print(f"FAIL {gate.gate} {gate.message}")
+    try:
+        if not args.quiet:
+            print(render_text(report), end="")
+            print(f"merged {len(args.reports)} shards: {args.out}")
+        else:
+            for gate in report.failed_gates:
+                print(f"FAIL {gate.gate} {gate.message}")
+    except BrokenPipeError:
+        guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:
         return _update_baseline(args, report)
     return report.exit_code

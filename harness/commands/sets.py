@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import EXIT_OK
-from harness.commands.arguments import parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import find_sets, load_set, read_set_metadata
 from harness.sets.materialise import write_corpus_files
@@ -16,7 +16,8 @@ from harness.sets.statistics import contract_counts, overlap_statistics
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.")
+    parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
+                                     formatter_class=HelpFormatter, epilog=exit_codes_epilog("sets"))
     parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -76,7 +77,8 @@ def list_sets(sets_dir: Path) -> int:
     print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} description")
     for folder in find_sets(["all"], sets_dir):
         meta, queries = read_set_metadata(folder)
-        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
+        # str(): the corpus entry is not checked here (list loads no corpus), so its source may be anything
+        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {str(meta['corpus'].get('source')):<11} "
               f"{meta.get('description', '')}")
     return EXIT_OK
 

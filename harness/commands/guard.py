@@ -1,0 +1,99 @@
+"""The last line of defence of every command: an unexpected exception becomes one stderr line, a
+traceback file and EXIT_INTERNAL; a reader closing our stdout (`| head -1`) ends the command quietly.
+
+A HarnessError is the harness speaking (one line, exit 0-3 or 128+n); anything else reaching
+`harness.commands.cli.main` is a bug of ours, and a user must see neither a traceback nor an
+exit code that means "a gate failed" (1) or "your config is wrong" (2) for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from harness.errors import EXIT_INTERNAL
+
+TRACEBACK_FOLDER = Path(".retrieval-gate")
+
+
+def subcommand_traceback_path(command: str) -> Path:
+    """Where a subcommand's traceback goes: `.retrieval-gate/<command>.traceback.txt`."""
+    return TRACEBACK_FOLDER / f"{command}.traceback.txt"
+
+
+def run_traceback_path(out: Path) -> Path:
+    """Where the run command's traceback goes: `<--out stem>.traceback.txt` beside `--out`."""
+    return out.with_name(out.stem + ".traceback.txt")
+
+
+def internal_error_line(error: BaseException, traceback_path: Path) -> str:
+    """The one line a user sees for a bug (without the `harness: ` prefix)."""
+    message = " ".join(str(error).split())  # one line, whatever the exception's text holds
+    return (f"internal error: {type(error).__name__}: {message} "
+            f"(a bug: please report it; traceback in {traceback_path})")
+
+
+def report_internal_error(error: BaseException, traceback_path: Path) -> int:
+    """Write the traceback to `traceback_path` (best effort), print the one line, return EXIT_INTERNAL."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    try:
+        traceback_path.parent.mkdir(parents=True, exist_ok=True)
+        traceback_path.write_text(text, encoding="utf-8", errors="backslashreplace")
+        where = traceback_path
+    except OSError as exc:  # an unwritable folder must not bring the traceback back to the terminal
+        where = Path(f"nowhere: {traceback_path}: {exc.strerror or exc}")
+    try:
+        print(f"harness: {internal_error_line(error, where)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr itself is gone: the exit code is all that is left
+    return EXIT_INTERNAL
+
+
+def silence_closed_stdout() -> None:
+    """After a BrokenPipeError on stdout: point stdout at devnull, so the interpreter's final flush
+    neither raises again nor prints "Exception ignored ... BrokenPipeError" (Python docs, signal module,
+    "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (a test's capture): nothing will flush into a closed pipe
+
+
+def stdout_is_closed() -> bool:
+    """True when stdout is a pipe whose reader has gone (poll reports POLLERR on its write end), so a
+    BrokenPipeError came from our own output and not from, say, an adapter's stdin."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@contextlib.contextmanager
+def thread_bugs_recorded(traceback_path: Callable[[], Path]) -> Iterator[list[BaseException]]:
+    """Within the block, an exception escaping a thread is reported like one in the main thread (one
+    line, the traceback in the file) instead of Python's "Exception in thread" traceback; the list
+    yielded collects them, so the command can end with EXIT_INTERNAL."""
+    crashed: list[BaseException] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit or args.exc_value is None:
+            return
+        crashed.append(args.exc_value)
+        report_internal_error(args.exc_value, traceback_path())
+
+    threading.excepthook = hook
+    try:
+        yield crashed
+    finally:
+        threading.excepthook = previous
