@@ -38,7 +38,7 @@ from harness.records import QuerySet
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.report.trec import missing_from_run, read_run
-from harness.scoring.evaluate import report_metric_name
+from harness.scoring.evaluate import policy_metric_name
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
@@ -238,7 +238,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
                              warmup=options.warmup if any(s.queries for s in inputs.query_sets) else 0,
                              repeats=options.repeats, condition=options.condition, workers=options.workers,
                              startup_limit=options.startup_limit, on_startup_progress=options.on_startup_progress,
-                             on_started=on_started, max_window=options.max_window)
+                             on_started=on_started, max_window=options.max_window,
+                             metrics=inputs.policy.metrics)  # what the policy gates is computed and kept
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     drift: list[str] = []
     if run_file is not None:
@@ -294,7 +295,7 @@ def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, bu
     fingerprints = fingerprint_files(set_files(query_sets))
     budgets_ms, default_budget_ms = load_budgets(Path(budgets) if budgets is not None else DEFAULT_BUDGETS,
                                                  required=budgets is not None)
-    gate_policy = load_policy(policy, report_metric_name)
+    gate_policy = load_policy(policy, policy_metric_name)
     entries = document = None
     if baseline is not None:
         document = read_baseline(baseline)

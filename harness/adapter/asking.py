@@ -51,6 +51,7 @@ class RunOptions:
     # raise a HarnessError to stop the run.
     on_started: Callable[[list[dict | None]], None] | None = None
     max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (issue 17)
+    metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                     _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress,
                              max_window=options.max_window)
                 finally:
-                    results.append(evaluate_set(query_set, answers, k))
+                    results.append(evaluate_set(query_set, answers, k, options.metrics))
                     pending.pop(0)
             provenance["asking_seconds"] = round(time.monotonic() - asking_started, 6)
             provenance["adapter"]["banner"] = adapters[0].banner  # type: ignore[index]
@@ -158,7 +159,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k)
+        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k, options.metrics)
         results.append(dataclasses.replace(result, latency_ms={"n": 0}))
     unknown = trec.unknown_in_run(run, query_sets)
     if unknown:
@@ -224,7 +225,7 @@ def _capture(function, argument, errors: list[BaseException]):
 def _partial(results, pending, options, provenance, started, error, nondeterministic, warnings) -> RunOutcome:
     """The outcome of a run cut short: the sets not reached are present, with no answers."""
     for query_set in pending:
-        results.append(evaluate_set(query_set, {}, options.k or query_set.k))
+        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     return RunOutcome(results, provenance, error, nondeterministic, warnings)
 

@@ -457,8 +457,17 @@ def _read_query(reader: _Reader) -> QueryResult:
         outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).string(optional=True),
+        tied=_tied(reader.get("tied", required=False)),
         **_evidence_fields(reader),
     )
+
+
+def _tied(reader: _Reader) -> int:
+    """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
+    value = reader.integer(optional=True)
+    if value is not None and value < 0:
+        raise reader.fail(f"must be >= 0, got {value}")
+    return value or 0
 
 
 def _outcome(reader: _Reader) -> str:
