@@ -71,14 +71,20 @@ def two_sets(tmp_path, tiny):
     return tiny, beir
 
 
-def test_run_file_lines_keep_adapter_scores_only_when_strictly_decreasing(tmp_path, tiny):
+def test_run_file_lines_keep_adapter_scores_and_nudge_only_a_tie_trec_eval_would_reorder(tmp_path, tiny):
     path = tmp_path / "run.txt"
-    write_run(_report([(tiny, TINY_ANSWERS)]), path)
+    notes = write_run(_report([(tiny, TINY_ANSWERS)]), path)
     lines = path.read_text().splitlines()
     assert lines[:3] == ["tiny-01 Q0 doc-03 1 3.5 retrieval-gate", "tiny-01 Q0 doc-01 2 2.25 retrieval-gate",
                          "tiny-01 Q0 doc-02 3 0.5 retrieval-gate"]
-    # Tied 1.0, 1.0 -> n - rank + 1 with n = 2.
-    assert lines[3:5] == ["tiny-02 Q0 doc-02 1 2 retrieval-gate", "tiny-02 Q0 doc-04 2 1 retrieval-gate"]
+    # Tied 1.0, 1.0 with doc-04 > doc-02 (trec_eval would put doc-04 first): the real 1.0 kept for
+    # doc-02, doc-04 moved to the next single-precision float below 1.0, 1 - 2**-24 (trec_eval reads floats).
+    assert 1 - 2 ** -24 == 0.9999999403953552
+    assert lines[3:5] == ["tiny-02 Q0 doc-02 1 1 retrieval-gate", "tiny-02 Q0 doc-04 2 0.9999999403953552 retrieval-gate"]
+    # tiny-04 and tiny-06 have no scores (n..1); tiny-02 alone needed a nudge of 1 ulp.
+    assert (notes.nudged_queries, notes.nudged_scores, notes.max_ulps, notes.synthetic_queries) == (1, 1, 1, 2)
+    assert notes.lines()[0] == ("export: 1 query had tied scores in an order trec_eval would not keep; "
+                                "1 score nudged by at most 1 ulp")
     # tiny-03 returned nothing: no line. tiny-04 had no scores: 4, 3, 2, 1.
     assert [line.split()[4] for line in lines if line.startswith("tiny-04 ")] == ["4", "3", "2", "1"]
     assert [line.split()[4] for line in lines if line.startswith("tiny-05 ")] == ["-0.25", "-1.5"]

@@ -116,6 +116,33 @@ def tied_positions(scores: Sequence[float]) -> int:
     return sum(1 for before, after in zip(scores, scores[1:]) if before == after)
 
 
+def tied_groups(scores: Sequence[float]) -> list[tuple[int, int]]:
+    """(start, end) index ranges (end exclusive) of each run of equal scores, singletons included."""
+    groups, start = [], 0
+    for index in range(1, len(scores) + 1):
+        if index == len(scores) or scores[index] != scores[start]:
+            groups.append((start, index))
+            start = index
+    return groups
+
+
+def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | None,
+                   again_ids: Sequence[str]) -> str | None:
+    """How a second answer to the same request differs from the first: None (the same list),
+    "tied" (only documents the first answer scored equally swapped places) or "ranking".
+
+    Ties are read from the first answer's scores; without scores any difference is "ranking".
+    """
+    if tuple(first_ids) == tuple(again_ids):
+        return None
+    if first_scores is None or len(first_scores) != len(first_ids) or len(first_ids) != len(again_ids):
+        return "ranking"
+    for start, end in tied_groups(first_scores):
+        if set(first_ids[start:end]) != set(again_ids[start:end]):
+            return "ranking"
+    return "tied"
+
+
 def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | None, *,
                     passages: Sequence[tuple[int, int] | None] | None = None) -> Iterable[ContractResult]:
     """Each hard contract the query carries, checked against the top-k list (docs/sets.md)."""
