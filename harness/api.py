@@ -38,7 +38,7 @@ from harness.records import QuerySet
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.report.trec import missing_from_run, read_run
-from harness.scoring.evaluate import policy_metric_name
+from harness.scoring.evaluate import policy_metric_name, pooled_aggregate
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
@@ -284,7 +284,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     return Report(
         provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(outcome.results), gates=tuple(gates),
         complete=outcome.complete and not drift, error=error_text,
-        exit_code=verdict(error_code, gates), warnings=tuple(notes) + tuple(outcome.warnings), what_if=what_if)
+        exit_code=verdict(error_code, gates), warnings=tuple(notes) + tuple(outcome.warnings), what_if=what_if,
+        pooled=pooled_aggregate(outcome.results))
 
 
 def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,

@@ -217,6 +217,12 @@ def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None
     return summary
 
 
+def pooled_aggregate(results: Sequence[SetResult]) -> dict[str, float]:
+    """Means over every scored query of every set (each query weighs the same, whatever its set),
+    with n, as `mean_metrics` gives them; unjudged@10 summed."""
+    return aggregate([row for result in results for row in result.queries])["overall"]  # type: ignore[return-value]
+
+
 def evidence_aggregates(scored: Sequence[QueryResult], by_category: Mapping[str, Sequence[QueryResult]],
                         by_split: Mapping[str, Sequence[QueryResult]]) -> dict[str, object]:
     """The evidence metrics' means with their judged and null counts (scoring/evidence.py), per scope."""
