@@ -338,3 +338,17 @@ def test_export_finds_a_moved_set_under_sets_dir(tmp_path, tiny_copy):
     assert export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt"),
                                 "--sets-dir", str(tiny_copy.parent)]) == 0
     assert len(read_qrels(tmp_path / "q.txt")) == 6
+
+
+def test_export_warns_about_unscored_queries_and_says_what_it_nudged(tmp_path, tiny, capsys):
+    report = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    assert export_command.main([str(report), "--trec-run", str(tmp_path / "run.txt")]) == 0
+    captured = capsys.readouterr()
+    # tiny-06 is xfail, tiny-07 a measure_only negative probe: both left out of the report's aggregates
+    assert captured.err == ("harness: warning: export: 2 queries written that the report's aggregates leave out "
+                            "(xfail, measure_only or negative probes: tiny-06, tiny-07); trec_eval averages judged "
+                            "ones in, so its means differ from the report's; give --scored-only to leave them out\n")
+    assert ("export: 1 query had tied scores in an order trec_eval would not keep; 1 score nudged by at most 1 ulp"
+            in captured.out)
+    assert export_command.main([str(report), "--trec-run", str(tmp_path / "run.txt"), "--scored-only"]) == 0
+    assert capsys.readouterr().err == ""
