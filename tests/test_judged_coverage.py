@@ -175,3 +175,24 @@ def test_the_judged_gate_warns_when_coverage_falls():
     # unjudged in the top 10s of the scored queries: 4 new ids each (5 queries) + doc-08 (01) + doc-01, doc-02 (03)
     assert "(23 unjudged documents in the top 10s)" in warned[0].message
     assert "judge them and bump the set's revision" in warned[0].message
+
+
+def test_a_run_under_a_policy_computes_and_records_its_measures(tmp_path):
+    # The API end to end, from a TREC run file (no adapter): the policy's measures reach the report.
+    import harness
+    run = tmp_path / "run.txt"
+    run.write_text("tiny-01 Q0 doc-01 1 2.0 t\ntiny-01 Q0 doc-02 2 2.0 t\ntiny-02 Q0 doc-03 1 1.0 t\n"
+                   "tiny-02 Q0 doc-02 2 0.5 t\n")
+    policy = tmp_path / "gate-policy.json"
+    policy.write_text(json.dumps({"format": 1, "metrics": ["AP@100", "RR"]}))
+    report = harness.gate([str(TINY_SET)], run_file=run, baseline=None, policy=policy,
+                          log_path=tmp_path / "log")
+    rows = {q.qid: q for q in report.sets[0].queries}
+    # tiny-02: doc-02 (grade 2) at rank 2 of a list whose rank 1 is doc-03 (judged relevant only for tiny-03)
+    assert rows["tiny-02"].metrics["ap@100"] == 0.5 and rows["tiny-02"].metrics["rr"] == 0.5
+    # doc-01 and doc-02 both scored 2.0: read in trec_eval's order (docno descending), one tied position
+    assert rows["tiny-01"].ids == ("doc-02", "doc-01") and rows["tiny-01"].tied == 1
+    overall = report.sets[0].aggregates["overall"]
+    assert "ap@100" in overall and "rr" in overall
+    assert report.pooled is not None and report.pooled["n"] == overall["n"]
+    assert report.provenance.extra["policy"]["metrics"] == ["ap@100", "rr"]

@@ -12,6 +12,12 @@ What trec_eval will and will not reproduce of a report:
 - per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,
   ndcg@10 = ndcg_cut_10, hit@10 = success_10, mrr = recip_rank when k <= 10, else
   recip_rank on the run cut at 10: `trec_eval -M 10`);
+- scores: the adapter's own, except that trec_eval re-sorts by score (compared in single
+  precision) and breaks ties by docno descending, so a tied document that would move is
+  nudged just below the one before it (`write_run` returns how many, `ExportNotes`); a query
+  without usable scores is written n, n-1, ..., 1. `read_run` orders as trec_eval does and
+  keeps the scores as written;
+- judged coverage: grade 0 judgments are written as qrels lines with grade 0;
 - a query that returned nothing has no run line: give `trec_eval -c` so it counts as 0;
 - negative probes (`no_relevant`) have no qrels line, so trec_eval skips them; xfail and
   measure_only queries are judged and trec_eval averages them too, unless the qrels are
@@ -105,8 +111,8 @@ def qrels_lines(query_sets: Sequence[QuerySet]) -> list[str]:
 def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
     """Write the sets' judgments as TREC qrels (`qid 0 docid grade`), atomically.
 
-    Only judged (grade >= 1) documents exist in a set, so every line is a positive
-    judgment; negative probes have none. qids are prefixed `SET:` when there are
+    Grade 0 (judged non-relevant) lines are written too; a negative probe may have only
+    those, or none. qids are prefixed `SET:` when there are
     several sets, exactly as `write_run` does for a report over the same sets.
     """
     lines = qrels_lines(query_sets)
