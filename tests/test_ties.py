@@ -127,3 +127,22 @@ def test_trec_eval_scores_the_exported_run_as_the_report_did(tmp_path, seed):
         if row.ids:
             assert tuple(doc_id for doc_id, _ in again[row.qid]) == row.ids
     assert notes.nudged_scores >= 0
+
+
+@pytest.mark.parametrize("ranking", [False, True], ids=["tied", "ranking"])
+def test_a_real_run_with_repeats_records_tied_order_changes_apart(tmp_path, ranking):
+    import sys
+    from pathlib import Path
+
+    import harness
+    adapter = [sys.executable, str(Path(__file__).parent / "fixtures" / "adapters" / "tied_order.py")]
+    report = harness.gate([str(TINY_SET)], backend=adapter + (["--ranking"] if ranking else []), baseline=None,
+                          repeats=2, log_path=tmp_path / "adapter.log")
+    qids = [f"tiny/{q.qid}" for q in TINY.queries]
+    document = report.to_dict()["provenance"]
+    if ranking:
+        assert document["nondeterministic_queries"] == qids and "tied_order_changed" not in document
+    else:
+        assert document["tied_order_changed"] == qids and document["nondeterministic_queries"] == []
+        assert any(w.startswith("--repeats: 7 queries came back with tied documents") for w in report.warnings)
+    assert all(row.tied == 1 and row.ids == ("doc-01", "doc-02", "doc-03") for row in report.sets[0].queries)
