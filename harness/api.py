@@ -38,7 +38,7 @@ from harness.records import QuerySet
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.report.trec import missing_from_run, read_run
-from harness.scoring.evaluate import report_metric_name
+from harness.scoring.evaluate import policy_metric_name, pooled_aggregate
 from harness.scoring.evidence import evidence_metric_names
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.loader import find_sets, load_set
@@ -242,7 +242,9 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
                              warmup=options.warmup if any(s.queries for s in inputs.query_sets) else 0,
                              repeats=options.repeats, condition=options.condition, workers=options.workers,
                              startup_limit=options.startup_limit, on_startup_progress=options.on_startup_progress,
-                             on_started=on_started, max_window=options.max_window)
+                             on_started=on_started, max_window=options.max_window,
+                             # what the policy gates is computed and kept (evidence figures always are)
+                             metrics=tuple(m for m in inputs.policy.metrics if m not in evidence_metric_names()))
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     drift: list[str] = []
     if run_file is not None:
@@ -287,7 +289,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     return Report(
         provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(outcome.results), gates=tuple(gates),
         complete=outcome.complete and not drift, error=error_text,
-        exit_code=verdict(error_code, gates), warnings=tuple(notes) + tuple(outcome.warnings), what_if=what_if)
+        exit_code=verdict(error_code, gates), warnings=tuple(notes) + tuple(outcome.warnings), what_if=what_if,
+        pooled=pooled_aggregate(outcome.results))
 
 
 def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,
@@ -298,7 +301,7 @@ def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, bu
     fingerprints = fingerprint_files(set_files(query_sets))
     budgets_ms, default_budget_ms = load_budgets(Path(budgets) if budgets is not None else DEFAULT_BUDGETS,
                                                  required=budgets is not None)
-    gate_policy = load_policy(policy, policy_metric_name)
+    gate_policy = load_policy(policy, gated_metric_name)
     entries = document = None
     if baseline is not None:
         document = read_baseline(baseline)
@@ -307,9 +310,9 @@ def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, bu
                       baseline if baseline is not None else None, document, fingerprints)
 
 
-def policy_metric_name(name: str) -> str:
+def gated_metric_name(name: str) -> str:
     """A gated metric's key: an exposed-evidence metric by its own name, any other through the measure registry."""
-    return name if name in evidence_metric_names() else report_metric_name(name)
+    return name if name in evidence_metric_names() else policy_metric_name(name)
 
 
 def check_executable(argv: Sequence[str]) -> None:

@@ -139,6 +139,9 @@ class QueryResult:
     # The first hit's window when it did not expose current evidence, for the HTML report:
     # {"doc", "start", "end", "text", "spans": [[start, end, label], ...] relative to the window}.
     window: dict[str, object] | None = None
+    # Positions whose score equals the previous position's (issue 14): the order between those
+    # documents is the adapter's choice, not its scores'. 0 without scores; written only when > 0.
+    tied: int = 0
 
     @property
     def resampling_unit(self) -> str:
@@ -160,6 +163,7 @@ class QueryResult:
                if self.passages is not None else {}),
             **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
             **({"window": dict(self.window)} if self.window is not None else {}),
+            **({"tied": self.tied} if self.tied else {}),
         }
 
 

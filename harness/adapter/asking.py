@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError
-from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set
+from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set, ranking_change
 from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
@@ -51,6 +51,7 @@ class RunOptions:
     # raise a HarnessError to stop the run.
     on_started: Callable[[list[dict | None]], None] | None = None
     max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (issue 17)
+    metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class RunOutcome:
     error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
     nondeterministic: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tied_order_changed: list[str] = field(default_factory=list)  # `--repeats`: only tied documents moved
 
     @property
     def complete(self) -> bool:
@@ -82,6 +84,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     provenance = base_provenance(options, query_sets)
     results: list[SetResult] = []
     nondeterministic: list[str] = []
+    tied: list[str] = []  # SET/QID whose repeats reordered only documents with equal scores
     warnings: list[str] = []
     workers = worker_count(options.workers, query_sets)
     if workers < options.workers:
@@ -104,9 +107,9 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 answers: dict[str, Answer] = {}
                 try:
                     _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress,
-                             max_window=options.max_window)
+                             max_window=options.max_window, tied=tied)
                 finally:
-                    results.append(evaluate_set(query_set, answers, k))
+                    results.append(evaluate_set(query_set, answers, k, options.metrics))
                     pending.pop(0)
             provenance["asking_seconds"] = round(time.monotonic() - asking_started, 6)
             provenance["adapter"]["banner"] = adapters[0].banner  # type: ignore[index]
@@ -114,12 +117,24 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
             provenance["adapter"]["startup_seconds"] = max(startups) if startups else None  # type: ignore[index]
     except KeyboardInterrupt:
         return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic,
-                        warnings)
+                        warnings + tied_warning(tied))
     except (AdapterError, Interrupted) as error:
-        return _partial(results, pending, options, provenance, started, error, nondeterministic, warnings)
+        return _partial(results, pending, options, provenance, started, error, nondeterministic,
+                        warnings + tied_warning(tied))
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     provenance["nondeterministic_queries"] = nondeterministic
-    return RunOutcome(results, provenance, None, nondeterministic, warnings)
+    if tied:
+        provenance["tied_order_changed"] = tied
+    return RunOutcome(results, provenance, None, nondeterministic, warnings + tied_warning(tied), tied)
+
+
+def tied_warning(tied: Sequence[str]) -> list[str]:
+    """The warning for queries whose repeats reordered tied documents (empty when there are none)."""
+    if not tied:
+        return []
+    shown = ", ".join(tied[:5]) + (" ..." if len(tied) > 5 else "")
+    return [f"--repeats: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} came back with tied documents in "
+            f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
 
 
 def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
@@ -158,7 +173,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k)
+        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k, options.metrics)
         results.append(dataclasses.replace(result, latency_ms={"n": 0}))
     unknown = trec.unknown_in_run(run, query_sets)
     if unknown:
@@ -176,7 +191,7 @@ def worker_log(log_path: Path, index: int, workers: int) -> Path:
 
 def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeats: int,
              answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None, *,
-             max_window: int = DEFAULT_MAX_WINDOW) -> None:
+             max_window: int = DEFAULT_MAX_WINDOW, tied: list[str] | None = None) -> None:
     """Fill `answers` (qid -> Answer); raise the first AdapterError after every shard has stopped."""
     total = len(query_set.queries)
     lock = threading.Lock()
@@ -186,7 +201,7 @@ def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeat
         adapter = adapters[worker]
         for index in range(worker, total, len(adapters)):
             query = query_set.queries[index]
-            answer, changed = _ask(adapter, query_set.kind, query.qid, query.query, k, repeats)
+            answer, change = _ask(adapter, query_set.kind, query.qid, query.query, k, repeats)
             try:
                 check_windows(answer.ids, answer.passages, lengths, max_window, query.qid)
             except ProtocolError as exc:
@@ -194,8 +209,10 @@ def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeat
                                    qid=query.qid) from None
             with lock:
                 answers[query.qid] = answer
-                if changed:
+                if change == "ranking":
                     nondeterministic.append(f"{query_set.name}/{query.qid}")
+                elif change == "tied" and tied is not None:
+                    tied.append(f"{query_set.name}/{query.qid}")
                 if progress:
                     progress(query_set.name, len(answers), total)
 
@@ -224,7 +241,7 @@ def _capture(function, argument, errors: list[BaseException]):
 def _partial(results, pending, options, provenance, started, error, nondeterministic, warnings) -> RunOutcome:
     """The outcome of a run cut short: the sets not reached are present, with no answers."""
     for query_set in pending:
-        results.append(evaluate_set(query_set, {}, options.k or query_set.k))
+        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     provenance["duration_seconds"] = round(time.monotonic() - started, 3)
     return RunOutcome(results, provenance, error, nondeterministic, warnings)
 
@@ -241,18 +258,24 @@ def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: R
     return round(time.perf_counter() - start, 6)
 
 
-def _ask(adapter: AdapterProcess, kind: str, qid: str, text: str, k: int, repeats: int) -> tuple[Answer, bool]:
-    """One query asked `repeats` times: latency is the median; ids from the first answer."""
+def _ask(adapter: AdapterProcess, kind: str, qid: str, text: str, k: int,
+         repeats: int) -> tuple[Answer, str | None]:
+    """One query asked `repeats` times: latency is the median; ids from the first answer.
+
+    The change seen across the repeats: None, "tied" (only documents the first answer scored
+    equally moved: the scores allow either order) or "ranking" (nondeterministic).
+    """
     request = Request(kind=kind, query=text, k=k, qid=qid)
     first, latency = adapter.ask(request)
     latencies = [latency]
-    changed = False
+    change: str | None = None
     for _ in range(repeats - 1):
         again, latency = adapter.ask(request)
         latencies.append(latency)
-        changed = changed or again.ids != first.ids
+        if change != "ranking":
+            change = ranking_change(first.ids, first.scores, again.ids) or change
     return Answer(ids=first.ids, scores=first.scores, latency_seconds=statistics.median(latencies),
-                  passages=first.passages), changed
+                  passages=first.passages), change
 
 
 def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict[str, object]:

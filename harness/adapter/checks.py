@@ -20,6 +20,7 @@ from harness.errors import EXIT_GATE_FAILED, ProtocolError
 from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
+from harness.scoring.evaluate import ranking_change
 
 PROG = "python -m harness check-adapter"
 DEFAULT_KIND = "check"
@@ -265,14 +266,33 @@ def check_determinism(suite: Suite) -> None:
     if not pairs:
         suite.report("determinism", NOT_JUDGED, "no query was answered with ids twice")
         return
-    changed = [a.request.query for a, b in pairs if a.ranking() != b.ranking()]
+    changes = [(a.request.query, _change(a, b)) for a, b in pairs]
+    changed = [query for query, change in changes if change == "ranking"]
+    tied = [query for query, change in changes if change == "tied"]
+    tied_note = (f"; {len(tied)} came back with tied documents (equal scores) in another order, which the "
+                 f"scores allow: {_named(tied)}" if tied else "")
     if changed:
-        named = ", ".join(repr(q) for q in changed[:SHOWN_QUERIES])
-        more = f" and {len(changed) - SHOWN_QUERIES} more" if len(changed) > SHOWN_QUERIES else ""
         suite.report("determinism", FAIL, f"{len(changed)} of {len(pairs)} queries changed ranking when "
-                                          f"asked again: {named}{more}")
+                                          f"asked again: {_named(changed)}{tied_note}")
         return
-    suite.report("determinism", PASS, f"{len(pairs)} queries asked twice, same rankings")
+    suite.report("determinism", PASS, f"{len(pairs)} queries asked twice, same rankings{tied_note}")
+
+
+def _change(first: Exchange, again: Exchange) -> str | None:
+    """None, "tied" (only equally scored ids moved) or "ranking", as `--repeats` judges it."""
+    if first.ranking() == again.ranking():
+        return None
+    one, two = first.reply(), again.reply()
+    if one.get("error") is not None or two.get("error") is not None:
+        return "ranking"
+    scores = one.get("scores")
+    valid = isinstance(scores, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scores)
+    return ranking_change(one["ids"], scores if valid else None, two["ids"])
+
+
+def _named(queries: list[str]) -> str:
+    more = f" and {len(queries) - SHOWN_QUERIES} more" if len(queries) > SHOWN_QUERIES else ""
+    return ", ".join(repr(q) for q in queries[:SHOWN_QUERIES]) + more
 
 
 def check_ids(suite: Suite) -> None:

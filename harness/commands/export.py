@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
@@ -44,8 +45,13 @@ def main(argv: list[str]) -> int:
     report = read_complete_report(args.report)
     if args.scored_only:
         report = scored_rows_only(report)
+    else:
+        for line in unscored_warning(report):
+            print(f"harness: warning: {line}", file=sys.stderr)
     if args.trec_run is not None:
-        write_run(report, args.trec_run, args.run_tag)
+        notes = write_run(report, args.trec_run, args.run_tag)
+        for line in notes.lines():
+            print(line)
         lines = sum(len(row.ids) for s in report.sets for row in s.queries)
         queries = sum(len(s.queries) for s in report.sets)
         print(f"run: {args.trec_run} ({lines} lines, {queries} queries{_prefix_note(report)})")
@@ -67,6 +73,18 @@ def read_complete_report(path: Path) -> Report:
         # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
     return report
+
+
+def unscored_warning(report: Report) -> list[str]:
+    """A warning when the files will hold queries the report's aggregates leave out (none: nothing)."""
+    unscored = [f"{s.name}/{row.qid}" if len(report.sets) > 1 else row.qid
+                for s in report.sets for row in s.queries if not row.scored]
+    if not unscored:
+        return []
+    shown = ", ".join(unscored[:5]) + (" ..." if len(unscored) > 5 else "")
+    return [f"export: {len(unscored)} quer{'y' if len(unscored) == 1 else 'ies'} written that the report's aggregates "
+            f"leave out (xfail, measure_only or negative probes: {shown}); trec_eval averages judged ones "
+            f"in, so its means differ from the report's; give --scored-only to leave them out"]
 
 
 def _prefix_note(report: Report) -> str:

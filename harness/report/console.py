@@ -45,6 +45,7 @@ def render_text(report: Report, baseline_sets: Mapping[str, Mapping] | None = No
     for result in report.sets:
         lines.append("")
         lines.extend(_set_lines(result))
+    lines.extend(pooled_lines(report))
     lines.extend(_startup_lines(report))
     lines.extend(gate_lines(report, verbose=verbose, style=style))
     lines.append("")
@@ -86,6 +87,15 @@ def _set_lines(result: SetResult) -> list[str]:
     lines.append(f"queries: {outcomes or 'none answered'}")
     lines.extend(evidence.text_lines(result))  # nothing for sets without evidence
     return lines
+
+
+def pooled_lines(report: Report) -> list[str]:
+    """One line of means over every scored query of every set, when the run has several sets."""
+    pooled = report.pooled
+    if pooled is None or len(report.sets) < 2:
+        return []
+    cells = "  ".join(f"{m} {cell(pooled, m)}" for m in TABLE_METRICS)
+    return ["", f"pooled over {len(report.sets)} sets (n={pooled.get('n', 0):.0f} scored queries): {cells}"]
 
 
 def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -> list[str]:

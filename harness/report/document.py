@@ -8,6 +8,10 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
   1 — first version: provenance, sets (aggregates, latency, per-query rows), gates, complete,
       exit_code; optional `what_if`, `previous_baseline` and `warnings`. Gates gained `status`
       ("pass", "warn", "fail") later in version 1; a gate without it reads as pass or fail.
+      Later in version 1 (issues 13, 14, all optional, absent reads as before): `pooled` (means
+      over every scored query of every set, with n), per-query `tied` (tied positions, written
+      only when > 0), per-query metrics judged@10, unjudged@10 (a count; summed in aggregates)
+      and ndcg@10(condensed), and provenance `tied_order_changed` (with --repeats).
 """
 
 from __future__ import annotations
@@ -139,6 +143,7 @@ class Report:
     warnings: tuple[str, ...] = ()
     what_if: Mapping[str, object] | None = None
     previous_baseline: Mapping[str, object] | None = None
+    pooled: Mapping[str, float] | None = None  # means over every scored query of every set (issue 14)
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -170,6 +175,8 @@ class Report:
             row["what_if"] = _plain(self.what_if)
         if self.previous_baseline is not None:
             row["previous_baseline"] = _plain(self.previous_baseline)
+        if self.pooled is not None:
+            row["pooled"] = _plain(self.pooled)
         return row
 
     def to_json(self) -> str:
@@ -345,6 +352,7 @@ def _read_report(reader: _Reader) -> Report:
         warnings=warnings.strings() if warnings.value is not None else (),
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
+        pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
     )
 
 
@@ -457,8 +465,17 @@ def _read_query(reader: _Reader) -> QueryResult:
         outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).string(optional=True),
+        tied=_tied(reader.get("tied", required=False)),
         **_evidence_fields(reader),
     )
+
+
+def _tied(reader: _Reader) -> int:
+    """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
+    value = reader.integer(optional=True)
+    if value is not None and value < 0:
+        raise reader.fail(f"must be >= 0, got {value}")
+    return value or 0
 
 
 def _outcome(reader: _Reader) -> str:

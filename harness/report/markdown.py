@@ -42,6 +42,11 @@ def render_markdown(report: Report, baseline_sets: Mapping[str, Mapping] | None 
         lines += ["", "#### Gated values", ""] + _gated_values(report, baseline_sets)
     for result in report.sets:
         lines += ["", *_metrics_block(result)]
+    if report.pooled is not None and len(report.sets) > 1:  # one row: every scored query of every set
+        pooled = report.pooled
+        lines += ["", f"#### pooled over {len(report.sets)} sets", "",
+                  "| scope | n | " + " | ".join(TABLE_METRICS) + " |", "|---|---:|" + "---:|" * len(TABLE_METRICS),
+                  f"| all sets | {pooled.get('n', 0):.0f} | " + " | ".join(cell(pooled, m) for m in TABLE_METRICS) + " |"]
     lines.extend(evidence.markdown_lines(report.sets))  # nothing for sets without evidence
     return "\n".join(lines) + "\n"
 

@@ -12,6 +12,12 @@ What trec_eval will and will not reproduce of a report:
 - per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,
   ndcg@10 = ndcg_cut_10, hit@10 = success_10, mrr = recip_rank when k <= 10, else
   recip_rank on the run cut at 10: `trec_eval -M 10`);
+- scores: the adapter's own, except that trec_eval re-sorts by score (compared in single
+  precision) and breaks ties by docno descending, so a tied document that would move is
+  nudged just below the one before it (`write_run` returns how many, `ExportNotes`); a query
+  without usable scores is written n, n-1, ..., 1. `read_run` orders as trec_eval does and
+  keeps the scores as written;
+- judged coverage: grade 0 judgments are written as qrels lines with grade 0;
 - a query that returned nothing has no run line: give `trec_eval -c` so it counts as 0;
 - negative probes (`no_relevant`) have no qrels line, so trec_eval skips them; xfail and
   measure_only queries are judged and trec_eval averages them too, unless the qrels are
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import struct
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -45,9 +52,15 @@ def trec_qid(set_name: str, qid: str, prefixed: bool) -> str:
 
 def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
     """The run file's lines for every query of every set in `report` (see `write_run`)."""
+    return run_lines_and_notes(report, run_tag)[0]
+
+
+def run_lines_and_notes(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str], ExportNotes]:
+    """The run file's lines, and what had to change in the scores to keep the adapter's order."""
     _check_token(run_tag, "run tag")
     prefixed = len(report.sets) > 1
     lines: list[str] = []
+    nudged_queries = nudged_scores = max_ulps = synthetic = 0
     for result in report.sets:
         name = result.name
         for row in result.queries:
@@ -56,21 +69,30 @@ def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
             ids = list(row.ids)
             for doc_id in ids:
                 _check_token(doc_id, f"{where}: id")
-            for rank, (doc_id, score) in enumerate(zip(ids, _strict_scores(ids, row.scores)), start=1):
+            written, nudged, ulps = _strict_scores(ids, row.scores)
+            if nudged < 0:
+                synthetic += bool(ids)
+            elif nudged:
+                nudged_queries += 1
+                nudged_scores += nudged
+                max_ulps = max(max_ulps, ulps)
+            for rank, (doc_id, score) in enumerate(zip(ids, written), start=1):
                 lines.append(f"{qid} Q0 {doc_id} {rank} {_number(score)} {run_tag}")
-    return lines
+    return lines, ExportNotes(nudged_queries, nudged_scores, max_ulps, synthetic)
 
 
-def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> None:
-    """Write `report`'s rankings as a TREC run, atomically.
+def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> ExportNotes:
+    """Write `report`'s rankings as a TREC run, atomically; return what was nudged (`ExportNotes`).
 
-    Scores are strictly decreasing within each query so trec_eval (which sorts by score,
-    not by the rank column) sees the adapter's order: the adapter's scores when they
-    already are, else n - rank + 1 for a list of n. Ids or a tag containing whitespace
-    (the format's separator) raise UsageError.
+    trec_eval ignores the rank column and sorts by score, then docno descending, so the
+    adapter's real scores are written with only what keeps its order: tied documents whose
+    docno order disagrees are nudged down by a few ulps (`_strict_scores`); a query without
+    usable scores gets n - rank + 1 for a list of n. Ids or a tag containing whitespace (the
+    format's separator) raise UsageError.
     """
-    lines = run_lines(report, run_tag)
+    lines, notes = run_lines_and_notes(report, run_tag)
     atomic_write_text(path, "".join(line + "\n" for line in lines))
+    return notes
 
 
 def qrels_lines(query_sets: Sequence[QuerySet]) -> list[str]:
@@ -89,8 +111,8 @@ def qrels_lines(query_sets: Sequence[QuerySet]) -> list[str]:
 def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
     """Write the sets' judgments as TREC qrels (`qid 0 docid grade`), atomically.
 
-    Only judged (grade >= 1) documents exist in a set, so every line is a positive
-    judgment; negative probes have none. qids are prefixed `SET:` when there are
+    Grade 0 (judged non-relevant) lines are written too; a negative probe may have only
+    those, or none. qids are prefixed `SET:` when there are
     several sets, exactly as `write_run` does for a report over the same sets.
     """
     lines = qrels_lines(query_sets)
@@ -131,8 +153,9 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 def trec_order(pairs) -> list[tuple[str, float]]:
-    """(docid, score) pairs sorted as trec_eval ranks them: score descending, then docid descending."""
-    return sorted(pairs, key=lambda pair: (pair[1], pair[0]), reverse=True)
+    """(docid, score) pairs sorted as trec_eval ranks them: score descending, compared in single
+    precision as trec_eval does (`trec_eval_score`), then docid descending; the scores kept as given."""
+    return sorted(pairs, key=lambda pair: (trec_eval_score(pair[1]), pair[0]), reverse=True)
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -194,13 +217,97 @@ def _run_entry(run: Mapping, set_name: str, qid: str):
     return entry if entry is not None else run.get(qid)
 
 
-def _strict_scores(ids: Sequence[str], scores: Sequence[float] | None) -> list[float]:
-    """The adapter's scores if present and strictly decreasing, else n, n-1, ..., 1."""
-    if scores is not None and len(scores) == len(ids) and all(
-            isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores):
-        if all(a > b for a, b in zip(scores, scores[1:])):
-            return [float(s) for s in scores]
-    return [float(len(ids) - index) for index in range(len(ids))]
+@dataclasses.dataclass(frozen=True)
+class ExportNotes:
+    """What `write_run` had to do to keep the adapter's order in a file trec_eval re-sorts.
+
+    nudged_queries / nudged_scores: queries with tied scores in an order trec_eval would not
+    keep (score desc, then docno desc) and the scores moved down to restore it, by at most
+    `max_ulps` units in the last place each; synthetic_queries: queries with no usable scores
+    (none, or not numbers in descending order), written as n, n-1, ..., 1.
+    """
+
+    nudged_queries: int = 0
+    nudged_scores: int = 0
+    max_ulps: int = 0
+    synthetic_queries: int = 0
+
+    def lines(self) -> list[str]:
+        """The export's notes in words (nothing when the adapter's scores were written as they are)."""
+        notes = []
+        if self.nudged_queries:
+            notes.append(f"export: {self.nudged_queries} quer{'y' if self.nudged_queries == 1 else 'ies'} had tied "
+                         f"scores in an order trec_eval would not keep; {self.nudged_scores} score"
+                         f"{'s' if self.nudged_scores != 1 else ''} nudged by at most {self.max_ulps} ulp"
+                         f"{'s' if self.max_ulps != 1 else ''}")
+        if self.synthetic_queries:
+            notes.append(f"export: {self.synthetic_queries} quer{'y' if self.synthetic_queries == 1 else 'ies'} had no "
+                         f"usable descending scores; written as n, n-1, ..., 1 to keep the adapter's order")
+        return notes
+
+
+def trec_eval_score(score: float) -> float:
+    """The score as trec_eval compares it: rounded to single precision (its `float sim`).
+
+    Two doubles that round to one float are a tie to trec_eval (1.0 and 1.0 - 1e-16 are).
+    A score beyond single range reads as +/-inf, as C's conversion gives.
+    """
+    try:
+        return struct.unpack("<f", struct.pack("<f", score))[0]
+    except OverflowError:
+        return math.copysign(math.inf, score)
+
+
+def _float_below(value: float) -> float:
+    """The next single-precision float below `value` (itself a single-precision float), as a double."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if value > 0:
+        bits -= 1
+    elif value == 0:
+        bits = 0x80000001  # the smallest negative subnormal
+    else:
+        bits += 1
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _strict_scores(ids: Sequence[str], scores: Sequence[float] | None) -> tuple[list[float], int, int]:
+    """Scores trec_eval orders as the adapter did: (scores, positions nudged, largest nudge in ulps).
+
+    trec_eval sorts by score descending, comparing scores in single precision, and breaks ties
+    by docno descending. The adapter's real scores are kept wherever that gives the adapter's
+    order; a document that would jump above the one before it (a tie whose docno order
+    disagrees, or doubles equal in single precision) is moved just below that one: the next
+    single-precision float down, so the nudge is counted in single-precision ulps. Later
+    documents of the run follow it down only as far as they must. Scores absent, non-finite,
+    beyond single range or not non-increasing give n, n-1, ..., 1 (positions nudged = -1).
+    """
+    usable = scores is not None and len(scores) == len(ids) and all(
+        isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s)
+        and math.isfinite(trec_eval_score(s)) for s in scores)
+    if not usable or any(a < b for a, b in zip(scores, scores[1:])):  # type: ignore[arg-type]
+        return [float(len(ids) - index) for index in range(len(ids))], -1, 0
+    written = [float(s) for s in scores]  # type: ignore[union-attr]
+    nudged = max_ulps = 0
+    for index in range(1, len(written)):
+        before, now = trec_eval_score(written[index - 1]), trec_eval_score(written[index])
+        if now < before or (now == before and ids[index] < ids[index - 1]):
+            continue  # trec_eval keeps this pair in the adapter's order
+        value = _float_below(before)
+        if not math.isfinite(value):  # no room below the lowest float: fall back to n, n-1, ..., 1
+            return [float(len(ids) - i) for i in range(len(ids))], -1, 0
+        steps = _ulps_between(now, value)  # from the score trec_eval would have read
+        written[index] = value
+        nudged += 1
+        max_ulps = max(max_ulps, steps)
+    return written, nudged, max_ulps
+
+
+def _ulps_between(high: float, low: float) -> int:
+    """Single-precision steps from `high` down to `low` (both single-precision floats, high >= low)."""
+    def ordinal(x: float) -> int:
+        bits = struct.unpack("<i", struct.pack("<f", x))[0]
+        return bits if bits >= 0 else -(bits & 0x7FFFFFFF)
+    return ordinal(high) - ordinal(low)
 
 
 def _number(score: float) -> str:

@@ -8,13 +8,28 @@ from dataclasses import dataclass
 from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
-# The per-query and aggregate metrics every report carries, in column order.
-REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10")
+# The per-query and aggregate metrics every report carries, in column order: the ranking
+# measures, then judged coverage (issue 13): judged@10, the share of the returned top 10 the
+# set judges (grade >= 0), and nDCG@10 on Sakai's condensed list (unjudged ids removed)
+# beside the ordinary nDCG@10. All are means in aggregates; none is gated by default.
+REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10",
+                    "judged@10", "ndcg@10(condensed)")
+# A count, not a ratio: per query the returned top-10 ids the set never judged; in aggregates
+# the SUM over the scope's scored queries (how many unjudged documents the run returned).
+# Never gated (`policy_metric_name` refuses it).
+UNJUDGED_COUNT = "unjudged@10"
+UNJUDGED_DEPTH = 10
+# Measures with no per-query meaning for a query that has no relevant document: coverage
+# (judged@10, unjudged@10) is still reported for such queries (negative probes).
+COVERAGE_METRICS = ("judged@10",)
 # The columns every table of a run or a comparison shows (console, Markdown, HTML, baselines).
 TABLE_METRICS = REPORTED_METRICS[:4]
 # Bump when any metric's definition changes: reports with different versions are not comparable.
-METRIC_DEFINITIONS = {"version": metrics.DEFINITIONS_VERSION, "metrics": list(REPORTED_METRICS),
-                      "notes": "trec_eval definitions; mrr = recip_rank cut at 10; ndcg gain = grade"}
+METRIC_DEFINITIONS = {"version": metrics.DEFINITIONS_VERSION, "metrics": list(REPORTED_METRICS) + [UNJUDGED_COUNT],
+                      "notes": "trec_eval definitions; mrr = recip_rank cut at 10; ndcg gain = grade; "
+                               "judged@10 = judged (grade >= 0) in the top 10 / 10; (condensed) = unjudged ids "
+                               "removed first (trec_eval -J); unjudged@10 = count, summed in aggregates; "
+                               "measures are computed on the ranking as returned, to the run's k"}
 FLIP_DEPTH = 10  # "found" = relevant ids within this depth; a flip is one lost from it
 
 
@@ -41,18 +56,46 @@ def report_metric_name(name: str) -> str:
     return key
 
 
-def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
-    """Metrics (only for queries with relevant documents), contracts and the outcome."""
+def policy_metric_name(name: str) -> str:
+    """The report's key for a metric a gate policy names: any registry measure (`nDCG@20`, `AP@100`,
+    `ndcg@10(condensed)`), with the reported ones keyed as reports key them (`RR@10` -> `mrr`).
+
+    Runs gated by that policy compute it per query and aggregate its mean (`evaluate_set`'s
+    `metrics`). Raises ValueError for an unknown name and for the unjudged@10 count (never gated).
+    """
+    if name.strip().lower() == UNJUDGED_COUNT:
+        raise ValueError(f"{name!r} is a count of unjudged documents, not a gated measure; gate judged@10 "
+                         "coverage with the policy's judged.warn_drop_points")
+    canonical = metrics.parse_metric(name).name
+    return "mrr" if canonical == "mrr@10" else canonical
+
+
+def _measures(extra: Sequence[str]) -> tuple[str, ...]:
+    """The reported metrics, then the extra (policy) ones not already among them, as canonical names."""
+    return tuple(dict.fromkeys(REPORTED_METRICS + tuple(policy_metric_name(name) for name in extra)))
+
+
+def evaluate_query(query: Query, answer: Answer, k: int, metrics_computed: Sequence[str] = REPORTED_METRICS) -> QueryResult:
+    """Metrics, contracts and the outcome of one answered query.
+
+    Ranking measures (`metrics_computed`: the reported ones plus any a gate policy names, each
+    on the ranking as returned, cut at k) only for queries with a relevant (grade >= 1)
+    document; judged coverage (judged@10, unjudged@10) for every query. `tied` counts the
+    positions whose score equals the previous position's (0 without scores).
+    """
     top = answer.ids[:k]
     values: dict[str, float] = {}
-    if query.relevant:
-        for name in REPORTED_METRICS:
-            values[name] = metrics.parse_metric(name).compute(top, query.relevant)
+    has_relevant = any(grade >= metrics.RELEVANCE_LEVEL for grade in query.relevant.values())
+    if has_relevant:
+        values.update(metrics.compute_many(metrics_computed, top, query.relevant))
+    else:
+        values.update(metrics.compute_many(COVERAGE_METRICS, top, query.relevant))
+    values[UNJUDGED_COUNT] = sum(1 for doc_id in top[:UNJUDGED_DEPTH] if query.relevant.get(doc_id, -1) < 0)
     found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
     passages = tuple(answer.passages[:k]) if answer.passages is not None else None
     contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None,
                                       passages=passages))
-    passed = all(c.passed for c in contracts) and (not query.relevant or bool(found))
+    passed = all(c.passed for c in contracts) and (not has_relevant or bool(found))
     if query.xfail:
         outcome = "xpass" if passed else "xfail"
     else:
@@ -61,10 +104,43 @@ def evaluate_query(query: Query, answer: Answer, k: int) -> QueryResult:
         qid=query.qid, query=query.query, category=query.category, split=query.split, ids=tuple(top),
         scores=tuple(answer.scores[:k]) if answer.scores is not None else None,
         latency_seconds=answer.latency_seconds, metrics=values, found=found,
+        tied=tied_positions(answer.scores[:k]) if answer.scores is not None else 0,
         contracts=contracts, outcome=outcome, scored=query.scored, group=query.group, passages=passages,
         evidence=evidence.query_evidence(top, passages, query.evidence, query.canonical)
         if (query.evidence or query.canonical) else None,
     )
+
+
+def tied_positions(scores: Sequence[float]) -> int:
+    """Positions whose score equals the previous position's: where the scores do not fix the order."""
+    return sum(1 for before, after in zip(scores, scores[1:]) if before == after)
+
+
+def tied_groups(scores: Sequence[float]) -> list[tuple[int, int]]:
+    """(start, end) index ranges (end exclusive) of each run of equal scores, singletons included."""
+    groups, start = [], 0
+    for index in range(1, len(scores) + 1):
+        if index == len(scores) or scores[index] != scores[start]:
+            groups.append((start, index))
+            start = index
+    return groups
+
+
+def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | None,
+                   again_ids: Sequence[str]) -> str | None:
+    """How a second answer to the same request differs from the first: None (the same list),
+    "tied" (only documents the first answer scored equally swapped places) or "ranking".
+
+    Ties are read from the first answer's scores; without scores any difference is "ranking".
+    """
+    if tuple(first_ids) == tuple(again_ids):
+        return None
+    if first_scores is None or len(first_scores) != len(first_ids) or len(first_ids) != len(again_ids):
+        return "ranking"
+    for start, end in tied_groups(first_scores):
+        if set(first_ids[start:end]) != set(again_ids[start:end]):
+            return "ranking"
+    return "tied"
 
 
 def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | None, *,
@@ -115,22 +191,36 @@ def _max_score_contract(query: Query, top: Sequence[str], scores: Sequence[float
     return ContractResult(name, True, f"top score {scores[0]:.4f} < {query.max_score}")
 
 
-def aggregate(results: Sequence[QueryResult]) -> dict[str, object]:
-    """Means over scored queries: overall, per category, per split (each with its n)."""
+def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None) -> dict[str, object]:
+    """Means over scored queries: overall, per category, per split (each with its n).
+
+    `extra`: metric keys beyond the reported ones (a gate policy's) to average too; None: every
+    other key the scored rows all carry (so shards merged by `merge` keep the policy's metrics).
+    """
     scored = [r for r in results if r.scored]
+    if extra is None:
+        carried = [name for name in (scored[0].metrics if scored else ())
+                   if name not in REPORTED_METRICS and name != UNJUDGED_COUNT]
+        extra = [name for name in carried if all(name in r.metrics for r in scored)]
     by_category: dict[str, list[QueryResult]] = {}
     by_split: dict[str, list[QueryResult]] = {}
     for result in scored:
         by_category.setdefault(result.category, []).append(result)
         by_split.setdefault(result.split, []).append(result)
     summary: dict[str, object] = {
-        "overall": mean_metrics(scored),
-        "category": {name: mean_metrics(rows) for name, rows in sorted(by_category.items())},
-        "split": {name: mean_metrics(rows) for name, rows in sorted(by_split.items())},
+        "overall": mean_metrics(scored, extra),
+        "category": {name: mean_metrics(rows, extra) for name, rows in sorted(by_category.items())},
+        "split": {name: mean_metrics(rows, extra) for name, rows in sorted(by_split.items())},
     }
     if any(r.evidence is not None for r in scored):
         summary["evidence"] = evidence_aggregates(scored, by_category, by_split)
     return summary
+
+
+def pooled_aggregate(results: Sequence[SetResult]) -> dict[str, float]:
+    """Means over every scored query of every set (each query weighs the same, whatever its set),
+    with n, as `mean_metrics` gives them; unjudged@10 summed."""
+    return aggregate([row for result in results for row in result.queries])["overall"]  # type: ignore[return-value]
 
 
 def evidence_aggregates(scored: Sequence[QueryResult], by_category: Mapping[str, Sequence[QueryResult]],
@@ -143,12 +233,20 @@ def evidence_aggregates(scored: Sequence[QueryResult], by_category: Mapping[str,
             "split": {name: evidence.aggregate_evidence(rows(v)) for name, v in sorted(by_split.items())}}
 
 
-def mean_metrics(rows: Sequence[QueryResult]) -> dict[str, float]:
-    """{"n": count, metric: mean} for the reported metrics; an empty group has n 0 and no means."""
+def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> dict[str, float]:
+    """{"n": count, metric: mean} for the reported metrics (and `extra` keys), plus unjudged@10 as a sum.
+
+    An empty group has n 0 and no means. A metric some row lacks (a row read from an older
+    report) is left out rather than averaged over fewer rows.
+    """
     summary: dict[str, float] = {"n": len(rows)}
-    for name in REPORTED_METRICS:
-        if rows:
+    if not rows:
+        return summary
+    for name in dict.fromkeys(REPORTED_METRICS + tuple(extra)):
+        if all(name in r.metrics for r in rows):
             summary[name] = sum(r.metrics[name] for r in rows) / len(rows)
+    if all(UNJUDGED_COUNT in r.metrics for r in rows):
+        summary[UNJUDGED_COUNT] = sum(int(r.metrics[UNJUDGED_COUNT]) for r in rows)
     return summary
 
 
@@ -160,14 +258,20 @@ def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
     return {"n": len(ms), "p50": metrics.percentile(ms, 50), "p95": metrics.percentile(ms, 95), "max": max(ms)}
 
 
-def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int) -> SetResult:
-    """Evaluate the queries that were answered; a set with unanswered queries is incomplete."""
-    results = [evaluate_query(q, answers[q.qid], k) for q in query_set.queries if q.qid in answers]
+def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int, metrics: Sequence[str] = ()) -> SetResult:
+    """Evaluate the queries that were answered; a set with unanswered queries is incomplete.
+
+    `metrics`: measures beyond the reported ones to compute per query and aggregate (a gate
+    policy's, any registry spelling; see `policy_metric_name`), on the ranking as returned.
+    """
+    computed = _measures(metrics)
+    extra = computed[len(REPORTED_METRICS):]
+    results = [evaluate_query(q, answers[q.qid], k, computed) for q in query_set.queries if q.qid in answers]
     if any(q.evidence for q in query_set.queries):
         results = evidence.with_windows_shown(results, query_set)
     return SetResult(
         name=query_set.name, kind=query_set.kind, revision=query_set.revision,
         corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),
-        complete=len(results) == len(query_set.queries), aggregates=aggregate(results),
+        complete=len(results) == len(query_set.queries), aggregates=aggregate(results, extra),
         latency_ms=latency_summary([r.latency_seconds for r in results]), queries=tuple(results),
     )

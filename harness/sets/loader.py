@@ -22,6 +22,9 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
+# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here
+# because sets/ imports no later stage (tests/test_sets.py checks the two agree); 0 = judged non-relevant.
+RELEVANT_GRADE = 1
 MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
 # A name that becomes a file or folder name (a set's name and kind, an import's --name): plain
@@ -268,10 +271,15 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)
     no_relevant = _flag(obj, "no_relevant", where)
-    if not relevant and not no_relevant:
-        raise SetError(f"{where}: relevant: empty; a negative probe needs \"no_relevant\": true")
-    if relevant and no_relevant:
-        raise SetError(f"{where}: no_relevant: true but relevant is not empty")
+    # Grade 0 is an explicit non-relevant judgment (judged coverage, issue 13): it counts as
+    # judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
+    relevant_count = sum(1 for grade in relevant.values() if grade >= RELEVANT_GRADE)
+    if not relevant_count and not no_relevant:
+        what = "empty" if not relevant else "only grade 0 (judged non-relevant)"
+        raise SetError(f"{where}: relevant: {what}; a query needs a grade >= 1, a negative probe needs "
+                       "\"no_relevant\": true")
+    if relevant_count and no_relevant:
+        raise SetError(f"{where}: no_relevant: true but relevant has a grade >= 1 (a probe may only carry grade 0)")
     outcome = obj.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
         raise SetError(f"{where}: outcome: {outcome!r} is not one of {', '.join(OUTCOMES)}")
@@ -299,8 +307,9 @@ def _grades(value: object, where: str) -> dict[str, int]:
     if not isinstance(value, dict):
         raise SetError(f"{where}: relevant: must be an object {{doc_id: grade}}")
     for doc_id, grade in value.items():
-        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
-            raise SetError(f"{where}: relevant: grade of {_preview(doc_id)} must be an integer from 1 to {MAX_GRADE}")
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+            raise SetError(f"{where}: relevant: grade of {_preview(doc_id)} must be an integer from 0 to {MAX_GRADE} "
+                           f"(0 = judged non-relevant)")
         if not _is_text(doc_id):
             raise SetError(f"{where}: relevant: id {_preview(doc_id)} holds a lone surrogate, not text")
     return dict(value)

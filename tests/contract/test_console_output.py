@@ -49,11 +49,11 @@ def test_console_of_a_real_failing_run(tmp_path):
     assert_matches_golden("run-failing.txt", text)
     lines = text.splitlines()
     # By hand: tiny-01 loses its only relevant document: overall 5/5 -> 4/5, category a 3/3 -> 2/3.
-    assert lines[-1] == "FAILED: 2 of 6 gates (worst: tiny a recall@10 -33.3 points)"
+    assert lines[-1] == "FAILED: 2 of 7 gates (worst: tiny a recall@10 -33.3 points)"
     assert lines[-2] == "report: <tmp>/r.json  adapter log: <tmp>/r.adapter.log"
     assert [line.split()[:2] for line in lines if line.startswith(("FAIL ", "PASS "))] == [
         ["FAIL", "recall"], ["FAIL", "recall"]]
-    assert "passed: 4 gates (query-count 1, recall 1, latency 1, contract 1); -v lists them" in lines
+    assert "passed: 5 gates (query-count 1, recall 1, latency 1, contract 1, judged 1); -v lists them" in lines
 
 
 def test_console_of_a_real_crash(tmp_path):

@@ -219,7 +219,11 @@ def test_subcommand_internal_error_in_process(command, module, name, argv, tmp_p
     monkeypatch.setattr(importlib.import_module(module), name, boom)
     monkeypatch.chdir(tmp_path)
     assert cli.main(argv) == EXIT_INTERNAL
-    (line,) = capsys.readouterr().err.splitlines()
+    lines = capsys.readouterr().err.splitlines()
+    # one internal-error line, the last (export may warn first about the unscored queries it writes)
+    internal = [line for line in lines if INTERNAL_LINE.match(line)]
+    assert len(internal) == 1 and lines[-1] == internal[0] and all(line.startswith("harness: ") for line in lines)
+    line = internal[0]
     assert INTERNAL_LINE.match(line).group(1) == f".retrieval-gate/{command}.traceback.txt"
     assert "RuntimeError: a bug" in (tmp_path / ".retrieval-gate" / f"{command}.traceback.txt").read_text()
 

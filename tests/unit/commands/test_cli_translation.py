@@ -64,7 +64,7 @@ def test_outputs_are_the_reports_renderings(stand_in, tmp_path, capsys):
     lines = out.splitlines()
     assert lines[-2] == f"report: {paths['json']}  adapter log: {tmp_path / 'o.adapter.log'}"
     # the verdict closes the output; tiny/a lost 1 of its 3 scored queries: 1.000 -> 0.667, -33.3 points
-    assert lines[-1] == "FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)"
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)"
 
 
 def test_quiet_prints_only_failed_gates(stand_in, tmp_path, capsys):

@@ -43,7 +43,7 @@ def test_identical_run_passes_every_gate():
     result = evaluate_set(TINY, GOOD, k=10)
     gates = check([result], {"tiny": entry_for(result)}, {})
     assert failed(gates) == []
-    assert {g.gate for g in gates} == {"query-count", "recall", "latency", "contract"}
+    assert {g.gate for g in gates} == {"query-count", "recall", "latency", "contract", "judged"}
 
 
 def test_exactly_two_points_passes_more_fails():
@@ -116,7 +116,8 @@ def test_known_contract_failures_ratchet():
     assert [g.gate for g in failed(check([broken], {"tiny": entry}, {}))] == ["contract"]
     # ratchet: the same break passes as known ...
     gates = check([broken], {"tiny": entry}, {}, known_contract_failures=True)
-    assert failed(gates) == [] and "1 known from the baseline (tiny-05)" in gates[-1].message
+    contract = [g for g in gates if g.gate == "contract"]
+    assert failed(gates) == [] and "1 known from the baseline (tiny-05)" in contract[0].message
     # ... but a new break (a different contract) still fails
     answers["tiny-04"] = Answer(("doc-05", "doc-04"), None, 0.001)
     worse = evaluate_set(TINY, answers, k=10)

@@ -37,7 +37,8 @@ def test_junit_has_one_case_per_gate_and_marks_failures(tmp_path, monkeypatch):
     suite = root.find("testsuite")
     names = [case.get("name") for case in suite.findall("testcase")]
     assert len(names) == len(report["gates"])
-    assert {"query-count overall", "recall overall", "recall a", "recall b", "latency overall", "contract overall"} == set(names)
+    assert {"query-count overall", "recall overall", "recall a", "recall b", "latency overall", "contract overall",
+            "judged overall"} == set(names)
     failed = [case.get("name") for case in suite.findall("testcase") if case.find("failure") is not None]
     assert sorted(failed) == ["recall a", "recall overall"]
     assert root.get("failures") == "2" and suite.get("tests") == str(len(names))

@@ -35,19 +35,19 @@ def test_console_of_a_failing_run():
     assert gates[0].startswith("FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, "
                                "now 0.8000")
     assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms" in lines
-    assert "passed: 2 gates (query-count 1, recall 1); -v lists them" in lines
+    assert "passed: 3 gates (query-count 1, recall 1, judged 1); -v lists them" in lines
     assert lines[-2] == "report: out/report.json  adapter log: out/report.adapter.log"
-    assert lines[-1] == "FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)"
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)"
     assert "None" not in text and "" not in [line.strip() for line in lines[:2]]
 
 
 def test_console_verbose_lists_passes_after_failures():
     lines = render_text(gated_report(), verbose=True).splitlines()
     statuses = [line[:4] for line in lines if line[:5] in ("FAIL ", "PASS ")]
-    assert statuses == ["FAIL"] * 4 + ["PASS"] * 2
+    assert statuses == ["FAIL"] * 4 + ["PASS"] * 3
     assert "PASS recall      tiny/b recall@10 1.0000 (baseline 1.0000)" in lines
     # without the baseline entries the verdict names the first failure's gist instead of a number
-    assert lines[-1] == "FAILED: 4 of 6 gates (worst: tiny overall recall@10 dropped 20.00 points)"
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 dropped 20.00 points)"
 
 
 def test_console_of_a_crashed_run():
@@ -76,7 +76,7 @@ def test_console_colour_is_only_where_asked():
     assert "\033[" not in plain
     coloured = render_text(gated_report(), style=Style(True))
     assert "\033[1;31mFAIL\033[0m recall" in coloured
-    assert coloured.splitlines()[-1].startswith("\033[1;31mFAILED: 4 of 6 gates")
+    assert coloured.splitlines()[-1].startswith("\033[1;31mFAILED: 4 of 7 gates")
     assert re.sub(r"\033\[[0-9;]*m", "", coloured) == plain  # colour adds codes, never text
 
 
@@ -85,8 +85,8 @@ def test_markdown_of_a_failing_run():
     assert_matches_golden("summary-failing.md", text)
     lines = text.splitlines()
     assert lines[0] == "### retrieval-gate: FAILED"
-    assert lines[2] == "**FAILED: 4 of 6 gates (worst: tiny a recall@10 -33.3 points)**"
-    assert "Gates: 4 failed, 0 warned, 2 passed." in lines
+    assert lines[2] == "**FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)**"
+    assert "Gates: 4 failed, 0 warned, 3 passed." in lines
     assert "- Backend: `bm25 (bm25 1)`" in lines
     assert "- Baseline: `baselines/current.json (recorded 2026-11-30T09:15:00+00:00 for bm25 at 1a2b3c4d5e6f)`" in lines
     # failures (with their queries) come before the tables
@@ -151,8 +151,8 @@ def assert_valid_gfm(text: str) -> None:
 
 def test_junit_counts_gates_and_errors():
     root = ET.fromstring(render_junit(gated_report()))
-    # 6 gates on tiny: count, recall overall / a / b, latency, contract; 3 fail (recall overall, a; latency; contract)
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("6", "4", "0")
+    # 7 gates on tiny: count, recall overall / a / b, latency, contract, judged; 3 fail (recall overall, a; latency; contract)
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("7", "4", "0")
     failed = [case.get("name") for case in root.iter("testcase") if case.find("failure") is not None]
     assert failed == ["recall overall", "recall a", "latency overall", "contract overall"]
     crashed = ET.fromstring(render_junit(crashed_report()))

@@ -71,14 +71,20 @@ def two_sets(tmp_path, tiny):
     return tiny, beir
 
 
-def test_run_file_lines_keep_adapter_scores_only_when_strictly_decreasing(tmp_path, tiny):
+def test_run_file_lines_keep_adapter_scores_and_nudge_only_a_tie_trec_eval_would_reorder(tmp_path, tiny):
     path = tmp_path / "run.txt"
-    write_run(_report([(tiny, TINY_ANSWERS)]), path)
+    notes = write_run(_report([(tiny, TINY_ANSWERS)]), path)
     lines = path.read_text().splitlines()
     assert lines[:3] == ["tiny-01 Q0 doc-03 1 3.5 retrieval-gate", "tiny-01 Q0 doc-01 2 2.25 retrieval-gate",
                          "tiny-01 Q0 doc-02 3 0.5 retrieval-gate"]
-    # Tied 1.0, 1.0 -> n - rank + 1 with n = 2.
-    assert lines[3:5] == ["tiny-02 Q0 doc-02 1 2 retrieval-gate", "tiny-02 Q0 doc-04 2 1 retrieval-gate"]
+    # Tied 1.0, 1.0 with doc-04 > doc-02 (trec_eval would put doc-04 first): the real 1.0 kept for
+    # doc-02, doc-04 moved to the next single-precision float below 1.0, 1 - 2**-24 (trec_eval reads floats).
+    assert 1 - 2 ** -24 == 0.9999999403953552
+    assert lines[3:5] == ["tiny-02 Q0 doc-02 1 1 retrieval-gate", "tiny-02 Q0 doc-04 2 0.9999999403953552 retrieval-gate"]
+    # tiny-04 and tiny-06 have no scores (n..1); tiny-02 alone needed a nudge of 1 ulp.
+    assert (notes.nudged_queries, notes.nudged_scores, notes.max_ulps, notes.synthetic_queries) == (1, 1, 1, 2)
+    assert notes.lines()[0] == ("export: 1 query had tied scores in an order trec_eval would not keep; "
+                                "1 score nudged by at most 1 ulp")
     # tiny-03 returned nothing: no line. tiny-04 had no scores: 4, 3, 2, 1.
     assert [line.split()[4] for line in lines if line.startswith("tiny-04 ")] == ["4", "3", "2", "1"]
     assert [line.split()[4] for line in lines if line.startswith("tiny-05 ")] == ["-0.25", "-1.5"]
@@ -118,7 +124,7 @@ def test_round_trip_recomputes_the_reports_metrics(tmp_path, tiny, two_sets, wit
             ranked = [doc_id for doc_id, _ in run.get(qid, [])]
             if row["scores"] is None or all(a > b for a, b in zip(row["scores"], row["scores"][1:])):
                 assert ranked == row["ids"]  # the order survived the file
-            for name in REPORTED_METRICS if row["metrics"] else ():
+            for name in REPORTED_METRICS if "recall@10" in row["metrics"] else ():  # a judged query
                 assert parse_metric(name).compute(ranked, qrels[qid]) == row["metrics"][name], (qid, name)
                 checked += 1
     assert checked == len(REPORTED_METRICS) * (6 + (4 if with_beir else 0))  # every judged query
@@ -150,7 +156,7 @@ def test_trec_eval_reads_our_files_and_agrees(tmp_path, tiny, two_sets, with_bei
     for set_report in report.to_dict()["sets"]:
         for row in set_report["queries"]:
             qid = _trec_qid(report, set_report["name"], row["qid"])
-            if not row["metrics"]:
+            if "recall@10" not in row["metrics"]:  # only judged coverage: a negative probe
                 assert qid not in trec  # a negative probe has no qrels: trec_eval skips it
                 continue
             # A query that returned nothing is absent from the run, so trec_eval skips it (its -c
@@ -332,3 +338,17 @@ def test_export_finds_a_moved_set_under_sets_dir(tmp_path, tiny_copy):
     assert export_command.main([str(path), "--trec-qrels", str(tmp_path / "q.txt"),
                                 "--sets-dir", str(tiny_copy.parent)]) == 0
     assert len(read_qrels(tmp_path / "q.txt")) == 6
+
+
+def test_export_warns_about_unscored_queries_and_says_what_it_nudged(tmp_path, tiny, capsys):
+    report = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    assert export_command.main([str(report), "--trec-run", str(tmp_path / "run.txt")]) == 0
+    captured = capsys.readouterr()
+    # tiny-06 is xfail, tiny-07 a measure_only negative probe: both left out of the report's aggregates
+    assert captured.err == ("harness: warning: export: 2 queries written that the report's aggregates leave out "
+                            "(xfail, measure_only or negative probes: tiny-06, tiny-07); trec_eval averages judged "
+                            "ones in, so its means differ from the report's; give --scored-only to leave them out\n")
+    assert ("export: 1 query had tied scores in an order trec_eval would not keep; 1 score nudged by at most 1 ulp"
+            in captured.out)
+    assert export_command.main([str(report), "--trec-run", str(tmp_path / "run.txt"), "--scored-only"]) == 0
+    assert capsys.readouterr().err == ""

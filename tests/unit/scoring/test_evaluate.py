@@ -49,7 +49,8 @@ def test_negative_probe_must_return_nothing_without_max_score():
     query = BY_QID["tiny-07"]
     assert evaluate_query(query, answer(), k=10).outcome == "pass"
     result = evaluate_query(query, answer("doc-02"), k=10)
-    assert result.outcome == "fail" and result.metrics == {}
+    # no ranking measures for a query without relevant documents; judged coverage still (doc-02 is unjudged there)
+    assert result.outcome == "fail" and result.metrics == {"judged@10": 0.0, "unjudged@10": 1}
     assert "returned 1 ids" in result.contracts[0].detail
 
 

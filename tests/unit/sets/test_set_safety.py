@@ -73,10 +73,10 @@ def test_a_corpus_path_leading_out_through_a_symlink_is_refused(tiny_copy, tmp_p
         load_set(tiny_copy)
 
 
-@pytest.mark.parametrize("grade", [MAX_GRADE + 1, 10 ** 400, 0, -1, 2.5, True])
-def test_grades_outside_1_to_1000_are_refused(tiny_copy, grade):
+@pytest.mark.parametrize("grade", [MAX_GRADE + 1, 10 ** 400, -1, 2.5, True])
+def test_grades_outside_0_to_1000_are_refused(tiny_copy, grade):
     rewrite_query(tiny_copy, "tiny-01", relevant={"doc-01": grade})
-    with pytest.raises(SetError, match=r"queries\.jsonl:1: relevant: grade of 'doc-01' must be an integer from 1 to 1000"):
+    with pytest.raises(SetError, match=r"queries\.jsonl:1: relevant: grade of 'doc-01' must be an integer from 0 to 1000"):
         load_set(tiny_copy)
 
 

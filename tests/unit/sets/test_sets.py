@@ -76,7 +76,8 @@ def test_missing_field(tiny_copy, field):
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"relevant": {"doc-01": 0}}, "grade of 'doc-01' must be an integer from 1 to 1000"),
+    ({"relevant": {"doc-01": 0}}, "relevant: only grade 0 \\(judged non-relevant\\); a query needs a grade >= 1"),
+    ({"relevant": {"doc-01": -1}}, "grade of 'doc-01' must be an integer from 0 to 1000"),
     ({"relevant": {}}, "negative probe needs"),
     ({"outcome": "skip"}, "outcome: 'skip'"),
     ({"rank_before": {"before": "doc-01"}}, "rank_before: must be"),
