@@ -1,0 +1,314 @@
+"""Reading a report document back, strictly: every field the renderers and commands use is checked.
+
+A report is our output, but as an input it is untrusted (hand-edited, truncated, another
+version): `read_document` walks it once and builds the typed records of harness/report/document.py,
+naming the file and the path of the first bad field in one line
+(`report.json: sets[0].queries[3].ids: must be a list, got "doc-01"`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+from harness.records import ContractResult, GateResult, QueryResult, SetResult
+from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
+                                     ReportError, SetSource, verdict)
+
+
+def read_document(document: object, label: str = "report") -> Report:
+    """The typed Report of a parsed JSON document; ReportError naming `label` and the field otherwise."""
+    reader = _Reader(document, label)
+    if not isinstance(document, dict) or "report_format" not in document:
+        raise reader.fail("not a retrieval-gate run report (written by a run's --out)")
+    return _read_report(reader)
+
+
+# -- reading, strictly -----------------------------------------------------------------------------
+
+class _Reader:
+    """A cursor into a JSON document that names the file and the path of every field it rejects:
+    `report.json: sets[0].queries[3].ids: must be a list, got "doc-01"`."""
+
+    __slots__ = ("value", "label", "where")
+
+    def __init__(self, value: object, label: str, where: str = "") -> None:
+        self.value = value
+        self.label = label
+        self.where = where
+
+    def fail(self, why: str) -> ReportError:
+        return ReportError(f"{self.label}: {self.where}: {why}" if self.where else f"{self.label}: {why}")
+
+    def child(self, value: object, step: str) -> _Reader:
+        where = f"{self.where}{step}" if step.startswith("[") else (f"{self.where}.{step}" if self.where else step)
+        return _Reader(value, self.label, where)
+
+    def obj(self) -> dict:
+        if not isinstance(self.value, dict):
+            raise self.fail(f"must be an object, got {_kind(self.value)}")
+        return self.value
+
+    def get(self, key: str, required: bool = True) -> _Reader:
+        document = self.obj()
+        if key not in document and required:
+            raise self.child(None, key).fail("missing")
+        return self.child(document.get(key), key)
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.value, dict) and self.value.get(key) is not None
+
+    def string(self, optional: bool = False) -> str | None:
+        if self.value is None and optional:
+            return None
+        if not isinstance(self.value, str):
+            raise self.fail(f"must be a string, got {_kind(self.value)}")
+        try:
+            self.value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail("holds a lone surrogate, not text") from None
+        return self.value
+
+    def integer(self, optional: bool = False) -> int | None:
+        if self.value is None and optional:
+            return None
+        if isinstance(self.value, bool) or not isinstance(self.value, int) or abs(self.value) > 2 ** 53:
+            raise self.fail(f"must be an integer, got {_kind(self.value)}")
+        return self.value
+
+    def number(self, optional: bool = False) -> float | None:
+        if self.value is None and optional:
+            return None
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            raise self.fail(f"must be a finite number, got {_kind(value)}")
+        return float(value) if isinstance(value, float) else value
+
+    def boolean(self) -> bool:
+        if not isinstance(self.value, bool):
+            raise self.fail(f"must be true or false, got {_kind(self.value)}")
+        return self.value
+
+    def items(self) -> list[tuple[str, _Reader]]:
+        return [(key, self.child(value, _key(key))) for key, value in self.obj().items()]
+
+    def elements(self) -> list[_Reader]:
+        if not isinstance(self.value, list):
+            raise self.fail(f"must be a list, got {_kind(self.value)}")
+        return [self.child(value, f"[{index}]") for index, value in enumerate(self.value)]
+
+    def strings(self) -> tuple[str, ...]:
+        return tuple(element.string() for element in self.elements())  # type: ignore[misc]
+
+    def ids(self) -> tuple[str, ...]:
+        """A list of unique, non-empty document ids (a string is refused, never split into characters)."""
+        values = self.strings()
+        if any(not value for value in values):
+            raise self.fail("holds an empty document id")
+        if len(set(values)) != len(values):
+            raise self.fail("repeats a document id")
+        return values
+
+    def numbers(self) -> dict[str, float]:
+        return {key: value.number() for key, value in self.items()}  # type: ignore[misc]
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _key(name: str) -> str:
+    return name if name.isprintable() and name and name.strip() == name else json.dumps(name)
+
+
+def _read_report(reader: _Reader) -> Report:
+    document = reader.obj()
+    version = document.get("report_format")
+    if version not in SUPPORTED_FORMATS:
+        raise ReportError(f"{reader.label}: report_format: {json.dumps(version)} is not a report format this "
+                          f"harness reads ({', '.join(map(str, SUPPORTED_FORMATS))}); "
+                          "read it with the retrieval-gate version that wrote it")
+    sets = tuple(_read_set(element) for element in reader.get("sets").elements())
+    names = [s.name for s in sets]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise reader.child(None, f"sets[{index}].name").fail(f"{json.dumps(name)} appears twice")
+    gates = tuple(_read_gate(element) for element in reader.get("gates").elements())
+    complete = reader.get("complete").boolean()
+    error = reader.get("error", required=False).string(optional=True)
+    exit_code = reader.get("exit_code", required=False)
+    warnings = reader.get("warnings", required=False)
+    return Report(
+        provenance=_read_provenance(reader.get("provenance")), sets=sets, gates=gates, complete=complete,
+        error=error, exit_code=exit_code.integer() if exit_code.value is not None else verdict(None, gates),
+        warnings=warnings.strings() if warnings.value is not None else (),
+        what_if=_mapping_or_none(reader.get("what_if", required=False)),
+        previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
+        pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
+    )
+
+
+def _mapping_or_none(reader: _Reader) -> Mapping[str, object] | None:
+    return None if reader.value is None else reader.obj()
+
+
+_PROVENANCE_KEYS = {"harness_version", "started", "git_commit", "backend", "adapter", "condition",
+                    "metric_definitions", "settings", "sets", "machine", "duration_seconds", "asking_seconds",
+                    "nondeterministic_queries", "run_file"}
+
+
+def _read_provenance(reader: _Reader) -> Provenance:
+    document = reader.obj()
+    backend = reader.get("backend")
+    argv = backend.get("argv", required=False)
+    adapter = reader.get("adapter", required=False)
+    start = AdapterStart()
+    if adapter.value is not None:
+        adapter.obj()
+        banner = adapter.get("banner", required=False)
+        start = AdapterStart(
+            expect_banner=bool(adapter.get("expect_banner", required=False).value),
+            banner=None if banner.value is None else banner.obj(),
+            startup_seconds=adapter.get("startup_seconds", required=False).number(optional=True),
+            warmup_seconds=adapter.get("warmup_seconds", required=False).number(optional=True),
+            log=adapter.get("log", required=False).string(optional=True))
+    sets = {name: SetSource(revision=entry.get("revision").integer(),  # type: ignore[arg-type]
+                            corpus_hash=entry.get("corpus_hash").string(),  # type: ignore[arg-type]
+                            path=entry.get("path", required=False).string(optional=True),
+                            source=entry.get("source", required=False).string(optional=True),
+                            documents=entry.get("documents", required=False).integer(optional=True),
+                            judgments_hash=entry.get("judgments_hash", required=False).string(optional=True))
+            for name, entry in (reader.get("sets", required=False).items() if reader.has("sets") else [])}
+    nondeterministic = reader.get("nondeterministic_queries", required=False)
+    return Provenance(
+        harness_version=reader.get("harness_version").string(),  # type: ignore[arg-type]
+        started=reader.get("started", required=False).string(optional=True),
+        backend=Backend(label=backend.get("label").string(),  # type: ignore[arg-type]
+                        argv=argv.strings() if argv.value is not None else ()),
+        adapter=start,
+        git_commit=reader.get("git_commit", required=False).string(optional=True),
+        condition=reader.get("condition", required=False).string(optional=True),
+        metric_definitions=_mapping_or_none(reader.get("metric_definitions", required=False)),
+        settings=_mapping_or_none(reader.get("settings", required=False)) or {},
+        sets=sets,
+        machine=_mapping_or_none(reader.get("machine", required=False)) or {},
+        duration_seconds=reader.get("duration_seconds", required=False).number(optional=True),
+        asking_seconds=reader.get("asking_seconds", required=False).number(optional=True),
+        nondeterministic_queries=nondeterministic.strings() if nondeterministic.value is not None else (),
+        run_file=reader.get("run_file", required=False).string(optional=True),
+        extra={key: value for key, value in document.items() if key not in _PROVENANCE_KEYS},
+    )
+
+
+def _read_aggregates(reader: _Reader) -> dict[str, object]:
+    overall = reader.get("overall").numbers()
+    summary: dict[str, object] = {"overall": overall,
+               "category": {name: row.numbers() for name, row in reader.get("category").items()},
+               "split": {name: row.numbers() for name, row in reader.get("split").items()}}
+    if reader.has("evidence"):  # issue 17: {scope: {metric: {mean, judged, null, sum}}}
+        summary["evidence"] = reader.get("evidence").obj()
+    return summary
+
+
+def _read_set(reader: _Reader) -> SetResult:
+    return SetResult(
+        name=reader.get("name").string(),  # type: ignore[arg-type]
+        kind=reader.get("kind").string(),  # type: ignore[arg-type]
+        revision=reader.get("revision").integer(),  # type: ignore[arg-type]
+        corpus_hash=reader.get("corpus_hash").string(),  # type: ignore[arg-type]
+        k=reader.get("k").integer(),  # type: ignore[arg-type]
+        query_count=reader.get("query_count").integer(),  # type: ignore[arg-type]
+        complete=reader.get("complete").boolean(),
+        aggregates=_read_aggregates(reader.get("aggregates")),
+        latency_ms=reader.get("latency_ms").numbers(),
+        queries=_read_queries(reader.get("queries")),
+    )
+
+
+def _read_queries(reader: _Reader) -> tuple[QueryResult, ...]:
+    rows = tuple(_read_query(element) for element in reader.elements())
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        if row.qid in seen:
+            raise reader.child(None, f"[{index}].qid").fail(f"{json.dumps(row.qid)} appears twice")
+        seen.add(row.qid)
+    return rows
+
+
+def _read_query(reader: _Reader) -> QueryResult:
+    ids = reader.get("ids").ids()
+    scores = reader.get("scores", required=False)
+    score_values = None
+    if scores.value is not None:
+        score_values = tuple(element.number() for element in scores.elements())  # type: ignore[misc]
+        if len(score_values) != len(ids):
+            raise scores.fail(f"has {len(score_values)} entries for {len(ids)} ids")
+    latency_ms = reader.get("latency_ms").number()
+    return QueryResult(
+        qid=reader.get("qid").string(),  # type: ignore[arg-type]
+        query=reader.get("query").string(),  # type: ignore[arg-type]
+        category=reader.get("category").string(),  # type: ignore[arg-type]
+        split=reader.get("split").string(),  # type: ignore[arg-type]
+        ids=ids, scores=score_values,
+        latency_seconds=float(latency_ms) / 1000,  # type: ignore[arg-type]
+        metrics=reader.get("metrics").numbers(),
+        found=reader.get("found").ids(),
+        contracts=tuple(_read_contract(element) for element in reader.get("contracts").elements()),
+        outcome=_outcome(reader.get("outcome")),
+        scored=reader.get("scored").boolean(),
+        group=reader.get("group", required=False).string(optional=True),
+        tied=_tied(reader.get("tied", required=False)),
+        **_evidence_fields(reader),
+    )
+
+
+def _tied(reader: _Reader) -> int:
+    """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
+    value = reader.integer(optional=True)
+    if value is not None and value < 0:
+        raise reader.fail(f"must be >= 0, got {value}")
+    return value or 0
+
+
+def _outcome(reader: _Reader) -> str:
+    value = reader.string()
+    if value not in OUTCOMES:
+        raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
+    return value  # type: ignore[return-value]
+def _evidence_fields(reader: _Reader) -> dict[str, object]:
+    """A row's optional evidence fields (issue 17): passages, evidence metrics, the window shown."""
+    fields: dict[str, object] = {}
+    if reader.has("passages"):
+        fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
+                                   for p in reader.get("passages").elements())
+    if reader.has("evidence"):
+        fields["evidence"] = dict(reader.get("evidence").obj())
+    if reader.has("window"):
+        fields["window"] = dict(reader.get("window").obj())
+    return fields
+
+
+def _read_contract(reader: _Reader) -> ContractResult:
+    name = reader.get("name").string()
+    key = reader.get("key", required=False).string(optional=True) or name
+    subject = key.split(":", 1)[1] if ":" in key else ""  # type: ignore[union-attr]
+    return ContractResult(name=name, passed=reader.get("passed").boolean(),  # type: ignore[arg-type]
+                          detail=reader.get("detail", required=False).string(optional=True) or "", subject=subject)
+
+
+def _read_gate(reader: _Reader) -> GateResult:
+    return GateResult(
+        set_name=reader.get("set").string(),  # type: ignore[arg-type]
+        gate=reader.get("gate").string(),  # type: ignore[arg-type]
+        passed=reader.get("passed").boolean(),
+        message=reader.get("message").string(),  # type: ignore[arg-type]
+        category=reader.get("category", required=False).string(optional=True),
+        flipped=reader.get("flipped", required=False).strings() if reader.has("flipped") else (),
+        warning=reader.get("status", required=False).value == "warn",
+    )
