@@ -105,6 +105,9 @@ def prepare(args: argparse.Namespace):
         "name": NAME, "version": VERSION,
         "model": f"{fusion.summary()} of bm25 {_inline(bm25_scoring)} + {onnx_embed.model_summary(embedder, files)}",
         "fusion": fusion.banner(),
+        # identity (harness/gating/identity.py): the embedder's model digest; fusion and BM25 settings
+        "model_digest": embedder.model_digest,
+        "settings": {"fusion": fusion.banner(), "bm25": bm25_scoring, "embedder": onnx_embed.model_settings(embedder)},
         "bm25": {"name": bm25.NAME, "version": bm25.VERSION, "settings": bm25_scoring},
         "embedder": onnx_embed.model_banner(embedder, files),
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": embedder_index[kind]}

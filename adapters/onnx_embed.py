@@ -215,6 +215,13 @@ def model_banner(embedder: Embedder, files: ModelFiles) -> dict[str, object]:
     }
 
 
+def model_settings(embedder: Embedder) -> dict[str, object]:
+    """What decides the vectors besides the model file: the banner's `settings`, compared against a baseline."""
+    options = embedder.options
+    return {"pooling": options.pooling, "normalize": options.normalize, "query_prefix": options.query_prefix,
+            "passage_prefix": options.passage_prefix, "max_length": options.max_length}
+
+
 def model_summary(embedder: Embedder, files: ModelFiles) -> str:
     options = embedder.options
     return (f"{files.label} sha256:{embedder.model_digest[:12]} dims={embedder.dimensions} "
@@ -272,6 +279,8 @@ def prepare(args: argparse.Namespace):
     indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
                                         windows=passages.window_settings(args, paths))
     banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
+              # identity (harness/gating/identity.py): another model is another backend; new settings are noted
+              "model_digest": embedder.model_digest, "settings": model_settings(embedder),
               "embedder": model_banner(embedder, files), "index": provenance}
 
     def search(kind: str, query: str, k: int) -> list[tuple]:
