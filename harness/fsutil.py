@@ -168,6 +168,23 @@ def append_output(path: Path, text: str, label: str) -> None:
         raise UsageError(f"{label}: {path}: cannot append: {exc.strerror or exc}") from None
 
 
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def step_summary_target() -> Path | None:
+    """$GITHUB_STEP_SUMMARY as a file that can be appended to, None when unset; UsageError naming it otherwise.
+
+    Commands call it before any work (a bad path must not cost a run) and again when they append.
+    """
+    value = os.environ.get(STEP_SUMMARY_ENV)
+    if not value:
+        return None
+    problem = append_target_problem(Path(value))
+    if problem:
+        raise UsageError(f"${STEP_SUMMARY_ENV}: {value}: {problem}")
+    return Path(value)
+
+
 def append_target_problem(path: Path) -> str | None:
     """Why `path` cannot be appended to (a missing folder, a directory, a symlink), or None."""
     if path.is_symlink():

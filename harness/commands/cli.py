@@ -18,7 +18,7 @@ from harness.commands.check_adapter import StartupProgressPrinter
 from harness.errors import EXIT_INTERNAL, EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import protected_files
-from harness.fsutil import append_output, append_target_problem, check_outputs, write_output
+from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
 from harness.api import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.report.console import render_text, render_what_if
@@ -228,9 +228,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
                    "--summary": args.summary},
                   {"--baseline": args.baseline, "--budgets": args.budgets or api.DEFAULT_BUDGETS,
                    "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary and append_target_problem(Path(step_summary)):
-        raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
+    step_summary_target()
     progress = _progress_printer(args)
     report: Report | None = None
     try:
@@ -269,9 +267,9 @@ def _write_outputs(report: Report, args: argparse.Namespace, inputs: api.GateInp
     markdown = render_markdown(report, inputs.baseline_entries)
     if args.summary:
         write_output(args.summary, markdown, "--summary")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    step_summary = step_summary_target()
     if step_summary:
-        append_output(Path(step_summary), markdown, "$GITHUB_STEP_SUMMARY")
+        append_output(step_summary, markdown, "$GITHUB_STEP_SUMMARY")
 
 
 def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: api.GateInputs,

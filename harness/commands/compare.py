@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
-from harness.fsutil import append_output, append_target_problem, check_outputs, strict_json_dumps, write_output
+from harness.fsutil import append_output, check_outputs, step_summary_target, strict_json_dumps, write_output
 from harness.gating.policy import load_policy
 from harness.report.comparison import render_junit, render_markdown, render_text
 from harness.report.views import load_run
@@ -63,9 +62,7 @@ def main(argv: list[str]) -> int:
     inputs = {"base": args.base, **{f"candidate {i}": path for i, path in enumerate(args.candidates, start=1)}}
     check_outputs({"--json": args.json, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
                   {**inputs, "--policy": args.policy})
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary and append_target_problem(Path(step_summary)):
-        raise UsageError(f"$GITHUB_STEP_SUMMARY: {step_summary}: {append_target_problem(Path(step_summary))}")
+    step_summary = step_summary_target()
     policy = load_policy(args.policy, report_metric_name)
     base = load_run(args.base)
     candidates = [load_run(path) for path in args.candidates]
@@ -97,5 +94,5 @@ def main(argv: list[str]) -> int:
         if args.summary:
             write_output(args.summary, markdown, "--summary")
         if step_summary:
-            append_output(Path(step_summary), markdown, "$GITHUB_STEP_SUMMARY")
+            append_output(step_summary, markdown, "$GITHUB_STEP_SUMMARY")
     return EXIT_OK
