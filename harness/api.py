@@ -37,7 +37,6 @@ from harness.gating.policy import GatePolicy, load_policy
 from harness.records import QuerySet
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.compare import Comparison, compare, run_view
-from harness.report.trec import missing_from_run, read_run
 from harness.scoring.evaluate import policy_metric_name, pooled_aggregate
 from harness.scoring.evidence import evidence_metric_names
 from harness.scoring.what_if import what_if_min_score
@@ -248,7 +247,6 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     drift: list[str] = []
     if run_file is not None:
-        check_run_file_matches(Path(run_file), inputs.query_sets)
         outcome = run_from_file(inputs.query_sets, run_options, Path(run_file))
     else:
         with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
@@ -324,15 +322,6 @@ def check_executable(argv: Sequence[str]) -> None:
         raise UsageError(f"adapter command {program!r} not found" + ("" if os.sep in program else " on PATH"))
     if os.path.isdir(found) or not os.access(found, os.X_OK):
         raise UsageError(f"adapter command {program!r} is not executable (chmod +x it, or run it with its interpreter)")
-
-
-def check_run_file_matches(path: Path, query_sets: Sequence[QuerySet]) -> None:
-    """A run file none of whose query ids is a query of the sets is a configuration error (exit 2)."""
-    run = read_run(path)
-    if run and all(len(missing_from_run(run, s)) == len(s.queries) for s in query_sets):
-        names = ", ".join(s.name for s in query_sets)
-        raise UsageError(f"{path}: none of its {len(run)} query ids is a query of {names} "
-                         f"(first: {sorted(run)[0]!r}); is it the run of another set?")
 
 
 @dataclass(frozen=True)

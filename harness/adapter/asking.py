@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import __version__
-from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError
+from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set, ranking_change
 from harness.adapter.protocol import Request
 from harness.records import QuerySet, SetResult
@@ -160,16 +160,26 @@ def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitS
 
 
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:
-    """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped)."""
+    """Evaluate a precomputed TREC run: no adapter, so no latency (the latency gate is skipped).
+
+    A run none of whose query ids is a query of the sets raises UsageError (exit 2); a partial
+    match warns with counts.
+    """
     from harness.report import trec
     run = trec.read_run(run_path)
+    missing_by_set = {query_set.name: trec.missing_from_run(run, query_set) for query_set in query_sets}
+    if run and all(len(missing_by_set[s.name]) == len(s.queries) for s in query_sets):
+        # A run of another set would score every query as empty: a configuration error, not a result.
+        names = ", ".join(s.name for s in query_sets)
+        raise UsageError(f"{run_path}: none of its {len(run)} query ids is a query of {names} "
+                         f"(first: {sorted(run)[0]!r}); is it the run of another set?")
     provenance = base_provenance(options, query_sets)
     provenance["run_file"] = str(run_path)
     results = []
     warnings = ["latency gates skipped: the rankings come from a run file, not a timed adapter"]
     for query_set in query_sets:
         k = options.k or query_set.k
-        missing = trec.missing_from_run(run, query_set)
+        missing = missing_by_set[query_set.name]
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
