@@ -93,3 +93,15 @@ def make_report(tmp_path, monkeypatch, name, answers, set_path=TINY_SET):
     assert main(["--set", str(set_path), "--no-gate", "--quiet", "--out", str(out),
                  "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
     return out
+
+
+def record_baseline_and_report(tmp_path, monkeypatch, answers) -> tuple[Path, Path]:
+    """A real --update-baseline run of the scripted adapter answering `answers`: (baseline, report) paths."""
+    from harness.commands.cli import main
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers))
+    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
+    baseline, report = tmp_path / "baseline.json", tmp_path / "r.json"
+    assert main(["--set", str(TINY_SET), "--update-baseline", "--baseline", str(baseline), "--quiet",
+                 "--out", str(report), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    return baseline, report

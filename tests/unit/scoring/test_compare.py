@@ -5,10 +5,9 @@ import json
 import pytest
 
 from harness.commands.cli import main
-from tests.builders import make_report
+from tests.builders import make_report, record_baseline_and_report
 from tests.reports import GOOD
-from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
-import sys
+from tests.conftest import TINY_SET
 
 from harness.sets.loader import load_set
 
@@ -63,14 +62,9 @@ def test_mismatched_revisions_are_refused_unless_allowed(tmp_path, monkeypatch, 
 
 
 def test_a_baseline_compares_like_a_report(tmp_path, monkeypatch, capsys):
-    path = tmp_path / "answers.json"
-    path.write_text(json.dumps(GOOD))
-    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
-    baseline = tmp_path / "baseline.json"
-    assert main(["--set", str(TINY_SET), "--update-baseline", "--baseline", str(baseline), "--quiet",
-                 "--out", str(tmp_path / "r.json"), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    baseline, report = record_baseline_and_report(tmp_path, monkeypatch, GOOD)
     capsys.readouterr()
-    assert main(["compare", str(baseline), str(tmp_path / "r.json"), "--resamples", "100"]) == 0
+    assert main(["compare", str(baseline), str(report), "--resamples", "100"]) == 0
     assert "overall                     5" in capsys.readouterr().out
 
 

@@ -10,8 +10,7 @@ import pytest
 from harness.commands.cli import main
 from harness.report.comparison import render_junit, render_markdown, render_text, system_table
 from harness.scoring.compare import RunView, compare, compare_many, latency_difference, movement
-from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
-from tests.builders import make_report
+from tests.builders import make_report, record_baseline_and_report
 from tests.conftest import REPO_ROOT
 from tests.reports import GOOD
 
@@ -199,14 +198,9 @@ def test_a_mismatched_candidate_among_several_is_named(tmp_path, monkeypatch, ca
 
 
 def test_a_baseline_side_refuses_latency_with_a_note(tmp_path, monkeypatch, capsys):
-    path = tmp_path / "answers.json"
-    path.write_text(json.dumps(GOOD))
-    monkeypatch.setenv("SCRIPTED_ANSWERS", str(path))
-    baseline = tmp_path / "baseline.json"
-    assert main(["--set", str(TINY_SET), "--update-baseline", "--baseline", str(baseline), "--quiet",
-                 "--out", str(tmp_path / "r.json"), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    baseline, report = record_baseline_and_report(tmp_path, monkeypatch, GOOD)
     capsys.readouterr()
-    assert main(["compare", str(baseline), str(tmp_path / "r.json"), "--resamples", "50"]) == 0
+    assert main(["compare", str(baseline), str(report), "--resamples", "50"]) == 0
     assert ("latency not compared: the base is a baseline file, which keeps only the latency summary, "
             "not per-query latencies") in capsys.readouterr().out
 
