@@ -5,8 +5,8 @@ judgments graded 0..3 with about half the judged documents retrieved. Every tool
 from the same dicts (qrels {qid: {doc: grade}}, run {qid: {doc: score}}) and ends with a
 value per query and measure; building the tool's own structures (pytrec_eval's evaluator,
 ranx's Qrels/Run) is timed. Ours is timed twice: from the ranked lists the harness really
-holds (the adapter's order), and from the score dicts (each query put in trec_eval's order,
-score descending then docno descending, by `trec_eval_order`).
+holds (the adapter's order), and from the score dicts (`compute_from_scores`: trec_eval's
+order, score descending in single precision then docno descending, without sorting each run).
 
 "first" is the first call in this process (imports excluded; numba's JIT compile for ranx
 included, unless its on-disk cache already holds it); "warm" is the median of --rounds
@@ -27,7 +27,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from harness.scoring.metrics import compute_many, parse_metric, trec_eval_order
+from harness.scoring.metrics import compute_from_scores, compute_many, parse_metric
 
 # (ours, pytrec_eval, ir_measures, ranx) spellings of the five measures.
 MEASURES = (("ndcg@10", "ndcg_cut_10", "nDCG@10", "ndcg@10"),
@@ -50,7 +50,9 @@ def generate(queries: int, depth: int, seed: int) -> tuple[dict, dict]:
         docs = list(dict.fromkeys(docs))
         retrieved = docs[:depth]
         run[qid] = {doc: float(depth - position) + rng.random() * 0.5 for position, doc in enumerate(retrieved)}
-        judged = rng.sample(retrieved, rng.randint(1, 15)) + rng.sample(docs[depth:], rng.randint(0, 15))
+        unretrieved = docs[depth:]
+        judged = (rng.sample(retrieved, rng.randint(1, min(15, len(retrieved))))
+                  + rng.sample(unretrieved, rng.randint(0, min(15, len(unretrieved)))))
         qrels[qid] = {doc: rng.choice((0, 0, 1, 1, 2, 3)) for doc in judged}
     return qrels, run
 
@@ -61,7 +63,8 @@ def ours_from_lists(qrels: dict, ranked: dict) -> Values:
 
 
 def ours_from_scores(qrels: dict, run: dict) -> Values:
-    return ours_from_lists(qrels, {qid: trec_eval_order(scores) for qid, scores in run.items()})
+    measures = tuple(parse_metric(ours) for ours, *_ in MEASURES)
+    return {qid: compute_from_scores(measures, scores, qrels.get(qid, {})) for qid, scores in run.items()}
 
 
 def pytrec_eval_tool() -> Callable[[dict, dict], Values] | str:

@@ -36,6 +36,7 @@ from pathlib import Path
 from harness.sets.corpus import _label
 from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
+from harness.scoring.metrics import trec_eval_order, trec_eval_score
 from harness.fsutil import atomic_write_text, open_regular
 from harness.records import QuerySet
 from harness.sets.loader import load_set
@@ -153,9 +154,9 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 def trec_order(pairs) -> list[tuple[str, float]]:
-    """(docid, score) pairs sorted as trec_eval ranks them: score descending, compared in single
-    precision as trec_eval does (`trec_eval_score`), then docid descending; the scores kept as given."""
-    return sorted(pairs, key=lambda pair: (trec_eval_score(pair[1]), pair[0]), reverse=True)
+    """(docid, score) pairs sorted as trec_eval ranks them (`trec_eval_order`); the scores kept as given."""
+    scores = dict(pairs)
+    return [(doc_id, scores[doc_id]) for doc_id in trec_eval_order(scores)]
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -244,18 +245,6 @@ class ExportNotes:
             notes.append(f"export: {self.synthetic_queries} quer{'y' if self.synthetic_queries == 1 else 'ies'} had no "
                          f"usable descending scores; written as n, n-1, ..., 1 to keep the adapter's order")
         return notes
-
-
-def trec_eval_score(score: float) -> float:
-    """The score as trec_eval compares it: rounded to single precision (its `float sim`).
-
-    Two doubles that round to one float are a tie to trec_eval (1.0 and 1.0 - 1e-16 are).
-    A score beyond single range reads as +/-inf, as C's conversion gives.
-    """
-    try:
-        return struct.unpack("<f", struct.pack("<f", score))[0]
-    except OverflowError:
-        return math.copysign(math.inf, score)
 
 
 def _float_below(value: float) -> float:

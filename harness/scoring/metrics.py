@@ -2,7 +2,8 @@
 
 The families and their definitions live in harness.scoring.measures; this module is the
 public face: `parse_metric(name) -> Measure`, `Measure.compute(ranked_ids, judgments)`,
-`compute_many(measures, ranked_ids, judgments)`, `trec_eval_order(scores)`, `family_table()`,
+`compute_many(measures, ranked_ids, judgments)`, `compute_from_scores(measures, scores,
+judgments)`, `trec_eval_order(scores)`, `trec_eval_score(score)`, `family_table()`,
 and `percentile`.
 
 Names (case-insensitive, surrounding blanks ignored):
@@ -24,15 +25,18 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, Family, condense, grades_of, rank
+from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of, rank
 
-__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_many",
-           "family_table", "make_measure", "metric_names", "parse_metric", "percentile", "trec_eval_order"]
+__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_from_scores",
+           "compute_many", "family_table", "make_measure", "metric_names", "parse_metric", "percentile",
+           "trec_eval_order", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (issue 6: `compare` refuses to mix
@@ -245,6 +249,45 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
     # No copy when the list is no deeper than needed (the usual case: run k = deepest cutoff).
     grades, judged = grades_of(ranked_ids if depth is None or len(ranked_ids) <= depth else ranked_ids[:depth],
                                judgments)
+    return _values(plan, grades, judged, judgments)
+
+
+def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, float],
+                        judgments: Mapping[str, int]) -> dict[str, float]:
+    """compute_many over the ranking trec_eval reads from one query's {doc_id: score}, without sorting it.
+
+    Equal to `compute_many(measures, trec_eval_order(scores), judgments)`: scores compared in
+    single precision, ties by docno descending. Every measure reads only the positions of
+    the judged documents, so each judged document is placed by bisecting the sorted
+    scores instead of ordering the whole run: the cost that made scoring from dicts slower
+    than from the adapter's lists (benchmarks/metrics.py). Scores must be numbers, no NaN.
+    """
+    plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
+    total = len(scores)
+    length = total if plan.depth is None else min(total, plan.depth)
+    grades = [UNJUDGED] * length
+    judged: list[int] = []
+    retrieved = list(filter(scores.__contains__, judgments))  # judged or not, as few as the judgments
+    if retrieved:
+        single = array("f", scores.values()).tolist()
+        ascending = sorted(single)
+        for doc_id, score in zip(retrieved, array("f", map(scores.__getitem__, retrieved)).tolist()):
+            grade = judgments[doc_id]
+            if grade < 0:  # unjudged: reads as UNJUDGED wherever it stands
+                continue
+            higher = bisect_right(ascending, score)
+            position = total - higher  # documents ranked above it: higher scores...
+            if higher - bisect_left(ascending, score, 0, higher) > 1:  # ...and tied ones with a later docno
+                position += sum(1 for other, value in zip(scores, single) if value == score and other > doc_id)
+            if position < length:
+                grades[position] = grade
+                judged.append(position + 1)
+        judged.sort()
+    return _values(plan, grades, judged, judgments)
+
+
+def _values(plan: _Plan, grades: list[int], judged: list[int], judgments: Mapping[str, int]) -> dict[str, float]:
+    """Every planned measure over one query's grades (index 0 = position 1) and judged positions."""
     values: dict[str, float] = {}
     for condensed, level, items in plan.groups:
         ranking = rank(*(condense(grades, judged) if condensed else (grades, judged)), judgments, level)
@@ -253,16 +296,28 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
     return values
 
 
+def trec_eval_score(score: float) -> float:
+    """The score as trec_eval compares it: rounded to single precision (its `float sim`).
+
+    Two doubles that round to one float are a tie to trec_eval (1.0 and 1.0 - 1e-16 are);
+    pytrec_eval does the same. A score beyond single range reads as +/-inf, as C's
+    conversion gives.
+    """
+    return array("f", (score,))[0]
+
+
 def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
     """The ranking trec_eval reads from one query's {doc_id: score}: score descending, ties by docno descending.
 
-    For scoring a run that holds scores rather than an order (a TREC run file, a peer's
-    output). Scores must be comparable numbers (no NaN).
+    Scores are compared in single precision (`trec_eval_score`). For scoring a run that
+    holds scores rather than an order (a TREC run file, a peer's output); to score it
+    without the order, `compute_from_scores`. Scores must be numbers (no NaN).
     """
-    if len(set(scores.values())) == len(scores):  # no ties, the usual case: one sort on the score
-        return sorted(scores, key=scores.__getitem__, reverse=True)
-    ranked = sorted(scores, reverse=True)  # docno descending, then a stable sort on the score
-    ranked.sort(key=scores.__getitem__, reverse=True)
+    single = dict(zip(scores, array("f", scores.values()).tolist()))
+    if len(set(single.values())) == len(single):  # no ties, the usual case: one sort on the score
+        return sorted(single, key=single.__getitem__, reverse=True)
+    ranked = sorted(single, reverse=True)  # docno descending, then a stable sort on the score
+    ranked.sort(key=single.__getitem__, reverse=True)
     return ranked
 
 

@@ -9,12 +9,13 @@ independently of the registry's own trec_eval spellings.
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.scoring.metrics import FAMILIES, compute_many, make_measure, parse_metric
+from harness.scoring.metrics import FAMILIES, compute_from_scores, compute_many, make_measure, parse_metric
 from harness.scoring.metrics import trec_eval_order as metrics_trec_eval_order
 
 pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec_eval not installed: pip install pytrec-eval-terrier")
@@ -45,8 +46,12 @@ def every_measure():
     return measures
 
 
-def generated_queries(seed, count, tied):
-    """[(qid, {doc: score}, {doc: grade})]; scores strictly decreasing unless `tied`."""
+def generated_queries(seed, count, tied, near_tied=False):
+    """[(qid, {doc: score}, {doc: grade})]; scores strictly decreasing unless `tied`.
+
+    `near_tied`: scores distinct as doubles but many equal in single precision, which is
+    how trec_eval (and pytrec_eval) compare them.
+    """
     rng = random.Random(seed)
     queries = []
     for number in range(count):
@@ -57,6 +62,8 @@ def generated_queries(seed, count, tied):
         retrieved = rng.sample(pool, length)
         if tied:  # few distinct scores: many ties, broken by trec_eval on docno, descending
             scores = {doc: float(rng.randint(0, max(1, length // 4))) for doc in retrieved}
+        elif near_tied:  # 1 + i * 1e-9 are distinct doubles, one float (its ulp at 1 is 1.2e-7)
+            scores = {doc: rng.randint(1, 4) + position * 1e-9 for position, doc in enumerate(retrieved)}
         else:
             scores = {doc: float(length - position) for position, doc in enumerate(retrieved)}
         judged_share = rng.choice((0.05, 0.3, 0.7, 1.0))
@@ -69,9 +76,14 @@ def generated_queries(seed, count, tied):
     return queries
 
 
+def single(score):
+    """The score as trec_eval's `float sim` holds it."""
+    return struct.unpack("<f", struct.pack("<f", score))[0]
+
+
 def trec_eval_order(scores):
-    """The ranking trec_eval reads from scores: score descending, then docno descending."""
-    return [doc for doc, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+    """The ranking trec_eval reads from scores: score descending in single precision, then docno descending."""
+    return [doc for doc, _ in sorted(scores.items(), key=lambda item: (single(item[1]), item[0]), reverse=True)]
 
 
 def run_cut(ranked, grades, cutoff, condensed):
@@ -130,9 +142,12 @@ def assert_equal_to_trec_eval(queries):
     checked = set()
     for qid, scores, grades in queries:
         ours = compute_many(measures, trec_eval_order(scores), grades)
+        from_scores = compute_from_scores(measures, scores, grades)  # the same, without the order
         for measure in measures:
             assert ours[measure.name] == pytest.approx(expected[(qid, measure.name)], abs=TOLERANCE), \
                 (qid, measure.name, trec_eval_order(scores)[:20], grades)
+            assert from_scores[measure.name] == pytest.approx(expected[(qid, measure.name)], abs=TOLERANCE), \
+                ("from scores", qid, measure.name, trec_eval_order(scores)[:20], grades)
             checked.add(measure.family)
     assert checked == set(FAMILIES)  # every registered family was proven
 
@@ -144,6 +159,30 @@ def test_every_family_equals_trec_eval_on_strictly_decreasing_scores():
 def test_tied_scores_in_trec_evals_order_give_trec_evals_values():
     # trec_eval breaks ties by docno, descending; we take the list in that order.
     assert_equal_to_trec_eval(generated_queries(seed=41, count=80, tied=True))
+
+
+def test_scores_equal_in_single_precision_are_ties_to_trec_eval():
+    # The doubles differ below a float's resolution: trec_eval sees a tie, broken by docno.
+    assert_equal_to_trec_eval(generated_queries(seed=7, count=60, tied=False, near_tied=True))
+
+
+def test_a_near_tie_is_ordered_by_docno_as_pytrec_eval_orders_it():
+    # By hand: "a" scores higher as a double, but as floats the two tie and "b" > "a" comes first.
+    scores, grades = {"a": 1.0 + 1e-9, "b": 1.0}, {"a": 1, "b": 0}
+    assert metrics_trec_eval_order(scores) == ["b", "a"]
+    assert compute_from_scores(("rr",), scores, grades) == {"rr": 0.5}
+    trec = pytrec_eval.RelevanceEvaluator({"q": grades}, {"recip_rank"}).evaluate({"q": scores})
+    assert trec["q"]["recip_rank"] == 0.5
+
+
+@pytest.mark.parametrize("names", [("ndcg@10", "precision@5"), ("recall@3",), ("ap@100", "bpref@20", "rr@2"),
+                                   ("ndcg@5(condensed)", "judged@10")])
+def test_from_scores_reads_only_the_depth_its_measures_need_and_agrees(names):
+    # Cut measures only: the plan reads the top `depth`; judged documents below it drop out.
+    measures = tuple(parse_metric(name) for name in names)
+    queries = generated_queries(seed=3, count=80, tied=False) + generated_queries(seed=4, count=40, tied=True)
+    for _, scores, grades in queries:
+        assert compute_from_scores(measures, scores, grades) == compute_many(measures, trec_eval_order(scores), grades)
 
 
 def test_only_negative_judgments_score_zero():
@@ -165,7 +204,8 @@ def test_the_generated_runs_cover_the_edge_cases():
 
 
 def test_trec_eval_order_breaks_ties_by_docno_descending():
-    for _, scores, _ in generated_queries(seed=41, count=80, tied=True) + generated_queries(seed=5, count=20, tied=False):
+    for _, scores, _ in (generated_queries(seed=41, count=80, tied=True) + generated_queries(seed=5, count=20, tied=False)
+                         + generated_queries(seed=6, count=20, tied=False, near_tied=True)):
         assert metrics_trec_eval_order(scores) == trec_eval_order(scores)
     assert metrics_trec_eval_order({"b": 1.0, "a": 1.0, "c": 2.0, "d": 0.5}) == ["c", "b", "a", "d"]
 

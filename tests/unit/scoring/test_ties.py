@@ -11,8 +11,9 @@ import pytest
 from harness.adapter.asking import _ask, tied_warning
 from harness.adapter.protocol import Response
 from harness.report.document import Backend, Provenance, Report
-from harness.report.trec import _strict_scores, read_run, trec_eval_score, write_qrels, write_run
+from harness.report.trec import _strict_scores, read_run, write_qrels, write_run
 from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, ranking_change, tied_positions
+from harness.scoring.metrics import trec_eval_score
 from harness.sets.loader import load_set
 from tests.conftest import FIXTURES, TINY_SET
 
