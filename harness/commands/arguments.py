@@ -7,6 +7,7 @@ import argparse
 import difflib
 import os
 import sys
+import textwrap
 
 from harness.errors import HarnessError
 
@@ -165,6 +166,64 @@ def exit_codes_epilog(command: str) -> str:
     rows = EXIT_CODES[command]
     width = max(len(code) for code in rows)
     return "exit codes:\n" + "\n".join(f"  {code:<{width}}  {meaning}" for code, meaning in rows.items()) + "\n"
+
+
+# -- worked examples: the one home of each command's example (--help epilogs, README, tests) ------
+# Run from a clone, in this order, each works: the run writes memory.json, which export reads;
+# the two shards are what merge combines.
+
+WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
+    "run": ("python -m harness --set memory --out memory.json --summary memory.md",
+            "BM25 over the memory set, gated against baselines/current.json: the verdict and one line per "
+            "failed gate on the terminal, the JSON report in memory.json, a Markdown summary in memory.md"),
+    "sets list": ("python -m harness sets list",
+                  "one line per set under sets/: name, revision, queries, corpus source, description"),
+    "sets show": ("python -m harness sets show dedupe",
+                  "queries per category, split and source, contract counts, and how many judged queries "
+                  "share no content word with a relevant document"),
+    "sets verify": ("python -m harness sets verify memory",
+                    "fetches the corpus if needed and checks its hash, every pin and every judged id; exit 2 on "
+                    "any problem"),
+    "sets pin": ("python -m harness sets pin memory",
+                 "after an intended corpus edit: records the content hash of every document the queries name "
+                 "in sets/memory/set.json (atomically)"),
+    "sets import-beir": ("python -m harness sets import-beir ~/beir/scifact --name scifact --split test",
+                         "turns a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) into the set "
+                         "sets/scifact, never overwriting one"),
+    "sets export-corpus": ("python -m harness sets export-corpus memory corpus/",
+                           "writes corpus/memory.jsonl exactly as an adapter reads it, for a backend that "
+                           "indexes outside the harness"),
+    "metrics": ("python -m harness metrics",
+                "every measure family: its spellings (ours, ir_measures, trec_eval), cutoff rule, options "
+                "and definition"),
+    "check-adapter": ("python -m harness check-adapter --set memory -- python -m adapters.bm25",
+                      "the conformance suite against a live adapter on the memory set's corpus and queries: "
+                      "one pass/fail line per check"),
+    "compare": ("python -m harness compare baselines/current.json baselines/onnx.json baselines/hybrid.json "
+                "--summary compare.md",
+                "each candidate against the base, paired per query: the verdict, the Holm headline, "
+                "'no worse than -2.0 points', movement, latency CIs; Markdown in compare.md"),
+    "export": ("python -m harness export memory.json --trec-run memory.run --trec-qrels memory.qrels",
+               "the run's rankings and the set's judgments in trec_eval's formats; score them with "
+               "`trec_eval -c -M 10 memory.qrels memory.run`, or back here with --run-file"),
+    "baselines": ("python -m harness baselines",
+                  "the committed baselines (baselines/*.json) side by side per set, in Markdown"),
+    "merge": ("python -m harness merge shard-1.json shard-2.json --out merged.json",
+              "combines the reports of `--shard 1/2 --out shard-1.json` and `--shard 2/2 --out shard-2.json` "
+              "into the report the unsharded run writes, then gates it"),
+}
+
+
+def example_line(line: str) -> str:
+    """A WORKED_EXAMPLES line with `python -m harness` spelled as `program_name()` (the console script's name)."""
+    return line.replace("python -m harness", program_name(), 1)
+
+
+def example_epilog(command: str) -> str:
+    """The `example:` block of a command's --help, from WORKED_EXAMPLES, in the spelling the user started us with."""
+    line, what = WORKED_EXAMPLES[command]
+    line = example_line(line)
+    return f"example:\n  {line}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -25,7 +25,7 @@ from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
 from harness.sets.corpus import corpus_ids
-from harness.commands.arguments import (HelpFormatter, add_timeout_options, exit_codes_epilog, parse_arguments,
+from harness.commands.arguments import (HelpFormatter, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, usage=f"{PROG} [options] -- CMD [ARG ...]", formatter_class=HelpFormatter,
         description="Run a conformance suite against a live adapter (its command after '--', run as an "
                     "argv, never a shell) and print a pass/fail table (exit codes below).",
-        epilog=f"checks:\n{listing}\n\nexample:\n  {PROG} --kind code -- ./my-adapter --index prod\n\n"
+        epilog=f"checks:\n{listing}\n\n" + example_epilog("check-adapter") + "\n"
                + exit_codes_epilog("check-adapter"))
     parser.add_argument("--kind", default=None,
                         help=f"the kind (corpus/index) to ask; default {DEFAULT_KIND!r}, served from a small "

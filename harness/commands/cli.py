@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
-from harness.commands.arguments import (ArgumentParser, add_timeout_options, exit_codes_epilog, parse_arguments,
+from harness.commands.arguments import (ArgumentParser, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        program_name, split_adapter_command)
 from harness.commands import guard
 from harness.commands.check_adapter import StartupProgressPrinter
@@ -59,7 +59,7 @@ examples:
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=program_name(), command_after=("--adapter",), commands=tuple(SUBCOMMANDS),
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES + "\n" + exit_codes_epilog("run"),
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=example_epilog("run") + "\n" + EXAMPLES + "\n" + exit_codes_epilog("run"),
         description="Measure a search backend's retrieval quality and latency on versioned query "
                     "sets, and fail when recall@10 drops, p95 latency exceeds its budget, the query "
                     "count changes or a hard contract breaks. Subcommands: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import append_output, check_outputs, step_summary_target, strict_json_dumps, write_output
 from harness.gating.policy import load_policy
@@ -16,11 +16,8 @@ from harness.scoring.evaluate import report_metric_name
 from harness.scoring.stats import RESAMPLES
 
 EPILOG = """\
-example:
-  %(prog)s baselines/current.json run-a.json run-b.json --summary compare.md --junit compare.xml
-
 The headline (Holm-adjusted) is each set's overall value of each gated metric, per candidate;
-a candidate is "no worse" when the 90%% paired bootstrap CI of the change stays above minus the
+a candidate is "no worse" when the 90% paired bootstrap CI of the change stays above minus the
 gate's drop limit (two one-sided tests at alpha 0.05). Exit code 0 whatever the verdict (2 on a
 usage error or runs that are not comparable); the --junit file fails a cell that is
 significantly worse or not shown no worse. See docs/compare.md.
@@ -29,7 +26,7 @@ significantly worse or not shown no worse. See docs/compare.md.
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=program_name("compare"), epilog=EPILOG + "\n\n" + exit_codes_epilog("compare"), formatter_class=HelpFormatter,
+        prog=program_name("compare"), epilog=example_epilog("compare") + "\n" + EPILOG + "\n" + exit_codes_epilog("compare"), formatter_class=HelpFormatter,
         description="Compare one or more candidate reports (or baselines) with a base, query by query: verdict, "
                     "Holm-corrected paired tests on each set's overall gated metrics, an equivalence test at the "
                     "gate's margin, per-query movement and risk, latency p50/p95 with bootstrap CIs, an N-system "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
-from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.report.document import Report, read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
                     "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
                     "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).",
-        formatter_class=HelpFormatter, epilog=exit_codes_epilog("export"))
+        formatter_class=HelpFormatter, epilog=example_epilog("export") + "\n" + exit_codes_epilog("export"))
     parser.add_argument("report", type=Path, help="a JSON report written by a run (--out)")
     parser.add_argument("--trec-run", type=Path, default=None, metavar="PATH", help="write the rankings here")
     parser.add_argument("--trec-qrels", type=Path, default=None, metavar="PATH",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import api
 from harness.commands import guard
-from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments
+from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments
 from harness.commands.cli import _update_baseline, _write_outputs
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "latency percentiles over all queries, every shard's machine in provenance; then gate it "
                     "as a run is gated. Refuses missing, repeated, incomplete or mismatched shards "
                     "(docs/scale.md).",
-        formatter_class=HelpFormatter, epilog=exit_codes_epilog("merge"))
+        formatter_class=HelpFormatter, epilog=example_epilog("merge") + "\n" + exit_codes_epilog("merge"))
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
     gate = parser.add_argument_group("gating (as in a run)")

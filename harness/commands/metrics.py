@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.errors import EXIT_OK
-from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.scoring.metrics import family_table
 
 COLUMNS = (("family", "family"), ("ours", "ours"), ("ir_measures", "ir_measures"), ("trec_eval", "trec_eval"),
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog=program_name("metrics"),
                                      description="List every measure family: its spellings (ours, ir_measures, "
                                                  "trec_eval), cutoff rule, options and definition.",
-                                     formatter_class=HelpFormatter, epilog=exit_codes_epilog("metrics"))
+                                     formatter_class=HelpFormatter, epilog=example_epilog("metrics") + "\n" + exit_codes_epilog("metrics"))
     parse_arguments(parser, argv)
     print(render(), end="")
     return EXIT_OK

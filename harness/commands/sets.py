@@ -7,7 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import EXIT_OK
-from harness.commands.arguments import HelpFormatter, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import (WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
+                                       exit_codes_epilog, parse_arguments, program_name)
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import find_sets, load_set, read_set_metadata
 from harness.sets.materialise import write_corpus_files
@@ -17,18 +18,19 @@ from harness.sets.statistics import contract_counts, overlap_statistics
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
-                                     formatter_class=HelpFormatter, epilog=exit_codes_epilog("sets"))
+                                     formatter_class=HelpFormatter, epilog=_examples() + "\n" + exit_codes_epilog("sets"))
     parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
     actions = parser.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="one line per set, without loading corpora")
-    show = actions.add_parser("show", help="counts per category, split and source; lexical-overlap statistics")
+
+    def add_action(name: str, **kwargs) -> argparse.ArgumentParser:
+        return actions.add_parser(name, formatter_class=HelpFormatter, epilog=example_epilog(f"sets {name}"), **kwargs)
+    add_action("list", help="one line per set, without loading corpora")
+    show = add_action("show", help="counts per category, split and source; lexical-overlap statistics")
     show.add_argument("name")
-    verify = actions.add_parser("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
+    verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
-    beir = actions.add_parser("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set",
-                              epilog="example: python -m harness sets import-beir ~/beir/scifact --name scifact "
-                                     "--split test --sets-dir sets")
+    beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
     beir.add_argument("folder", type=Path)
     beir.add_argument("--name", required=True, help="the new set's name (a folder under --sets-dir; never overwritten)")
     beir.add_argument("--split", default="test", help="which qrels/<split>.tsv to import (default: test)")
@@ -36,13 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     # the subparser from resetting a --sets-dir given before the action to the default.
     beir.add_argument("--sets-dir", dest="sets_dir", type=Path, default=argparse.SUPPRESS,
                       help="where the new set is written (also accepted before the action; default: sets)")
-    pin = actions.add_parser("pin", help="record the content hash of every document the queries name, in set.json")
+    pin = add_action("pin", help="record the content hash of every document the queries name, in set.json")
     pin.add_argument("name")
-    export = actions.add_parser("export-corpus", help="write <kind>.jsonl exactly as an adapter sees it, for a "
+    export = add_action("export-corpus", help="write <kind>.jsonl exactly as an adapter sees it, for a "
                                                       "backend that indexes outside the harness")
     export.add_argument("name")
     export.add_argument("folder", type=Path, help="where to write <kind>.jsonl (created; an existing file is kept)")
     return parser
+
+
+def _examples() -> str:
+    """One example per action, for `sets --help`."""
+    return "examples:\n" + "\n".join(f"  {example_line(line)}" for command, (line, _) in WORKED_EXAMPLES.items()
+                                      if command.startswith("sets ")) + "\n"
 
 
 def main(argv: list[str]) -> int:
