@@ -28,6 +28,10 @@ NAME = "onnx_embed"
 VERSION = "1"
 INSTALL_HINT = "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenizers)"
 DEFAULT_MAX_LENGTH = 256
+# The embedder alone reads a long document's first tokens by default: reading every window
+# costs a start-up as many times longer as a document has windows (docs/performance.md); the
+# hybrid, the quality reference, reads every window.
+DEFAULT_LONG_DOCUMENTS = "first"
 DEFAULT_BATCH_SIZE = 32
 # Measured on the stdlib docstrings (benchmarks/embed.py): larger budgets were no faster and used more memory.
 DEFAULT_BATCH_TOKENS = 256
@@ -266,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="embed every corpus again, write no cache")
     from adapters import passages
     passages.add_arguments(parser)
+    passages.add_long_documents_argument(parser, DEFAULT_LONG_DOCUMENTS)
     args = parser.parse_args(argv)
     return run_adapter(NAME, lambda: prepare(args))
 
@@ -276,15 +281,18 @@ def prepare(args: argparse.Namespace):
     paths = required_corpus_paths(args.corpus)
     embedder, files = build_embedder(args)
     from adapters import passages
+    shown = passages.window_settings(args, paths)
     indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
-                                        windows=passages.window_settings(args, paths))
+                                        windows=passages.embedder_windows(args, paths, shown))
     banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
               # identity (harness/gating/identity.py): another model is another backend; new settings are noted
-              "model_digest": embedder.model_digest, "settings": model_settings(embedder),
+              "model_digest": embedder.model_digest,
+              "settings": {**model_settings(embedder), "long_documents": args.long_documents},
               "embedder": model_banner(embedder, files), "index": provenance}
 
     def search(kind: str, query: str, k: int) -> list[tuple]:
-        return index_for(indexes, kind).search(embedder.embed_query(query), k)
+        hits = index_for(indexes, kind).search(embedder.embed_query(query), k)
+        return hits if kind in shown else passages.without_windows(hits)
 
     return search, banner
 

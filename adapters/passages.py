@@ -22,6 +22,9 @@ from pathlib import Path
 DEFAULT_WINDOW = 800  # characters: about 200 tokens, inside the embedder's 256
 DEFAULT_OVERLAP = 200
 MODES = ("auto", "on", "off")
+# What an embedder reads of a document longer than one window: its first --max-length tokens
+# (the rest is never seen), or every window, the document scoring as its best window.
+LONG_DOCUMENTS = ("first", "windows")
 HINT_SUFFIX = ".passages.json"
 Hit = tuple[str, float, tuple[int, int]]
 
@@ -49,6 +52,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"window length in characters (default: the set's, else {DEFAULT_WINDOW})")
     group.add_argument("--window-overlap", type=int, default=None, metavar="N",
                        help=f"characters consecutive windows share (default: the set's, else {DEFAULT_OVERLAP})")
+
+
+def add_long_documents_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    """--long-documents first|windows, for the adapters that embed (their defaults differ; docs/performance.md)."""
+    parser.add_argument("--long-documents", choices=LONG_DOCUMENTS, default=default,
+                        help="what the embedder reads of a document longer than a window: 'first', its first "
+                             "--max-length tokens only; 'windows', every window (--window-chars, "
+                             "--window-overlap), the document scoring as its best one; hits show windows only "
+                             f"in passage mode (default: {default})")
+
+
+def embedder_windows(args: argparse.Namespace, paths: dict[str, Path],
+                     shown: dict[str, WindowSettings]) -> dict[str, WindowSettings]:
+    """The kinds the embedder reads window by window: those in passage mode (`shown`), and with
+    `--long-documents windows` (unless `--passages off`) every other kind, whose short documents
+    are one window each."""
+    if args.long_documents != "windows" or args.passages == "off":
+        return dict(shown)
+    default = WindowSettings(args.window_chars if args.window_chars is not None else DEFAULT_WINDOW,
+                             args.window_overlap if args.window_overlap is not None else DEFAULT_OVERLAP)
+    default.check()
+    return {kind: shown.get(kind, default) for kind in paths}
+
+
+def without_windows(hits: Sequence[tuple]) -> list[tuple]:
+    """Hits as (id, score) pairs: for a kind read by window that is not in passage mode."""
+    return [hit[:2] for hit in hits]
 
 
 def settings_for(args: argparse.Namespace, corpus_path: Path) -> WindowSettings | None:
@@ -138,7 +168,11 @@ def best_windows(corpus: PassageCorpus, search: Callable[[int], Sequence[tuple[i
 
 
 def collapse(corpus: PassageCorpus, ranked: Sequence[tuple[int, float]], k: int) -> list[Hit]:
-    """Keep each document's first (best) window, in rank order, up to k documents."""
+    """Keep each document's first (best) window, in rank order, up to k documents.
+
+    Documents tied on score are ordered by id ascending, as the whole-document indexes order
+    them (the window index would order them by its internal window ids instead).
+    """
     seen: set[int] = set()
     hits: list[Hit] = []
     for window, score in ranked:
@@ -149,6 +183,7 @@ def collapse(corpus: PassageCorpus, ranked: Sequence[tuple[int, float]], k: int)
         hits.append((corpus.doc_ids[owner], float(score), corpus.spans[window]))
         if len(hits) == k:
             break
+    hits.sort(key=lambda hit: (-hit[1], hit[0]))
     return hits
 
 

@@ -90,7 +90,8 @@ def test_hybrid_equals_rrf_of_its_two_parts_run_separately(setup):
                                     [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
     assert code == 0, stderr
     code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--candidates",
-                                                         str(candidates), "--rrf-k", "10", "--fusion", "rrf"],
+                                                         str(candidates), "--rrf-k", "10", "--fusion", "rrf",
+                                                         "--weight", "0.5"],
                                      [*QUERIES, {"kind": "nope", "query": "x", "k": 1}], env)
     assert code == 0, stderr
     banner, *answers, unknown = hybrid_lines
@@ -122,13 +123,41 @@ def reference_zscore(lexical: dict, semantic: dict, weight: float) -> list[str]:
     return sorted(totals, key=lambda doc_id: (-totals[doc_id], doc_id))
 
 
-def test_default_hybrid_is_zscore_fusion_of_its_parts(setup):
+def reference_weighted_rrf(lexical: list[str], semantic: list[str], weight: float, rrf_k: float) -> list[tuple[str, float]]:
+    """Independent weighted RRF: (1 - w) / (k + lexical rank) + w / (k + semantic rank), ranks from 1."""
+    totals: dict[str, float] = {}
+    for share, ranking in ((1 - weight, lexical), (weight, semantic)):
+        for rank, doc_id in enumerate(ranking, start=1):
+            totals[doc_id] = totals.get(doc_id, 0.0) + share / (rrf_k + rank)
+    return sorted(totals.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def test_default_hybrid_is_weighted_rrf_of_its_parts(setup):
+    # The defaults chosen on the development split (docs/performance.md): RRF, weight 0.6, k 10,
+    # 100 candidates, the embedder reading every window (this corpus's documents are one window each).
     model_dir, env = setup
-    depth = 20  # the default candidate depth covers this 12-document corpus
+    depth = 100  # the default candidate depth covers this 12-document corpus
+    requests = [{**q, "k": depth} for q in QUERIES]
+    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir), "--long-documents", "windows"],
+                            requests, env)
+    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
+    assert code == 0, stderr
+    assert hybrid_lines[0]["fusion"] == {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}
+    for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
+        expected = reference_weighted_rrf(lexical["ids"], semantic["ids"], 0.6, 10.0)[: query["k"]]
+        assert fused["ids"] == [doc_id for doc_id, _ in expected], query
+        assert fused["scores"] == pytest.approx([score for _, score in expected], abs=1e-12)
+
+
+def test_zscore_hybrid_is_zscore_fusion_of_its_parts(setup):
+    model_dir, env = setup
+    depth = 20
     requests = [{**q, "k": depth} for q in QUERIES]
     _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
     _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
-    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
+    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion", "zscore",
+                                                         "--weight", "0.5", "--candidates", "20"], QUERIES, env)
     assert code == 0, stderr
     assert hybrid_lines[0]["fusion"] == {"method": "zscore", "weight": 0.5, "candidates": 20}
     for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
