@@ -21,12 +21,12 @@ from harness.sets.loader import protected_files
 from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
 from harness.api import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
+from harness.report.comparison import render_pair_text
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
-from harness.scoring.compare import render_text as render_comparison
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 SUBCOMMANDS = {
@@ -298,7 +298,7 @@ def _update_baseline(args: argparse.Namespace, report: Report) -> int:
     if update.comparison is not None:
         if not args.quiet:
             print(f"\nchanges against {args.baseline}:")
-            print(render_comparison(update.comparison), end="")
+            print(render_pair_text(update.comparison), end="")
         write_output(args.out, update.report_with_previous(report).to_json(), "--out")
     if not args.yes and sys.stdin.isatty():
         answer = input(f"write {args.baseline}? [y/N] ").strip().lower()

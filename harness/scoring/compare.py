@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from harness.errors import UsageError
 from harness.records import resampling_unit
-from harness.scoring.evaluate import REPORTED_METRICS, TABLE_METRICS
+from harness.scoring.evaluate import REPORTED_METRICS
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import percentile
 from harness.scoring.stats import CONFIDENCE, RESAMPLES, PairedTest, bootstrap_ci, group_differences, holm, paired_test
@@ -393,51 +393,3 @@ def _latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
     return {qid: float(row["latency_ms"]) for qid, row in rows.items()
             if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))
             and not isinstance(row.get("latency_ms"), bool)}
-
-
-def render_text(comparison: Comparison, *, allow_mismatch: bool = False) -> str:
-    """The scope table of one pair: deltas per scope, the headline tests with Holm, exploratory ones unadjusted."""
-    lines = [f"base:      {comparison.base_label}", f"candidate: {comparison.candidate_label}"]
-    if comparison.mismatches:
-        lines.append("NOT COMPARABLE (--allow-mismatch): " + "; ".join(comparison.mismatches))
-    for name in comparison.only_in_one:
-        lines.append(f"set {name}: only in one run, not compared")
-    current = None
-    for scope in comparison.scopes:
-        if scope.set_name != current:
-            current = scope.set_name
-            lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>13}" for m in TABLE_METRICS)
-                      + "".join(f"   {m} change, 95% CI, p (Holm)" for m in comparison.tested)]
-        cells = "".join(f"{_delta(scope, m):>13}" for m in TABLE_METRICS)
-        stats = "".join(_test_cell(scope, m) for m in comparison.tested)
-        lines.append(f"{scope.scope:<24}{scope.n:>5}{cells}{stats}")
-    if comparison.flips:
-        lines += ["", "flipped queries (relevant found in one run, lost in the other):"]
-        for flip in comparison.flips:
-            parts = []
-            if flip.lost:
-                parts.append("lost " + ", ".join(flip.lost))
-            if flip.gained:
-                parts.append("gained " + ", ".join(flip.gained))
-            lines.append(f"  {flip.set_name}/{flip.qid} {'; '.join(parts)}  \"{flip.query}\"")
-    lines.append("")
-    family = comparison.family_size or len(comparison.headline_cells())
-    lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed}, resampling by query group; "
-                 f"p adjusted with Holm across the {family} headline tests (each set's overall value of each "
-                 f"tested metric); category and split rows are exploratory: p unadjusted, marked (expl.)")
-    return "\n".join(lines) + "\n"
-
-
-def _test_cell(scope: ScopeComparison, metric: str) -> str:
-    test = scope.tests.get(metric)
-    if test is None:
-        return "   -"
-    adjusted = scope.adjusted_p.get(metric)
-    note = f"({adjusted:.3f})" if adjusted is not None else "(expl.)"
-    return f"   {test.mean_difference:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}] p={test.p_value:.3f} {note}"
-
-
-def _delta(scope: ScopeComparison, metric: str) -> str:
-    if metric not in scope.base or metric not in scope.candidate:
-        return "-"
-    return f"{scope.base[metric]:.3f}{scope.candidate[metric] - scope.base[metric]:+.3f}"
