@@ -8,7 +8,6 @@ output naming one of the run's inputs is refused before the first query (`check_
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -319,24 +318,6 @@ def open_log(path: Path, label: str = "adapter log"):
     return os.fdopen(fd, "ab", buffering=0)
 
 
-def strict_json_dumps(document: object, *, what: str = "document", **options: object) -> str:
-    """json.dumps that refuses what strict JSON readers reject: NaN and Infinity, lone surrogates.
-
-    `what` names the document in the ValueError ("report", "baseline"); `options` go to
-    json.dumps (indent, ensure_ascii...). Use it for every file the harness writes as JSON.
-    """
-    try:
-        text = json.dumps(document, allow_nan=False, **options)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise ValueError(f"{what}: cannot be written as strict JSON: {exc} (NaN or Infinity in a value)") from None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"{what}: cannot be written as strict JSON: lone surrogate near "
-                         f"{text[max(0, exc.start - 30):exc.start]!r}") from None
-    return text
-
-
 # ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-character escapes), then every
 # character XML 1.0 forbids (C0 controls but tab, newline, carriage return; surrogates; U+FFFE/F).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -395,59 +376,3 @@ def open_regular(path: Path, error: type[Exception], label: str | None = None):
         raise error(f"{label}: is {what}, not a regular file")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
-
-
-class _Refused(Exception):
-    """A JSON literal a strict reader refuses (NaN, Infinity, an integer too large for a float)."""
-
-
-def _refuse_constant(name: str) -> float:
-    raise _Refused(f"{name} is not a JSON number")
-
-
-MAX_INT_DIGITS = 300  # 10**300 still converts to a float; a longer integer literal is not a number we use
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > MAX_INT_DIGITS:
-        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits is too large")
-    return int(text)
-
-
-_STRICT_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int).decode
-
-
-def strict_json_loads(text: str) -> object:
-    """json.loads refusing NaN/Infinity literals and integers too large for a float (ValueError)."""
-    try:
-        return _STRICT_DECODE(text)
-    except _Refused as exc:
-        raise ValueError(str(exc)) from None
-
-
-def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:
-    """Parse a JSON file strictly; every way it can fail is one `error` line naming the file.
-
-    `what` names the document in the message ("corrupt baseline, not valid JSON ...").
-    Refused: a path that is not a regular file (FIFO, device, directory), text that is not
-    UTF-8, NaN/Infinity literals, integers of more than MAX_INT_DIGITS digits, nesting past
-    the parser's recursion limit.
-    """
-    label = label or str(path)
-    with open_regular(Path(path), error, label) as handle:
-        try:
-            raw = handle.read()
-        except OSError as exc:
-            raise error(f"{label}: cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise error(f"{label}: {what} is not valid UTF-8") from None
-    try:
-        return _STRICT_DECODE(text)
-    except _Refused as exc:
-        raise error(f"{label}: {what}, not valid strict JSON ({exc})") from None
-    except ValueError as exc:
-        raise error(f"{label}: {what}, not valid JSON ({exc})") from None
-    except RecursionError:
-        raise error(f"{label}: {what}, JSON nested too deeply") from None

@@ -22,6 +22,7 @@ from json.encoder import encode_basestring
 from typing import NamedTuple
 
 from harness.errors import ProtocolError
+from harness.strict_json import MAX_INT_DIGITS, NotStrictJSON, strict_decode
 
 PROTOCOL_VERSION = 1
 
@@ -30,25 +31,6 @@ PROTOCOL_VERSION = 1
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-class _Refused(Exception):
-    """A literal strict JSON has no place for: NaN, Infinity, an integer too large for a float."""
-
-
-def _refuse_constant(name: str) -> float:
-    raise _Refused(f"{name} is not a JSON number (numbers must be finite)")
-
-
-MAX_INT_DIGITS = 300  # 10**300 is still a float; a longer integer crashes float() and math.isfinite later
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > MAX_INT_DIGITS:
-        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits is too large for a number")
-    return int(text)
-
-
-# The hooks run only on integer and NaN/Infinity literals; the C scanner does the rest as before.
-_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int).decode
 # A \uD800-\uDFFF escape in the raw line: the only way JSON text can carry a lone surrogate (UTF-8
 # bytes cannot). Searched on the raw line, so clean lines (nearly all) pay one regex scan, no walk.
 _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -183,8 +165,8 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
     if not (isinstance(obj, dict) and obj.get("ready") is True):
         return None
     try:
-        _DECODE(line.decode("utf-8") if isinstance(line, bytes) else line)
-    except _Refused as exc:
+        strict_decode(line.decode("utf-8") if isinstance(line, bytes) else line)
+    except NotStrictJSON as exc:
         raise ProtocolError(f"banner: {_refused_field(line)}{exc}") from None
     except UnicodeDecodeError:
         # json.loads read the bytes with 'surrogatepass': an encoded lone surrogate got this far.
@@ -312,8 +294,8 @@ def _load_object(line: bytes | str, qid: str | None) -> dict[str, object]:
     except UnicodeDecodeError:
         raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
     try:
-        obj = _DECODE(text)
-    except _Refused as exc:
+        obj = strict_decode(text)
+    except NotStrictJSON as exc:
         raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {_preview(text)}") from None
     except RecursionError:
         raise ProtocolError(f"{where}: JSON nested too deeply for the parser") from None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
-from harness.fsutil import append_output, check_outputs, step_summary_target, strict_json_dumps, write_output
+from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
+from harness.strict_json import strict_json_dumps
 from harness.gating.policy import load_policy
 from harness.report.comparison import render_junit, render_markdown, render_text
 from harness.report.views import load_run

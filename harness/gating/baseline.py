@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.errors import BaselineError
-from harness.fsutil import atomic_write_text, read_json_file, strict_json_dumps
+from harness.fsutil import atomic_write_text
+from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity
 from harness.records import QuerySet, SetResult
 

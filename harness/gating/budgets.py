@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness.fsutil import read_json_file
+from harness.strict_json import read_json_file
 from harness.errors import UsageError
 from harness.gating.gates import DEFAULT_P95_BUDGET_MS
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.fsutil import read_json_file
+from harness.strict_json import read_json_file
 
 POLICY_FORMAT = 1
 DEFAULT_POLICY_FILE = Path("gate-policy.json")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
-from harness.fsutil import read_json_file, strict_json_dumps
+from harness.strict_json import read_json_file, strict_json_dumps
 from harness.records import GateResult, SetResult
 
 REPORT_FORMAT = 1

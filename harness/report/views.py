@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import BaselineError, UsageError
-from harness.fsutil import read_json_file
+from harness.strict_json import read_json_file
 from harness.gating.baseline import BASELINE_FORMAT, check_baseline
 from harness.report.document import Report
 from harness.scoring.compare import RunView, run_view

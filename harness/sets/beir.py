@@ -11,7 +11,8 @@ from pathlib import Path
 
 from harness.sets.corpus import MAX_LINE_BYTES, _label, content_sha256, iter_jsonl
 from harness.errors import SetError, UsageError
-from harness.fsutil import atomic_write_text, open_regular, strict_json_dumps
+from harness.fsutil import atomic_write_text, open_regular
+from harness.strict_json import strict_json_dumps
 from harness.records import Document, Query
 from harness.sets.loader import MAX_GRADE, SET_FORMAT, compute_pins, load_set, safe_name_problem
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.fsutil import read_json_file
+from harness.strict_json import read_json_file
 from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError

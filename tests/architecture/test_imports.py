@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "records", "text", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "records", "strict_json", "text", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
-from harness.fsutil import (atomic_write_text, check_outputs, output_refusal, read_json_file, strict_json_dumps,
-                            write_output, xml_safe)
+from harness.fsutil import atomic_write_text, check_outputs, output_refusal, write_output, xml_safe
+from harness.strict_json import read_json_file, strict_json_dumps
 from tests.conftest import REPO_ROOT
 
 ROOT = os.geteuid() == 0
