@@ -19,16 +19,15 @@ from pathlib import Path
 from harness.errors import EXIT_GATE_FAILED, ProtocolError
 from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
+from harness.adapter.check_inputs import CORPUS_TEXTS, UNICODE_QUERIES, Corpus, long_query
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
 from harness.scoring.evaluate import ranking_change
 
 PROG = "python -m harness check-adapter"
-DEFAULT_KIND = "check"
 DEFAULT_QUERIES = 2000
 DEFAULT_LOG = Path(".retrieval-gate/check-adapter.log")
 EXIT_CHECK_FAILED = EXIT_GATE_FAILED  # 1: at least one check failed
 PIPELINED_REQUESTS = 8          # requests written at once by the order check
-PLAIN_QUERY_COUNT = 12          # queries asked twice by the determinism check
 LONG_QUERY_CHARS = 10_000
 LARGE_K = 1000
 UNKNOWN_KIND = "check-adapter-no-such-kind"
@@ -53,49 +52,6 @@ CHECKS = (
     ("passages", "windows, when answers show them, lie inside their documents and within the window limit"),
 )
 
-# The checker's own corpus, written as <kind>.jsonl when the user gives no corpus folder:
-# a few words in several scripts so the Unicode queries can match something.
-CORPUS_TEXTS = (
-    "Parse a configuration file in INI or TOML format and return a dictionary of settings.",
-    "Retry an HTTP request with exponential backoff when the server answers 503.",
-    "Validate a user password against the stored salted hash in constant time.",
-    "Stream a large CSV file row by row without loading it into memory.",
-    "Cache the result of an expensive function call keyed by its arguments.",
-    "Render an HTML template with escaping of user-provided values.",
-    "Rotate log files daily and compress the old ones with gzip.",
-    "Open a database connection pool and release connections on shutdown.",
-    "Schedule a background job every five minutes with a cron expression.",
-    "Compute the checksum of a file with sha256 in fixed-size chunks.",
-    "Send an email notification when a deployment fails.",
-    "Resize an image and keep its aspect ratio.",
-    "Lire le fichier de configuration et créer la façade du café à l'été.",
-    "如何解析配置文件并返回设置字典。",
-    "設定ファイルを読み込んで辞書を返す。",
-    "كيف أقرأ ملف الإعدادات وأعيد قاموسا من القيم",
-    "קריאת קובץ הגדרות והחזרת מילון ערכים",
-    "Deployment 🚀 failed 🔥 on the build server; the team 👩‍💻 is on it.",
-    "Tokenize camelCase and snake_case identifiers like parseConfigFile or read_settings.",
-    "Merge two sorted lists into one sorted list in linear time.",
-    "Translate error messages into the user's language.",
-    "Measure request latency percentiles p50 and p95 over a sliding window.",
-    "Serialize a dataclass to JSON and back, validating every field.",
-    "Watch a directory for changes and rebuild the index when a file is modified.",
-)
-PLAIN_QUERIES = (
-    "parse a configuration file", "retry with exponential backoff", "password hash check",
-    "read a large csv file", "cache function results", "html template escaping",
-    "rotate and compress logs", "database connection pool", "schedule a cron job",
-    "sha256 checksum of a file", "email when deployment fails", "resize an image",
-)
-UNICODE_QUERIES = (
-    ("accents", "café crème façade été naïve"),
-    ("cjk", "解析配置文件 設定ファイル"),
-    ("emoji", "deployment 🚀 failed 🔥 👩‍💻 🇫🇷"),
-    ("right-to-left", "ملف الإعدادات קובץ הגדרות"),
-    ("combining", "cafe\u0301 fac\u0327ade"),
-)
-
-
 # -- the checks -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -103,18 +59,6 @@ class CheckResult:
     name: str
     result: str
     detail: str
-
-
-@dataclass
-class Corpus:
-    """The folder given as HARNESS_CORPUS_DIR, where it came from, and the ids the kind's answers must use."""
-
-    folder: Path
-    note: str
-    ids: frozenset[str] | None      # None: not judged (no file for the kind, or a stand-in corpus)
-    not_judged_why: str = ""
-    queries: tuple[str, ...] = PLAIN_QUERIES
-    lengths: dict[str, int] | None = None  # document text lengths, for the passages' bounds (issue 17)
 
 
 @dataclass
@@ -416,7 +360,7 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
         lambda: check_k_range(suite),
         lambda: check_queries(suite, "unicode", list(UNICODE_QUERIES)),
         lambda: check_queries(suite, "empty-query", [("empty", "")]),
-        lambda: check_queries(suite, "long-query", [("long", _long_query())]),
+        lambda: check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))]),
         lambda: check_unknown_kind(suite),
         lambda: check_endurance(suite),
         lambda: check_determinism(suite),
@@ -429,16 +373,6 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
     for step in steps:
         step()
     return [suite.results[name] for name, _ in CHECKS]
-
-
-def _long_query() -> str:
-    """10,000 characters of real words (with an accent every so often), not one repeated letter."""
-    words = "parse configuration file settings retry backoff cache résumé template connection".split()
-    text, n = [], 0
-    while sum(len(w) + 1 for w in text) < LONG_QUERY_CHARS:
-        text.append(words[n % len(words)])
-        n += 1
-    return " ".join(text)[:LONG_QUERY_CHARS]
 
 
 def render_table(results: list[CheckResult]) -> str:

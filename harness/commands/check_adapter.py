@@ -7,7 +7,6 @@ prepares the corpus folder given to the adapter as $HARNESS_CORPUS_DIR and print
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shlex
@@ -17,14 +16,13 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from harness.adapter.checks import (CHECKS, CORPUS_TEXTS, DEFAULT_KIND, DEFAULT_LOG, DEFAULT_QUERIES,
-                                    EXIT_CHECK_FAILED, FAIL, PLAIN_QUERIES, PLAIN_QUERY_COUNT, PROG, Corpus, Suite,
+from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
+from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
                                     render_table, run_suite)
 from harness.adapter.process import (CORPUS_DIR_ENV, describe_progress)
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
-from harness.sets.corpus import corpus_ids
 from harness.commands.arguments import (HelpFormatter, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
@@ -89,7 +87,8 @@ def main(argv: list[str]) -> int:
 
 def _check(args: argparse.Namespace, command: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="retrieval-gate-check-") as scratch:
-        kind, corpus = _corpus(args, Path(scratch))
+        kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name,
+                                      sets_dir=args.sets_dir, offline=args.offline, corpus_dir=args.corpus_dir)
         env = {CORPUS_DIR_ENV: str(corpus.folder)}
         args.log.parent.mkdir(parents=True, exist_ok=True)
         args.log.write_bytes(b"")  # this run's log only
@@ -177,51 +176,3 @@ class StartupProgressPrinter:
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-def _corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
-    """The kind to ask and the corpus folder given as HARNESS_CORPUS_DIR, with a note saying where it came from."""
-    if args.set_name is not None:
-        return _set_corpus(args, scratch)
-    kind = args.kind or DEFAULT_KIND
-    if args.corpus_dir is not None:
-        if not args.corpus_dir.is_dir():
-            raise UsageError(f"check-adapter: --corpus-dir {args.corpus_dir}: not a folder")
-        return kind, _given_corpus(args.corpus_dir.resolve(), kind, "from --corpus-dir")
-    inherited = os.environ.get(CORPUS_DIR_ENV)
-    if args.kind is not None and inherited:
-        return kind, _given_corpus(Path(inherited), kind, f"inherited from ${CORPUS_DIR_ENV}")
-    path = scratch / f"{kind}.jsonl"
-    ids = [f"{kind}-{n:02d}" for n in range(1, len(CORPUS_TEXTS) + 1)]
-    lines = [json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) for doc_id, text in zip(ids, CORPUS_TEXTS)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    note = f"written by check-adapter: {path.name}, {len(lines)} documents, deleted afterwards"
-    if args.kind is not None:
-        # A stand-in for the user's kind: an adapter serving its own index for it rightly ignores it.
-        return kind, Corpus(scratch, note, None, f"{path.name} is the checker's stand-in; use --set NAME or "
-                                                 "--corpus-dir DIR to check ids against a real corpus")
-    return kind, Corpus(scratch, note, frozenset(ids))
-
-
-def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
-    path = folder / f"{kind}.jsonl"
-    if not path.is_file():
-        return Corpus(folder, note, None, f"no {path.name} in {folder}")
-    return Corpus(folder, note, frozenset(corpus_ids(path)))
-
-
-def _set_corpus(args: argparse.Namespace, scratch: Path) -> tuple[str, Corpus]:
-    """Materialise a query set's corpus, as the harness does for a run, and take its kind and queries."""
-    from harness.sets.materialise import materialise_corpora
-    from harness.sets.loader import find_sets, load_set
-
-    query_set = load_set(find_sets([args.set_name], args.sets_dir)[0], offline=args.offline)
-    if args.kind is not None and args.kind != query_set.kind:
-        raise UsageError(f"check-adapter: --kind {args.kind!r} differs from set {query_set.name}'s kind "
-                         f"{query_set.kind!r}; drop --kind")
-    materialise_corpora([query_set], scratch)
-    queries = tuple(q.query for q in query_set.queries[:PLAIN_QUERY_COUNT]) or PLAIN_QUERIES
-    note = (f"set {query_set.name} revision {query_set.revision}: {query_set.kind}.jsonl, "
-            f"{len(query_set.documents)} documents, deleted afterwards")
-    return query_set.kind, Corpus(scratch, note, frozenset(doc.id for doc in query_set.documents), queries=queries,
-                                  lengths={doc.id: len(doc.text) for doc in query_set.documents})
