@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     if args.junit:
         write_output(args.junit, render_junit(suite), "--junit")
     if args.html:
-        from harness.report.html import render_comparison_html
+        from harness.report.html_compare import render_comparison_html
         write_output(args.html, render_comparison_html(suite, base, candidates), "--html")
     if args.summary or step_summary:
         markdown = render_markdown(suite)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.html import render_comparison_html, render_run_html
+from harness.report.html import render_run_html
+from harness.report.html_compare import render_comparison_html
 from harness.report.views import report_view
 from harness.scoring.compare import compare, compare_many
 from tests.output_reports import crashed_with_tail, gated_with_baseline, with_baseline_identity

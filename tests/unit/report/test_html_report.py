@@ -14,7 +14,8 @@ from harness.commands.cli import main
 from harness.report.views import load_run
 from harness.scoring.compare import compare
 from harness.report.document import Report, read_report
-from harness.report.html import render_comparison_html, render_run_html
+from harness.report.html import render_run_html
+from harness.report.html_compare import render_comparison_html
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 # Query text and a category name that would break HTML or XML if written raw; \x01 is not allowed
@@ -410,7 +411,7 @@ def test_a_crash_shows_its_stderr_tail_preformatted():
 
 
 def test_numbers_never_show_negative_zero():
-    from harness.report import html as html_module
+    from harness.report import html_kit as html_module  # the page kit formats numbers
     assert html_module._signed(-1e-12) == "0.000" and html_module._signed(-0.0) == "0.000"
     assert html_module._signed(-0.0004) == "0.000" and html_module._signed(-0.0006) == "\u22120.001"
     assert html_module._fixed(-0.0) == "0.000" and html_module._fixed(-1e-9) == "0.000"
