@@ -13,6 +13,8 @@ Layout: documents are stored in id order, so "score descending, then id ascendin
 "score descending, then document index ascending". Each term owns a contiguous slice
 `offsets[t]:offsets[t + 1]` of `postings_docs` (int32, ascending) and `postings_scores`
 (float32, the term's full BM25 contribution), so a query is a few vector additions.
+Per term it also keeps the largest, smallest and 10th-best posting score, the bounds
+that let a query skip most postings exactly (adapters/bm25_search.py).
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.bm25_search import Accumulator, pruned_top_k, term_statistics
 from adapters.startup import AdapterStartupError, available_memory_bytes
 from adapters.tokenizer import TOKENIZER_VERSION, Tokenizer
 
 # Bump when the on-disk layout or the meaning of any stored array changes.
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: per-term max, min and 10th-best scores for pruning
 _MAGIC = b"RGBM25\x00\x01"
-_ARRAYS = ("offsets", "postings_docs", "postings_scores")
+_ARRAYS = ("offsets", "postings_docs", "postings_scores", "term_max", "term_min", "term_kth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +117,19 @@ class BM25Index:
 
     def __init__(self, ids: list[str], vocab: list[str], offsets: np.ndarray,
                  postings_docs: np.ndarray, postings_scores: np.ndarray,
-                 settings: BM25Settings) -> None:
-        """Wrap arrays already in the layout described in the module docstring (ids sorted)."""
+                 settings: BM25Settings, term_stats: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        """Wrap arrays already in the layout described in the module docstring (ids sorted).
+
+        `term_stats` (term_max, term_min, term_kth) is computed from the postings when not given.
+        """
         self.ids = ids
         self.vocab = vocab
         self.term_ids = {token: term for term, token in enumerate(vocab)}
         self.offsets = offsets
         self.postings_docs = postings_docs
         self.postings_scores = postings_scores
+        self.term_max, self.term_min, self.term_kth = term_stats or term_statistics(offsets, postings_scores)
+        self._accumulator = Accumulator(len(ids))
         self.settings = settings
         self._tokenize = settings.tokenizer()
         # Provenance for the banner, filled in by load_or_build.
@@ -248,39 +256,12 @@ class BM25Index:
         return [(ids[doc], float(score)) for doc, score in zip(doc_indices.tolist(), scores.tolist())]
 
     def top_k(self, tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Document indices and scores of the top k, in the deterministic order."""
+        """Document indices and scores of the top k, in the deterministic order (adapters/bm25_search.py)."""
         if k < 1:
             raise ValueError(f"k: must be >= 1, got {k}")
         term_ids = self.term_ids
-        terms = [term_ids[token] for token in tokens if token in term_ids]
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
-        if not terms:
-            return empty
-        offsets, docs, contributions = self.offsets, self.postings_docs, self.postings_scores
-        if len(terms) == 1:
-            start, end = int(offsets[terms[0]]), int(offsets[terms[0] + 1])
-            candidates, candidate_scores = docs[start:end], contributions[start:end]
-        else:
-            slices = [slice(offsets[term], offsets[term + 1]) for term in terms]
-            hit_docs = np.concatenate([docs[part] for part in slices])
-            hit_scores = np.concatenate([contributions[part] for part in slices])
-            # bincount sums in float64, and float64 sums of float32 term scores are exact
-            # (their exponents differ by far less than the 29 spare bits), so documents with
-            # equal term scores tie exactly whatever the order of addition; the id rule decides.
-            if len(hit_docs) * 16 < len(self.ids):
-                candidates, slot = np.unique(hit_docs, return_inverse=True)
-                candidate_scores = np.bincount(slot, weights=hit_scores, minlength=len(candidates))
-            else:
-                dense = np.bincount(hit_docs, weights=hit_scores, minlength=len(self.ids))
-                candidates = np.flatnonzero(dense > 0)
-                candidate_scores = dense[candidates]
-        if len(candidates) > k:
-            # Keep everything tying with the k-th best score, then order exactly.
-            kth = np.partition(candidate_scores, len(candidates) - k)[len(candidates) - k]
-            keep = candidate_scores >= kth
-            candidates, candidate_scores = candidates[keep], candidate_scores[keep]
-        order = np.lexsort((candidates, -candidate_scores))[:k]
-        return candidates[order], candidate_scores[order]
+        return pruned_top_k(self, [term_ids[token] for token in tokens if token in term_ids], k,
+                            self._accumulator)
 
     # -- on-disk form ---------------------------------------------------------------------
 
@@ -327,7 +308,8 @@ class BM25Index:
         if position != len(payload):
             raise ValueError("payload length does not match its header")
         index = cls(strings["ids"], strings["vocab"], arrays["offsets"], arrays["postings_docs"],
-                    arrays["postings_scores"], settings)
+                    arrays["postings_scores"], settings,
+                    (arrays["term_max"], arrays["term_min"], arrays["term_kth"]))
         _check_shapes(index)
         return index
 
@@ -346,6 +328,8 @@ def _check_shapes(index: BM25Index) -> None:
         raise ValueError("postings do not match the offsets")
     if len(index.postings_docs) and (index.postings_docs.min() < 0 or index.postings_docs.max() >= index.n_docs):
         raise ValueError("postings name documents outside the corpus")
+    if any(len(stat) != index.vocab_size for stat in (index.term_max, index.term_min, index.term_kth)):
+        raise ValueError("term statistics do not match the vocabulary")
 
 
 def cache_key(content_hash: str, settings: BM25Settings) -> str:

@@ -77,7 +77,8 @@ def worker(size: int) -> dict:
     peak = _status_bytes("VmHWM") - before
     del docs_tokens
     gc.collect()
-    arrays = index.offsets.nbytes + index.postings_docs.nbytes + index.postings_scores.nbytes
+    arrays = sum(getattr(index, name).nbytes for name in
+                 ("offsets", "postings_docs", "postings_scores", "term_max", "term_min", "term_kth"))
     # What the index keeps, counted object by object (RSS keeps freed heap, so it overstates).
     strings = (sys.getsizeof(index.ids) + sum(map(sys.getsizeof, index.ids)) + sys.getsizeof(index.vocab)
                + sum(map(sys.getsizeof, index.vocab)) + sys.getsizeof(index.term_ids))
