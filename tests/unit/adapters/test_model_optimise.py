@@ -147,3 +147,21 @@ def test_the_real_model_gets_fused_attention_and_the_same_vectors(tmp_path, monk
         fused.options = EmbedOptions(graph="fused", batch_size=batch_size)
         cosine = (plain.embed(texts) * fused.embed(texts)).sum(axis=1)
         assert cosine.min() >= 0.99999, cosine
+
+
+def test_the_int8_graph_is_opt_in_close_to_fp32_and_a_setting_of_its_own(tmp_path, monkeypatch):
+    folder = require_default_model()
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
+    from adapters import onnx_embed
+
+    parser = __import__("argparse").ArgumentParser()
+    onnx_embed.add_model_arguments(parser)
+    assert parser.parse_args([]).graph == "fused"  # int8 only when asked for
+    texts = ["Check for a Future.", "Return a new event loop.", "list the firewall rules of a network"]
+    plain = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="plain"))
+    int8 = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="int8"))
+    assert int8.graph == "int8" and "int8 products" in int8.graph_note
+    cosine = (plain.embed(texts) * int8.embed(texts)).sum(axis=1)
+    assert 0.99 <= cosine.min() < 0.99999, cosine  # close, and really another computation
+    assert onnx_embed.model_settings(int8) == {**onnx_embed.model_settings(plain), "graph": "int8"}
+    assert int8.identity()["graph"] == "int8"
