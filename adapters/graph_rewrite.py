@@ -155,13 +155,17 @@ def fuse_attention(model) -> int:
 
 
 def quantise_int8(model, tmp: Path):
-    """Dynamic int8 of the MatMul nodes (per-channel int8 weights) except the FFN down-projections; Attention stays fp32."""
+    """Dynamic int8 of the MatMul nodes (per-channel int8 weights) but the FFN down-projections.
+
+    Returns (model, how many were kept fp32). Attention stays fp32 too.
+    """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     shapes = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
-    down = [node.name for node in model.graph.node if node.op_type == "MatMul" and len(shapes.get(node.input[1], ())) == 2
-            and shapes[node.input[1]][0] > shapes[node.input[1]][1]]
+    # a down-projection maps the wide feed-forward layer back: its weight has more rows than columns
+    down = [node.name for node in model.graph.node if node.op_type == "MatMul"
+            and len(shapes.get(node.input[1], ())) == 2 and shapes[node.input[1]][0] > shapes[node.input[1]][1]]
     excluded = down
     output = tmp / "int8.onnx"
     quantize_dynamic(model, output, op_types_to_quantize=["MatMul"], per_channel=True,
