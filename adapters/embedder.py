@@ -19,6 +19,14 @@ import numpy as np
 from adapters.startup import AdapterStartupError
 
 POOLING_CHOICES = ("mean", "cls")
+# plain: the model file as it is; fused: its rewritten graph (same vectors, faster); int8: opt-in
+# approximation (adapters/graph_rewrite.py, cached by adapters/model_optimise.py).
+GRAPH_CHOICES = ("plain", "fused", "int8")
+# Texts the rewritten graph must embed like the plain model (one padded batch, then one alone).
+PROBE_TEXTS = ("Return the number of items in a container.",
+               "Open a file and return a stream; raise OSError upon failure. The mode defaults to reading text.",
+               "zip", "Compute the cosine similarity between two vectors of floating point numbers, "
+               "ignoring any entries that are not a number, and raise ValueError when the lengths differ.")
 POOLING_CONFIG = Path("1_Pooling") / "config.json"
 
 _ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
@@ -30,7 +38,8 @@ class EmbedderError(AdapterStartupError):
 
 @dataclass(frozen=True, slots=True)
 class EmbedOptions:
-    """How texts become vectors. `threads` 0 lets onnxruntime choose; `spinning` lets its idle threads spin."""
+    """How texts become vectors. `threads` 0 lets onnxruntime choose; `spinning` lets its idle threads spin;
+    `graph` picks the model graph (GRAPH_CHOICES)."""
 
     pooling: str = "mean"
     normalize: bool = True
@@ -41,6 +50,7 @@ class EmbedOptions:
     batch_tokens: int = 256
     threads: int = 0
     spinning: bool = False
+    graph: str = "plain"
 
 
 def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
@@ -108,7 +118,8 @@ def pooling_from_config(model_dir: Path) -> str | None:
 class Embedder:
     """One loaded model + tokenizer. `embed` is deterministic for fixed options and thread count."""
 
-    def __init__(self, model_path: Path, tokenizer_path: Path, options: EmbedOptions) -> None:
+    def __init__(self, model_path: Path, tokenizer_path: Path, options: EmbedOptions, *,
+                 log: Callable[[str], None] | None = None) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -120,6 +131,8 @@ class Embedder:
             raise EmbedderError(f"--batch-size {options.batch_size}: must be at least 1")
         if options.batch_tokens < 1:
             raise EmbedderError(f"--batch-tokens {options.batch_tokens}: must be at least 1")
+        if options.graph not in GRAPH_CHOICES:
+            raise EmbedderError(f"--graph {options.graph!r}: expected one of {', '.join(GRAPH_CHOICES)}")
         if options.threads < 0:
             raise EmbedderError(f"--threads {options.threads}: must be 0 (automatic) or more")
         self.options = options
@@ -150,11 +163,31 @@ class Embedder:
         # (benchmarks/embed.py, docs/performance.md), and gain nothing measurable at 1.
         session_options.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spinning else "0")
         session_options.log_severity_level = 3
+        self._session_options = session_options
+        self.graph, self.graph_note, graph_bytes = "plain", "", model_bytes
+        if options.graph != "plain":
+            from adapters.model_optimise import load_graph
+
+            chosen = load_graph(model_bytes, self.model_digest, options.graph,
+                                lambda candidate: self._probe_cosine(model_bytes, candidate), log=log,
+                                # before a rewrite: a model that does not load is an error, not a fallback
+                                before_build=lambda: self._new_session(model_bytes))
+            self.graph, self.graph_note, graph_bytes = chosen.variant, chosen.note, chosen.model
+        self.session = self._new_session(graph_bytes)
+        self._read_inputs()
+        self._dimensions: int | None = None
+
+    def _new_session(self, model_bytes: bytes):
+        import onnxruntime
+
         try:
-            self.session = onnxruntime.InferenceSession(
-                model_bytes, sess_options=session_options, providers=["CPUExecutionProvider"])
+            return onnxruntime.InferenceSession(
+                model_bytes, sess_options=self._session_options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own pybind error types
-            raise EmbedderError(f"{model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
+            raise EmbedderError(f"{self.model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
+
+    def _read_inputs(self) -> None:
+        model_path = self.model_path
         inputs = {node.name: node for node in self.session.get_inputs()}
         for required in ("input_ids", "attention_mask"):
             if required not in inputs:
@@ -164,7 +197,17 @@ class Embedder:
         # Feed token_type_ids only when the model declares it (BERT does, many others do not).
         self.uses_token_types = "token_type_ids" in inputs
         self.output_name = self.session.get_outputs()[0].name
-        self._dimensions: int | None = None
+
+    def _probe_cosine(self, plain: bytes, candidate: bytes) -> float:
+        """Lowest cosine between the plain model's and `candidate`'s vectors for PROBE_TEXTS (padded and alone)."""
+        vectors = []
+        for model in (plain, candidate):
+            self.session = self._new_session(model)
+            self._read_inputs()
+            vectors.append(np.concatenate([self.embed(PROBE_TEXTS), self.embed(PROBE_TEXTS[:1])]))
+        del self.session  # __init__ makes the session it keeps
+        reference, other = (l2_normalize(matrix) for matrix in vectors)
+        return float((reference * other).sum(axis=1).min())
 
     @property
     def dimensions(self) -> int:
@@ -247,6 +290,8 @@ class Embedder:
             "normalize": self.options.normalize,
             "passage_prefix": self.options.passage_prefix,
             "max_length": self.options.max_length,
+            # the plain model's key stays as it was; a rewritten graph's vectors are cached apart
+            **({"graph": self.graph} if self.graph != "plain" else {}),
         }
 
 

@@ -35,6 +35,8 @@ DEFAULT_LONG_DOCUMENTS = "first"
 DEFAULT_BATCH_SIZE = 32
 # Measured on the stdlib docstrings (benchmarks/embed.py): larger budgets were no faster and used more memory.
 DEFAULT_BATCH_TOKENS = 256
+# Same vectors as the plain graph (cosine >= 0.99999, checked when built), faster (docs/performance.md).
+DEFAULT_GRAPH = "fused"
 
 
 class ConfigError(AdapterStartupError):
@@ -71,6 +73,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--spinning", action=argparse.BooleanOptionalAction, default=False,
                        help="let idle onnxruntime threads spin (faster only on a machine nothing else uses; "
                             "default: off)")
+    group.add_argument("--graph", choices=("plain", "fused", "int8"), default=DEFAULT_GRAPH,
+                       help="fused (default): the model rewritten with fused attention, same vectors, built once "
+                            "into the model cache (plain when that fails); plain: the model file as it is; "
+                            "int8: opt-in int8 products, approximate vectors (a backend setting of its own)")
     group.add_argument("--offline", action="store_true",
                        help="never fetch the default model; fail with the command to run instead")
 
@@ -116,8 +122,8 @@ def build_embedder(args: argparse.Namespace) -> tuple[Embedder, ModelFiles]:
     options = EmbedOptions(pooling=pooling, normalize=args.normalize, query_prefix=args.query_prefix,
                            passage_prefix=args.passage_prefix, max_length=args.max_length,
                            batch_size=args.batch_size, batch_tokens=args.batch_tokens,
-                           threads=args.threads, spinning=args.spinning)
-    return Embedder(files.model, files.tokenizer, options), files
+                           threads=args.threads, spinning=args.spinning, graph=args.graph)
+    return Embedder(files.model, files.tokenizer, options, log=log), files
 
 
 class EmbeddingIndex:
@@ -216,14 +222,24 @@ def model_banner(embedder: Embedder, files: ModelFiles) -> dict[str, object]:
         "query_prefix": options.query_prefix,
         "passage_prefix": options.passage_prefix,
         "max_length": options.max_length,
+        "graph": embedder.graph,
+        "graph_note": embedder.graph_note,
     }
 
 
 def model_settings(embedder: Embedder) -> dict[str, object]:
-    """What decides the vectors besides the model file: the banner's `settings`, compared against a baseline."""
+    """What decides the vectors besides the model file: the banner's `settings`, compared against a baseline.
+
+    The fused graph is the same model computing the same vectors, so it is not a setting; the
+    int8 graph approximates them and is.
+    """
     options = embedder.options
-    return {"pooling": options.pooling, "normalize": options.normalize, "query_prefix": options.query_prefix,
-            "passage_prefix": options.passage_prefix, "max_length": options.max_length}
+    settings: dict[str, object] = {
+        "pooling": options.pooling, "normalize": options.normalize, "query_prefix": options.query_prefix,
+        "passage_prefix": options.passage_prefix, "max_length": options.max_length}
+    if embedder.graph == "int8":
+        settings["graph"] = "int8"
+    return settings
 
 
 def model_summary(embedder: Embedder, files: ModelFiles) -> str:
@@ -231,7 +247,7 @@ def model_summary(embedder: Embedder, files: ModelFiles) -> str:
     return (f"{files.label} sha256:{embedder.model_digest[:12]} dims={embedder.dimensions} "
             f"pooling={options.pooling} normalize={str(options.normalize).lower()} "
             f"query_prefix={options.query_prefix!r} passage_prefix={options.passage_prefix!r} "
-            f"max_length={options.max_length}")
+            f"max_length={options.max_length} graph={embedder.graph}")
 
 
 def fetch_model_main(argv: list[str]) -> int:

