@@ -165,3 +165,23 @@ def test_the_int8_graph_is_opt_in_close_to_fp32_and_a_setting_of_its_own(tmp_pat
     assert 0.99 <= cosine.min() < 0.99999, cosine  # close, and really another computation
     assert onnx_embed.model_settings(int8) == {**onnx_embed.model_settings(plain), "graph": "int8"}
     assert int8.identity()["graph"] == "int8"
+
+
+def test_fetch_model_builds_the_default_graph_so_no_first_start_does(tmp_path):
+    # fetch-model (which .ci/run and the README run first) leaves the fused graph in the cache:
+    # the adapter's first start then loads it instead of paying the build's memory.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    folder = require_default_model()
+    shutil.copytree(folder, tmp_path / "cache" / "models" / folder.name)  # the model, as fetch left it
+    env = {**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "adapters.onnx_embed", "fetch-model"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert first.returncode == 0, first.stderr
+    assert "building from the model" in first.stderr and "graph fused ready" in first.stderr
+    assert len(list(optimised_folder(tmp_path).glob("*.onnx"))) == 1
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0 and "building" not in again.stderr and "graph fused ready" in again.stderr
