@@ -43,9 +43,11 @@ def build(source: bytes, variant: str) -> tuple[bytes, str]:
             contextlib.redirect_stdout(sys.stderr):  # stdout is the adapter's protocol channel
         source_path = Path(tmp) / "source.onnx"
         source_path.write_bytes(source)
-        # opt_level 1: onnxruntime's hardware-independent folding (the int8 weights' Cast/Mul
-        # become fp32 initializers), then the python fusions (SkipLayerNorm, BiasGelu).
-        optimised = optimize_model(str(source_path), model_type="bert", opt_level=1, use_gpu=False)
+        # onnxruntime's hardware-independent folding first (the int8 weights' Cast/Mul become
+        # fp32 initializers), then the python fusions (SkipLayerNorm, BiasGelu) at opt_level 0.
+        # This is optimize_model's opt_level 1, done here because that path imports torch.
+        folded_path = fold_constants(source_path, Path(tmp) / "folded.onnx")
+        optimised = optimize_model(str(folded_path), model_type="bert", opt_level=0, use_gpu=False)
         model = optimised.model
         fused = fuse_attention(model)
         note = f"{fused} attention blocks fused"
@@ -54,6 +56,22 @@ def build(source: bytes, variant: str) -> tuple[bytes, str]:
             note += f", int8 products ({excluded} feed-forward down-projections kept fp32)"
         onnx.checker.check_model(model)
         return model.SerializeToString(), note
+
+
+def fold_constants(source: Path, target: Path) -> Path:
+    """`source` after onnxruntime's basic (hardware-independent) graph optimisations, saved at `target`.
+
+    The same session options as onnxruntime.transformers' `optimize_by_onnxruntime` at its
+    opt_level 1 (basic level, CPU, ConstantSharing disabled), without its `import torch`.
+    """
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(target)
+    onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"],
+                                 disabled_optimizers=["ConstantSharing"])
+    return target
 
 
 def fuse_attention(model) -> int:

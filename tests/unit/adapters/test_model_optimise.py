@@ -185,3 +185,20 @@ def test_fetch_model_builds_the_default_graph_so_no_first_start_does(tmp_path):
     assert len(list(optimised_folder(tmp_path).glob("*.onnx"))) == 1
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert again.returncode == 0 and "building" not in again.stderr and "graph fused ready" in again.stderr
+
+
+def test_the_fused_graph_builds_without_torch(tmp_path):
+    # onnxruntime's optimizer imports torch at its opt_level 1; our build must not need it
+    # (a clean install of the [onnx] extra has no torch). torch is made unimportable here.
+    import subprocess
+    import sys
+
+    folder = require_default_model()
+    script = ("import sys; sys.modules['torch'] = None\n"
+              "from pathlib import Path\n"
+              "from adapters.graph_rewrite import build\n"
+              f"model, note = build(Path({str(folder / 'model.onnx')!r}).read_bytes(), 'fused')\n"
+              "print(note)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "6 attention blocks fused"
