@@ -115,7 +115,7 @@ def prepare(args: argparse.Namespace):
         # identity (harness/gating/identity.py): the embedder's model digest; fusion and BM25 settings
         "model_digest": embedder.model_digest,
         "settings": {"fusion": fusion.banner(), "bm25": bm25_scoring,
-                     "embedder": {**onnx_embed.model_settings(embedder), "long_documents": args.long_documents}},
+                     "embedder": onnx_embed.model_settings(embedder, args.long_documents)},
         "bm25": {"name": bm25.NAME, "version": bm25.VERSION, "settings": bm25_scoring},
         "embedder": onnx_embed.model_banner(embedder, files),
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": embedder_index[kind]}

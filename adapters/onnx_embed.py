@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from adapters import model_store
 from adapters.corpus_dir import read_corpus, required_corpus_paths
-from adapters.startup import AdapterStartupError, fail, require, run_adapter
+from adapters.startup import AdapterStartupError, MissingDependency, fail, require, run_adapter
 from harness.adapter import index_for
 
 if TYPE_CHECKING:
@@ -227,16 +227,18 @@ def model_banner(embedder: Embedder, files: ModelFiles) -> dict[str, object]:
     }
 
 
-def model_settings(embedder: Embedder) -> dict[str, object]:
+def model_settings(embedder: Embedder, long_documents: str) -> dict[str, object]:
     """What decides the vectors besides the model file: the banner's `settings`, compared against a baseline.
 
-    The fused graph is the same model computing the same vectors, so it is not a setting; the
+    `long_documents` is --long-documents (what the embedder reads of a long document). The
+    fused graph is the same model computing the same vectors, so it is not a setting; the
     int8 graph approximates them and is.
     """
     options = embedder.options
     settings: dict[str, object] = {
         "pooling": options.pooling, "normalize": options.normalize, "query_prefix": options.query_prefix,
-        "passage_prefix": options.passage_prefix, "max_length": options.max_length}
+        "passage_prefix": options.passage_prefix, "max_length": options.max_length,
+        "long_documents": long_documents}
     if embedder.graph == "int8":
         settings["graph"] = "int8"
     return settings
@@ -279,11 +281,10 @@ def prepare_default_graph() -> int:
     holds several copies of the fp32 model); done here, once, no adapter's first start pays
     that, which matters on a CI runner whose cache is fresh but whose setup ran fetch-model.
     """
-    import importlib.util
-
-    missing = [name for name in ("numpy", "onnxruntime", "tokenizers") if importlib.util.find_spec(name) is None]
-    if missing:  # fetching needs none of them; the graph is then built at the adapter's first start
-        log(f"graph not prepared: {', '.join(missing)} not installed ({INSTALL_HINT})")
+    try:
+        require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
+    except MissingDependency as exc:  # fetching needs none of them; the adapter's first start builds it
+        log(f"graph not prepared: {exc}")
         return 0
     parser = argparse.ArgumentParser()
     add_model_arguments(parser)
@@ -326,7 +327,7 @@ def prepare(args: argparse.Namespace):
     banner = {"name": NAME, "version": VERSION, "model": model_summary(embedder, files),
               # identity (harness/gating/identity.py): another model is another backend; new settings are noted
               "model_digest": embedder.model_digest,
-              "settings": {**model_settings(embedder), "long_documents": args.long_documents},
+              "settings": model_settings(embedder, args.long_documents),
               "embedder": model_banner(embedder, files), "index": provenance}
 
     def search(kind: str, query: str, k: int) -> list[tuple]:

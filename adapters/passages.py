@@ -70,9 +70,7 @@ def embedder_windows(args: argparse.Namespace, paths: dict[str, Path],
     are one window each."""
     if args.long_documents != "windows" or args.passages == "off":
         return dict(shown)
-    default = WindowSettings(args.window_chars if args.window_chars is not None else DEFAULT_WINDOW,
-                             args.window_overlap if args.window_overlap is not None else DEFAULT_OVERLAP)
-    default.check()
+    default = sized(args, {}, "--window-chars/--window-overlap")
     return {kind: shown.get(kind, default) for kind in paths}
 
 
@@ -99,10 +97,15 @@ def settings_for(args: argparse.Namespace, corpus_path: Path) -> WindowSettings 
             raise ValueError(f"{hint_path}: must be an object {{\"window\": N, \"overlap\": N}}")
     elif args.passages == "auto":
         return None
+    return sized(args, hint, str(hint_path))
+
+
+def sized(args: argparse.Namespace, hint: dict[str, object], where: str) -> WindowSettings:
+    """--window-chars / --window-overlap, else the set's `hint`, else the defaults; checked (ValueError)."""
     window = args.window_chars if args.window_chars is not None else hint.get("window", DEFAULT_WINDOW)
     overlap = args.window_overlap if args.window_overlap is not None else hint.get("overlap", DEFAULT_OVERLAP)
     if isinstance(window, bool) or not isinstance(window, int) or isinstance(overlap, bool) or not isinstance(overlap, int):
-        raise ValueError(f"{hint_path}: window and overlap must be integers")
+        raise ValueError(f"{where}: window and overlap must be integers")
     settings = WindowSettings(window, overlap)
     settings.check()
     return settings

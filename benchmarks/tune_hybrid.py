@@ -66,9 +66,10 @@ def rank_sets(names: list[str], depth: int, threads: int) -> list[SetRuns]:
         # --long-documents says; otherwise BM25 reads whole documents and the embedder either input.
         hint = query_set.extra.get("passages")
         shown = WindowSettings(hint["window"], hint["overlap"]) if hint else None
-        cut = PassageCorpus.build(ids, texts, query_set.corpus_hash, shown or WindowSettings())
+        window = shown or WindowSettings()
+        cut = PassageCorpus.build(ids, texts, query_set.corpus_hash, window)
         windows_matrix, _ = cached_passage_embeddings(embedder, cut.texts, cut.content_hash)
-        windows_index = Windowed(cut, onnx_embed.EmbeddingIndex(cut.passage_ids, windows_matrix), shown or WindowSettings())
+        windows_index = Windowed(cut, onnx_embed.EmbeddingIndex(cut.passage_ids, windows_matrix), window)
         if shown:
             lexical_index = Windowed(cut, BM25Index.build(cut.passage_ids, cut.texts, BM25Settings()), shown)
             first_index = windows_index
