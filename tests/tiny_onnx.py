@@ -72,6 +72,14 @@ def write_model(path: Path, *, token_types: bool = True, seed: int = 7,
     return path, table, (type_table if token_types else np.zeros_like(type_table))
 
 
+def write_model_dir(folder: Path) -> Path:
+    """`folder` (created) holding model.onnx and tokenizer.json, as `--model-dir` takes them."""
+    folder.mkdir()
+    write_model(folder / "model.onnx")
+    write_tokenizer(folder / "tokenizer.json")
+    return folder
+
+
 def reference(texts: list[str], table: np.ndarray, type_table: np.ndarray, *, pooling: str = "mean",
               normalize: bool = True, max_length: int = 256) -> np.ndarray:
     """Plain numpy, one text at a time, no padding: the definition the batched code must match."""

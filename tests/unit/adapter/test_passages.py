@@ -166,12 +166,9 @@ def test_check_adapter_checks_windows_against_the_set(tmp_path):
 def test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit(tmp_path):
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
         pytest.importorskip(module)
-    from tests.tiny_onnx import write_model, write_tokenizer
+    from tests.tiny_onnx import write_model_dir
 
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    write_model(model_dir / "model.onnx")
-    write_tokenizer(model_dir / "tokenizer.json")
+    model_dir = write_model_dir(tmp_path / "model")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]

@@ -61,12 +61,9 @@ def setup(tmp_path: Path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tokenizers")
     pytest.importorskip("onnx")
-    from tests.tiny_onnx import write_model, write_tokenizer
+    from tests.tiny_onnx import write_model_dir
 
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    write_model(model_dir / "model.onnx")
-    write_tokenizer(model_dir / "tokenizer.json")
+    model_dir = write_model_dir(tmp_path / "model")
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]

@@ -27,12 +27,9 @@ FILLER = "eta " * 12     # 48 characters of a word no query below asks for
 def corpus(tmp_path: Path):
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
         pytest.importorskip(module)
-    from tests.tiny_onnx import write_model, write_tokenizer
+    from tests.tiny_onnx import write_model_dir
 
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    write_model(model_dir / "model.onnx")
-    write_tokenizer(model_dir / "tokenizer.json")  # truncates at 8 tokens: a long document's tail is unseen
+    model_dir = write_model_dir(tmp_path / "model")  # its tokenizer truncates at 8 tokens: a long tail is unseen
     docs = [{"id": "late", "text": FILLER + "beta gamma beta gamma"},    # its match past the first tokens
             {"id": "early", "text": "beta delta " + FILLER},
             {"id": "other", "text": "zeta epsilon zeta epsilon"},

@@ -105,12 +105,9 @@ def test_progress_reports_every_step_not_every_document(capsys) -> None:
 ])
 def test_reference_adapters_report_progress_before_the_banner(tmp_path, module, stages) -> None:
     pytest.importorskip("onnx")
-    from tests.tiny_onnx import write_model, write_tokenizer
+    from tests.tiny_onnx import write_model_dir
 
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    write_model(model_dir / "model.onnx")
-    write_tokenizer(model_dir / "tokenizer.json")
+    model_dir = write_model_dir(tmp_path / "model")
     corpus = tmp_path / "x.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": f"alpha beta {i}"}) + "\n" for i in range(300)),
                       encoding="utf-8")
