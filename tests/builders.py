@@ -95,6 +95,14 @@ def make_report(tmp_path, monkeypatch, name, answers, set_path=TINY_SET):
     return out
 
 
+def make_revised_report(tmp_path, monkeypatch, name, answers, set_copy: Path, revision: int = 2) -> Path:
+    """make_report on `set_copy` (a copy of the tiny set) bumped to `revision`: a run compare must refuse."""
+    meta = json.loads((set_copy / "set.json").read_text())
+    meta["revision"] = revision
+    (set_copy / "set.json").write_text(json.dumps(meta))
+    return make_report(tmp_path, monkeypatch, name, answers, set_path=set_copy)
+
+
 def record_baseline_and_report(tmp_path, monkeypatch, answers) -> tuple[Path, Path]:
     """A real --update-baseline run of the scripted adapter answering `answers`: (baseline, report) paths."""
     from harness.commands.cli import main

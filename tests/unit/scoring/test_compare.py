@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.commands.cli import main
-from tests.builders import make_report, record_baseline_and_report
+from tests.builders import make_report, make_revised_report, record_baseline_and_report
 from tests.reports import GOOD
 from tests.conftest import TINY_SET
 
@@ -50,10 +50,7 @@ def test_flips_are_listed_with_text_and_deltas(tmp_path, monkeypatch, capsys):
 
 def test_mismatched_revisions_are_refused_unless_allowed(tmp_path, monkeypatch, capsys, tiny_copy):
     a = make_report(tmp_path, monkeypatch, "a", GOOD)
-    meta = json.loads((tiny_copy / "set.json").read_text())
-    meta["revision"] = 2
-    (tiny_copy / "set.json").write_text(json.dumps(meta))
-    b = make_report(tmp_path, monkeypatch, "b", GOOD, set_path=tiny_copy)
+    b = make_revised_report(tmp_path, monkeypatch, "b", GOOD, tiny_copy)
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--resamples", "100"]) == 2
     assert "not comparable: set tiny: revision 1 vs 2" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 from harness.commands.cli import main
 from harness.report.comparison import render_junit, render_markdown, render_text, system_table
 from harness.scoring.compare import RunView, compare, compare_many, latency_difference, movement
-from tests.builders import make_report, record_baseline_and_report
+from tests.builders import make_report, make_revised_report, record_baseline_and_report
 from tests.conftest import REPO_ROOT
 from tests.reports import GOOD
 
@@ -188,10 +188,7 @@ def test_compare_command_with_two_candidates_and_a_policy(tmp_path, monkeypatch,
 
 def test_a_mismatched_candidate_among_several_is_named(tmp_path, monkeypatch, capsys, tiny_copy):
     a = make_report(tmp_path, monkeypatch, "a", GOOD)
-    meta = json.loads((tiny_copy / "set.json").read_text())
-    meta["revision"] = 2
-    (tiny_copy / "set.json").write_text(json.dumps(meta))
-    b = make_report(tmp_path, monkeypatch, "b", GOOD, set_path=tiny_copy)
+    b = make_revised_report(tmp_path, monkeypatch, "b", GOOD, tiny_copy)
     capsys.readouterr()
     assert main(["compare", str(a), str(a), str(b), "--resamples", "50"]) == 2
     assert f"runs are not comparable: {b}: set tiny: revision 1 vs 2" in capsys.readouterr().err
