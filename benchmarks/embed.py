@@ -14,6 +14,12 @@ CPU second, which other jobs on a shared machine disturb less), query latency p5
 (embed the query, exact top-10 over the corpus) and peak RSS. `--rounds N` repeats every
 configuration in rotated order and reports medians.
 
+How near the machine each row runs: GFLOP/s counts the model's products for the texts'
+true lengths (`encoder_flops`, read from the graph), and "of ceiling" divides it by what
+onnxruntime's fp32 MatMul reaches alone at the model's largest weight (256 rows), measured
+in the same run at the same thread count. A row near 100% has nothing left to gain from
+graph or batching choices; only fewer or cheaper products (int8) go further.
+
     python -m benchmarks.embed                      # default model, from the cache (fetched if missing)
     python -m benchmarks.embed --limit 500 --threads 1 --batch-sizes 16,32
 """
@@ -163,12 +169,88 @@ def load_texts(corpus: str, limit: int) -> tuple[list[str], list[str], list[str]
     return [item.id for item in items], [item.text for item in items], [item.query for item in items]
 
 
+def encoder_flops(model_path: Path) -> tuple[int, int, list[int]]:
+    """FLOPs of one text of n tokens through the model, as (a, b) in a*n + b*n*n, and its largest weight's [K, N].
+
+    From the graph itself (onnx shape inference, no padding counted): every MatMul by a
+    fixed [K, N] weight costs 2*K*N per token; every MatMul of two activations is one half
+    of an attention layer (scores, or scores times values), 2*hidden*n*n, hidden being the
+    width of the model's output. Norms, softmax and activations are left out: they are a
+    few percent, so the figure slightly understates the work done.
+    """
+    import onnx
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(model_path)))
+    fixed = {item.name: list(item.dims) for item in model.graph.initializer}
+    for info in [*model.graph.value_info, *model.graph.output]:
+        dims = info.type.tensor_type.shape.dim
+        if all(dim.HasField("dim_value") for dim in dims):
+            fixed.setdefault(info.name, [dim.dim_value for dim in dims])
+    hidden = model.graph.output[0].type.tensor_type.shape.dim[-1].dim_value
+    per_token = per_square = 0
+    widest = [0, 0]
+    for node in model.graph.node:
+        if node.op_type != "MatMul":
+            continue
+        weight = fixed.get(node.input[1])
+        if weight is not None and len(weight) == 2:
+            per_token += 2 * weight[0] * weight[1]
+            widest = max(widest, weight, key=lambda dims: dims[0] * dims[1])
+        else:
+            per_square += 2 * hidden
+    return per_token, per_square, widest
+
+
+def _gemm_ceiling(threads: int, rows: int, inner: int, outer: int) -> float:
+    """GFLOP/s of onnxruntime's fp32 MatMul [rows, inner] x [inner, outer], the session set up as ours.
+
+    The most a model made of such products can reach here: what the machine and
+    onnxruntime's kernels give, before any graph or batching choice.
+    """
+    import numpy as np
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.random.default_rng(0).standard_normal((inner, outer), dtype=np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "gemm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, inner])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, outer])],
+                              [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed = {"x": np.random.default_rng(1).standard_normal((rows, inner), dtype=np.float32)}
+    for _ in range(20):
+        session.run(None, feed)
+    times = []
+    for _ in range(200):
+        started = time.perf_counter()
+        session.run(None, feed)
+        times.append(time.perf_counter() - started)
+    return 2 * rows * inner * outer / statistics.median(times) / 1e9
+
+
+def token_lengths(model_dir: Path, texts: list[str], max_length: int) -> list[int]:
+    """Each text's token count as every configuration reads it (the model's tokenizer, truncated, no padding)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+
+
 def run_child(config: dict) -> dict:
     """Measure one configuration in this process; returns the row as a dict."""
     import numpy as np
 
     from adapters.onnx_embed import EmbeddingIndex
 
+    if config["method"] == "gemm":
+        return {**config, "gflops_per_s": _gemm_ceiling(config["threads"], *config["shape"])}
     ids, texts, all_queries = load_texts(config["corpus"], config["limit"])
     queries = all_queries[:: max(1, len(texts) // config["queries"])][: config["queries"]]
     if config["method"] == "sorted":
@@ -194,7 +276,11 @@ def run_child(config: dict) -> dict:
         index.search(encode_query(query), QUERY_K)
         latencies.append((time.perf_counter() - started) * 1000)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    per_token, per_square = config["flops"]
+    lengths = token_lengths(Path(config["model_dir"]), texts, config["max_length"])
+    flops = sum(per_token * length + per_square * length * length for length in lengths)
     return {**config, "docs": len(texts), "docs_per_s": len(texts) / encode_seconds,
+            "gflops_per_s": flops / encode_seconds / 1e9,
             "docs_per_cpu_s": len(texts) / encode_cpu_seconds,
             "p50_ms": nearest_rank(latencies, 0.50), "p95_ms": nearest_rank(latencies, 0.95),
             "peak_mib": peak_kib / 1024, "checksum": float(np.abs(matrix).sum())}
@@ -214,6 +300,9 @@ def measure(config: dict) -> dict:
 
 
 def label(row: dict) -> str:
+    if row["method"] == "gemm":
+        rows, inner, outer = row["shape"]
+        return f"onnxruntime fp32 MatMul [{rows}, {inner}] x [{inner}, {outer}]"
     if row["method"] == "sorted":
         budget = "no token cap" if row["batch_tokens"] >= NO_TOKEN_CAP else f"<= {row['batch_tokens']} tokens"
         spin = ", spinning on" if row.get("spinning") else ""
@@ -229,23 +318,25 @@ def label(row: dict) -> str:
 def combine(runs: list[dict]) -> dict:
     """One row from repeated runs of a configuration: median throughputs and latencies, max memory."""
     row = dict(runs[0])
-    for field in ("docs_per_s", "docs_per_cpu_s", "p50_ms", "p95_ms"):
+    for field in ("docs_per_s", "docs_per_cpu_s", "p50_ms", "p95_ms", "gflops_per_s"):
         row[field] = statistics.median(run[field] for run in runs)
     row["peak_mib"] = max(run["peak_mib"] for run in runs)
     row["rounds"] = len(runs)
     return row
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], ceilings: dict[int, float]) -> str:
+    """The markdown table; "of ceiling" is the row's GFLOP/s over the fp32 MatMul's at the same thread count."""
     lines = ["| threads | configuration | docs/s (wall) | vs naive | docs per CPU-s | vs naive "
-             "| query p50 ms | query p95 ms | peak RSS MiB |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| GFLOP/s | of ceiling | query p50 ms | query p95 ms | peak RSS MiB |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         naive = next(other for other in rows if other["threads"] == row["threads"]
                      and other["method"] == "naive" and other["batch_size"] == 1)
         lines.append(f"| {row['threads']} | {label(row)} | {row['docs_per_s']:.1f} | "
                      f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {row['docs_per_cpu_s']:.1f} | "
-                     f"{row['docs_per_cpu_s'] / naive['docs_per_cpu_s']:.2f}x | {row['p50_ms']:.1f} | "
+                     f"{row['docs_per_cpu_s'] / naive['docs_per_cpu_s']:.2f}x | {row['gflops_per_s']:.1f} | "
+                     f"{row['gflops_per_s'] / ceilings[row['threads']]:.0%} | {row['p50_ms']:.1f} | "
                      f"{row['p95_ms']:.1f} | {row['peak_mib']:.0f} |")
     return "\n".join(lines)
 
@@ -290,11 +381,14 @@ def main(argv: list[str] | None = None) -> int:
         if not model_store.is_fetched(folder=model_dir):
             model_store.fetch(folder=model_dir, log=lambda message: print(message, file=sys.stderr))
         model_store.verify(folder=model_dir)
+    per_token, per_square, widest = encoder_flops(model_dir / "model.onnx")
     base = {"model_dir": str(model_dir), "limit": args.limit, "queries": args.queries,
-            "max_length": args.max_length, "corpus": args.corpus}
+            "max_length": args.max_length, "corpus": args.corpus, "flops": [per_token, per_square]}
+    gemm_shape = [args.max_length, *widest]
     st_missing = "skipped (--no-st)" if args.no_st else st_available()
     plan = []
     for threads in args.threads:
+        plan.append({"method": "gemm", "threads": threads, "shape": gemm_shape})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": args.unsorted_batch})
         plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens,
@@ -321,10 +415,18 @@ def main(argv: list[str] | None = None) -> int:
         for position in [*range(shift, len(plan)), *range(shift)]:
             runs[position].append(measure(plan[position]))
             last = runs[position][-1]
-            print(f"  round {round_number + 1}: {last['threads']} thread(s) {label(last)}: "
-                  f"{last['docs_per_s']:.1f} docs/s, {last['docs_per_cpu_s']:.1f} docs per CPU-s",
+            done = (f"{last['gflops_per_s']:.1f} GFLOP/s" if last["method"] == "gemm" else
+                    f"{last['docs_per_s']:.1f} docs/s, {last['docs_per_cpu_s']:.1f} docs per CPU-s")
+            print(f"  round {round_number + 1}: {last['threads']} thread(s) {label(last)}: {done}",
                   file=sys.stderr, flush=True)
-    print(table([combine(config_runs) for config_runs in runs]))
+    ceilings = {config["threads"]: statistics.median(run["gflops_per_s"] for run in config_runs)
+                for config, config_runs in zip(plan, runs) if config["method"] == "gemm"}
+    for threads, ceiling in ceilings.items():
+        print(f"# ceiling at {threads} thread(s): {label(plan[0] | {'threads': threads})}: {ceiling:.1f} GFLOP/s")
+    print(f"# model: {per_token / 2e6:.2f} M multiply-adds per token + {per_square / 2:.0f} per token pair "
+          "(its MatMuls; GFLOP/s below counts these for the texts' true lengths)")
+    print(table([combine(config_runs) for config, config_runs in zip(plan, runs) if config["method"] != "gemm"],
+                ceilings))
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
 
