@@ -28,6 +28,9 @@ PROBE_TEXTS = ("Return the number of items in a container.",
                "zip", "Compute the cosine similarity between two vectors of floating point numbers, "
                "ignoring any entries that are not a number, and raise ValueError when the lengths differ.")
 POOLING_CONFIG = Path("1_Pooling") / "config.json"
+# Texts tokenised per call (see Embedder._tokenize): enough for the tokenizer's threads, few
+# enough that the encodings of long texts stay a few MB.
+TOKENIZE_CHUNK = 256
 
 _ONNX_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
@@ -234,9 +237,7 @@ class Embedder:
         """
         if not texts:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch([prefix + text for text in texts])
-        token_ids = [encoding.ids for encoding in encodings]
-        type_ids = [encoding.type_ids for encoding in encodings]
+        token_ids, type_ids = self._tokenize(texts, prefix)
         order = sorted(range(len(texts)), key=lambda index: (-len(token_ids[index]), index))
         batches = plan_batches([len(token_ids[index]) for index in order], self.options.batch_size,
                                self.options.batch_tokens)
@@ -254,7 +255,23 @@ class Embedder:
         self._dimensions = int(result.shape[1])
         return result
 
-    def _run(self, token_ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+    def _tokenize(self, texts: Sequence[str], prefix: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each text's token ids and type ids (truncated to max_length), TOKENIZE_CHUNK texts at a time.
+
+        Why in chunks: an `Encoding` keeps offsets, token strings and every truncated-away
+        piece, about 100 KB for a long text; all 6,000 man pages at once held 600 MB. Only the
+        ids are kept, as small arrays.
+        """
+        token_ids: list[np.ndarray] = []
+        type_ids: list[np.ndarray] = []
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            chunk = [prefix + text for text in texts[start:start + TOKENIZE_CHUNK]]
+            for encoding in self.tokenizer.encode_batch(chunk):
+                token_ids.append(np.array(encoding.ids, dtype=np.int32))
+                type_ids.append(np.array(encoding.type_ids, dtype=np.int32))
+        return token_ids, type_ids
+
+    def _run(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray]) -> np.ndarray:
         width = max(len(ids) for ids in token_ids)
         input_ids = np.full((len(token_ids), width), self.pad_id, dtype=self.input_types["input_ids"])
         attention = np.zeros((len(token_ids), width), dtype=self.input_types["attention_mask"])

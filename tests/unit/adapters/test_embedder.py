@@ -46,6 +46,18 @@ def test_mean_pooling_and_normalisation_match_numpy(tiny, batch_size, batch_toke
     assert embedder.dimensions == DIM
 
 
+def test_texts_tokenised_in_chunks_embed_as_one_call_would(tiny, monkeypatch):
+    """More texts than a tokenising chunk (one of 2 here): every text keeps its own ids and its place."""
+    import adapters.embedder as embedder_module
+
+    model, tokenizer, table, type_table = tiny
+    monkeypatch.setattr(embedder_module, "TOKENIZE_CHUNK", 2)
+    texts = TEXTS * 3  # 21 texts: 10 full chunks and a last one of 1
+    vectors = Embedder(model, tokenizer, EmbedOptions(batch_size=4)).embed(texts, prefix="zeta ")
+    expected = reference(["zeta " + text for text in texts], table, type_table)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_batches_respect_both_the_text_and_the_token_cap():
     lengths = [10, 9, 4, 4, 3, 2, 2, 2, 1]  # sorted longest first, as embed() sorts them
     # Token cap 20: [10, 9] pads to 2 x 10 = 20; [4, 4, 3, 2, 2] pads to 5 x 4 = 20; then [2, 2, 1].
