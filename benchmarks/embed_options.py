@@ -1,0 +1,186 @@
+"""Embedding: what each remaining knob is worth against the adapter's default, measured in one process.
+
+    python -m benchmarks.embed_options                 # 300 stdlib texts, 1 thread, 5 rounds
+    python -m benchmarks.embed_options --corpus man --limit 120 --threads 2
+
+benchmarks/embed.py compares whole configurations in separate processes (the naive loop,
+sentence-transformers, peak memory). This script answers a narrower question for the items
+the embedding work was asked to try: does onnxruntime session option X, I/O binding, a
+different token budget per batch, or undoing one of the fused graph's fusions make the
+default faster? Every variant is loaded side by side in this process on the same texts;
+the rounds run them in turn (so a change in machine load hits all alike) and each variant's
+throughput is its median of the rounds, in texts per CPU second of this process (at one
+thread the least disturbed by other jobs; at more threads it also charges idle spinning).
+Every variant's vectors are checked against the default's (the smallest cosine is printed).
+Rows that bring a session of their own are read against the control row (the default's
+options in a session of its own), the others against the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import dataclasses
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+@dataclasses.dataclass
+class Variant:
+    name: str
+    embedder: object  # adapters.embedder.Embedder, its session or options changed as the name says
+
+
+def _fused_graph(source: Path, **fusion_flags: bool) -> bytes:
+    """The default fused graph (adapters/graph_rewrite.build), with onnxruntime's own fusions toggled."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    from adapters import graph_rewrite
+
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-bench-") as tmp, contextlib.redirect_stdout(sys.stderr):
+        folded = graph_rewrite.fold_constants(source, Path(tmp) / "folded.onnx")
+        options = FusionOptions("bert")
+        for flag, value in fusion_flags.items():
+            setattr(options, flag, value)
+        model = optimize_model(str(folded), model_type="bert", opt_level=0, use_gpu=False,
+                               optimization_options=options).model
+        graph_rewrite.fuse_attention(model)
+        return model.SerializeToString()
+
+
+def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | None = None):
+    """A copy of `embedder` whose session runs `graph`, its session options changed by `configure`."""
+    import onnxruntime
+
+    clone = copy.copy(embedder)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = embedder.options.threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    if configure is not None:
+        configure(options)
+    clone._session_options = options
+    clone.session = clone._new_session(graph)
+    return clone
+
+
+def _with_options(embedder, **changes):
+    """A copy of `embedder` (same session) with some EmbedOptions changed."""
+    clone = copy.copy(embedder)
+    clone.options = dataclasses.replace(embedder.options, **changes)
+    return clone
+
+
+def _with_io_binding(embedder):
+    """A copy whose runs bind inputs and a preallocated output buffer (onnxruntime I/O binding)."""
+    import numpy as np
+
+    from adapters.embedder import l2_normalize, mean_pool
+
+    clone = copy.copy(embedder)
+    session = embedder.session
+
+    def run(token_ids, type_ids):
+        width = max(len(ids) for ids in token_ids)
+        input_ids = np.full((len(token_ids), width), clone.pad_id, dtype=clone.input_types["input_ids"])
+        mask = np.zeros_like(input_ids, dtype=clone.input_types["attention_mask"])
+        types = np.zeros_like(input_ids, dtype=clone.input_types.get("token_type_ids", np.int64))
+        for row, (ids, kinds) in enumerate(zip(token_ids, type_ids)):
+            input_ids[row, :len(ids)] = ids
+            mask[row, :len(ids)] = 1
+            types[row, :len(ids)] = kinds
+        binding = session.io_binding()
+        binding.bind_cpu_input("input_ids", input_ids)
+        binding.bind_cpu_input("attention_mask", mask)
+        if clone.uses_token_types:
+            binding.bind_cpu_input("token_type_ids", types)
+        hidden = np.empty((len(token_ids), width, clone.dimensions), dtype=np.float32)
+        binding.bind_output(clone.output_name, "cpu", 0, np.float32, hidden.shape, hidden.ctypes.data)
+        session.run_with_iobinding(binding)
+        return l2_normalize(mean_pool(hidden, mask))
+
+    clone._run = run
+    return clone
+
+
+def variants(threads: int) -> list[Variant]:
+    from adapters import onnx_embed
+
+    parser = argparse.ArgumentParser()
+    onnx_embed.add_model_arguments(parser)
+    default, _ = onnx_embed.build_embedder(parser.parse_args(["--threads", str(threads)]))
+    if default.graph != "fused":
+        raise SystemExit(f"the fused graph is not available here ({default.graph_note}); nothing to compare")
+    default.embed(["warm up"])  # learns the output width, which the I/O-binding variant needs
+    fused = _fused_graph(default.model_path)
+    out = [Variant("default: fused graph, batch 32, <= 256 tokens", default)]
+
+    def option(name: str, configure: Callable[[object], None]) -> None:
+        out.append(Variant(name, _with_session(default, fused, configure)))
+
+    # The control: a session of its own with the default's options, against which the session
+    # rows are read (a second session of the same graph need not run at the first one's speed).
+    option("control: the default's options, a session of its own", lambda o: None)
+    option("session: denormals as zero", lambda o: o.add_session_config_entry("session.set_denormal_as_zero", "1"))
+    option("session: memory pattern off", lambda o: setattr(o, "enable_mem_pattern", False))
+    option("session: CPU memory arena off", lambda o: setattr(o, "enable_cpu_mem_arena", False))
+    option("session: weight prepacking off", lambda o: o.add_session_config_entry("session.disable_prepacking", "1"))
+    out.append(Variant("I/O binding (inputs and a preallocated output)", _with_io_binding(default)))
+    for name, change in ((f"batch 32, <= {tokens} tokens", {"batch_tokens": tokens}) for tokens in (128, 512, 1024)):
+        out.append(Variant(name, _with_options(default, **change)))
+    out.append(Variant("batch 1", _with_options(default, batch_size=1)))
+    out.append(Variant("graph: SkipLayerNormalization left unfused (Add + LayerNormalization)",
+                       _with_session(default, _fused_graph(default.model_path, enable_skip_layer_norm=False))))
+    out.append(Variant("graph: BiasGelu left unfused (Add + Gelu)",
+                       _with_session(default, _fused_graph(default.model_path, enable_bias_gelu=False))))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import numpy as np
+
+    from benchmarks.embed import load_texts
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.embed_options", description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", choices=("stdlib", "man"), default="stdlib")
+    parser.add_argument("--limit", type=int, default=300, help="texts (default 300)")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime threads (default 1)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, every variant once per round (default 5)")
+    args = parser.parse_args(argv)
+    _, texts, _ = load_texts(args.corpus, args.limit)
+    chosen = variants(args.threads)
+    reference = chosen[0].embedder.embed_passages(texts)
+    cosines = {}
+    for variant in chosen:
+        vectors = variant.embedder.embed_passages(texts)  # also the warm-up run
+        cosines[variant.name] = float((vectors * reference).sum(axis=1).min())
+    rates: dict[str, list[float]] = {variant.name: [] for variant in chosen}
+    print(f"# {len(texts)} {args.corpus} texts, {args.threads} thread(s), {args.rounds} rounds; "
+          f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    for round_number in range(args.rounds):
+        for variant in chosen:
+            started = time.process_time()
+            variant.embedder.embed_passages(texts)
+            rates[variant.name].append(len(texts) / (time.process_time() - started))
+        print(f"  round {round_number + 1} done", file=sys.stderr, flush=True)
+    base = rates[chosen[0].name]
+    print("| variant | texts per CPU-s (median) | vs default (median of per-round ratios) | smallest cosine to default |")
+    print("| --- | ---: | ---: | ---: |")
+    for variant in chosen:
+        ratio = statistics.median(np.array(rates[variant.name]) / np.array(base))
+        print(f"| {variant.name} | {statistics.median(rates[variant.name]):.1f} | {ratio:.3f}x | "
+              f"{cosines[variant.name]:.6f} |")
+    print(f"# load average at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
