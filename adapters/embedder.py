@@ -56,6 +56,21 @@ class EmbedOptions:
     graph: str = "plain"
 
 
+def session_options(threads: int, spinning: bool = False):
+    """onnxruntime session options as the embedder runs: `threads` intra-op threads (0: automatic), one inter-op."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Spinning worker threads burn the CPU another process (or our other thread) needs:
+    # on a shared 2-core machine they cost 35-40% of the CPU per document at 2 threads
+    # (benchmarks/embed.py, docs/performance.md), and gain nothing measurable at 1.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    options.log_severity_level = 3
+    return options
+
+
 def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
     """Cut positions 0..n-1 (texts already sorted longest first) into consecutive batches.
 
@@ -123,7 +138,6 @@ class Embedder:
 
     def __init__(self, model_path: Path, tokenizer_path: Path, options: EmbedOptions, *,
                  log: Callable[[str], None] | None = None) -> None:
-        import onnxruntime
         from tokenizers import Tokenizer
 
         if options.pooling not in POOLING_CHOICES:
@@ -158,15 +172,7 @@ class Embedder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=options.max_length)
 
-        session_options = onnxruntime.SessionOptions()
-        session_options.intra_op_num_threads = options.threads
-        session_options.inter_op_num_threads = 1
-        # Spinning worker threads burn the CPU another process (or our other thread) needs:
-        # on a shared 2-core machine they cost 35-40% of the CPU per document at 2 threads
-        # (benchmarks/embed.py, docs/performance.md), and gain nothing measurable at 1.
-        session_options.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spinning else "0")
-        session_options.log_severity_level = 3
-        self._session_options = session_options
+        self._session_options = session_options(options.threads, options.spinning)
         self.graph, self.graph_note, graph_bytes = "plain", "", model_bytes
         if options.graph != "plain":
             from adapters.model_optimise import load_graph
@@ -272,6 +278,15 @@ class Embedder:
         return token_ids, type_ids
 
     def _run(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray]) -> np.ndarray:
+        feed = self.feed(token_ids, type_ids)
+        try:
+            output = self.session.run([self.output_name], feed)[0]
+        except Exception as exc:  # onnxruntime raises its own pybind error types
+            raise EmbedderError(f"{self.model_path}: inference failed: {_first_line(exc)}") from None
+        return self.vectors(output, feed["attention_mask"])
+
+    def feed(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """The model's inputs for one batch, each text padded to the batch's longest."""
         width = max(len(ids) for ids in token_ids)
         input_ids = np.full((len(token_ids), width), self.pad_id, dtype=self.input_types["input_ids"])
         attention = np.zeros((len(token_ids), width), dtype=self.input_types["attention_mask"])
@@ -284,10 +299,10 @@ class Embedder:
             for row, ids in enumerate(type_ids):
                 types[row, :len(ids)] = ids
             feed["token_type_ids"] = types
-        try:
-            output = self.session.run([self.output_name], feed)[0]
-        except Exception as exc:  # onnxruntime raises its own pybind error types
-            raise EmbedderError(f"{self.model_path}: inference failed: {_first_line(exc)}") from None
+        return feed
+
+    def vectors(self, output: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        """One batch's model output pooled and (per the options) normalised."""
         output = np.asarray(output, dtype=np.float32)
         if output.ndim == 3:
             pooled = mean_pool(output, attention) if self.options.pooling == "mean" else cls_pool(output)

@@ -35,7 +35,6 @@ class RewriteError(Exception):
 def build(source: bytes, variant: str) -> tuple[bytes, str]:
     """The rewritten model's bytes and a short note (what was fused or quantised)."""
     import onnx
-    from onnxruntime.transformers.optimizer import optimize_model
 
     if variant not in VARIANTS:
         raise RewriteError(f"unknown graph variant {variant!r}")
@@ -43,19 +42,31 @@ def build(source: bytes, variant: str) -> tuple[bytes, str]:
             contextlib.redirect_stdout(sys.stderr):  # stdout is the adapter's protocol channel
         source_path = Path(tmp) / "source.onnx"
         source_path.write_bytes(source)
-        # onnxruntime's hardware-independent folding first (the int8 weights' Cast/Mul become
-        # fp32 initializers), then the python fusions (SkipLayerNorm, BiasGelu) at opt_level 0.
-        # This is optimize_model's opt_level 1, done here because that path imports torch.
-        folded_path = fold_constants(source_path, Path(tmp) / "folded.onnx")
-        optimised = optimize_model(str(folded_path), model_type="bert", opt_level=0, use_gpu=False)
-        model = optimised.model
-        fused = fuse_attention(model)
+        model, fused = fused_model(source_path, Path(tmp))
         note = f"{fused} attention blocks fused"
         if variant == "int8":
             model, excluded = quantise_int8(model, Path(tmp))
             note += f", int8 products ({excluded} feed-forward down-projections kept fp32)"
         onnx.checker.check_model(model)
         return model.SerializeToString(), note
+
+
+def fused_model(source: Path, tmp: Path, fusion_options=None):
+    """(the fused graph as an onnx ModelProto, attention blocks fused) for the model file `source`.
+
+    onnxruntime's hardware-independent folding first (the int8 weights' Cast/Mul become fp32
+    initializers), then the python fusions (SkipLayerNorm, BiasGelu) at opt_level 0, which
+    is optimize_model's opt_level 1 done here because that path imports torch; then our
+    attention fusion. `fusion_options` (onnxruntime.transformers FusionOptions) can turn
+    onnxruntime's fusions off; benchmarks/embed_options.py measures what each is worth.
+    Prints to stdout: the caller redirects it.
+    """
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    folded_path = fold_constants(source, tmp / "folded.onnx")
+    model = optimize_model(str(folded_path), model_type="bert", opt_level=0, use_gpu=False,
+                           optimization_options=fusion_options).model
+    return model, fuse_attention(model)
 
 
 def fold_constants(source: Path, target: Path) -> Path:

@@ -58,11 +58,8 @@ def _naive_encoder(model_dir: Path, threads: int, max_length: int, batch_size: i
     """
     import numpy as np
     import onnxruntime
-    from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer = _tokenizer(model_dir, max_length)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -211,6 +208,8 @@ def _gemm_ceiling(threads: int, rows: int, inner: int, outer: int) -> float:
     import onnxruntime
     from onnx import TensorProto, helper, numpy_helper
 
+    from adapters.embedder import session_options
+
     weight = np.random.default_rng(0).standard_normal((inner, outer), dtype=np.float32)
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "gemm",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, inner])],
@@ -218,10 +217,8 @@ def _gemm_ceiling(threads: int, rows: int, inner: int, outer: int) -> float:
                               [numpy_helper.from_array(weight, "w")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model.SerializeToString(), session_options(threads),
+                                           providers=["CPUExecutionProvider"])
     feed = {"x": np.random.default_rng(1).standard_normal((rows, inner), dtype=np.float32)}
     for _ in range(20):
         session.run(None, feed)
@@ -233,14 +230,19 @@ def _gemm_ceiling(threads: int, rows: int, inner: int, outer: int) -> float:
     return 2 * rows * inner * outer / statistics.median(times) / 1e9
 
 
-def token_lengths(model_dir: Path, texts: list[str], max_length: int) -> list[int]:
-    """Each text's token count as every configuration reads it (the model's tokenizer, truncated, no padding)."""
+def _tokenizer(model_dir: Path, max_length: int):
+    """The model's tokenizer as every configuration reads texts: truncated to `max_length`, no padding."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=max_length)
-    return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+    return tokenizer
+
+
+def token_lengths(model_dir: Path, texts: list[str], max_length: int) -> list[int]:
+    """Each text's token count as every configuration reads it."""
+    return [len(encoding.ids) for encoding in _tokenizer(model_dir, max_length).encode_batch(texts)]
 
 
 def run_child(config: dict) -> dict:
@@ -419,10 +421,12 @@ def main(argv: list[str] | None = None) -> int:
                     f"{last['docs_per_s']:.1f} docs/s, {last['docs_per_cpu_s']:.1f} docs per CPU-s")
             print(f"  round {round_number + 1}: {last['threads']} thread(s) {label(last)}: {done}",
                   file=sys.stderr, flush=True)
-    ceilings = {config["threads"]: statistics.median(run["gflops_per_s"] for run in config_runs)
-                for config, config_runs in zip(plan, runs) if config["method"] == "gemm"}
-    for threads, ceiling in ceilings.items():
-        print(f"# ceiling at {threads} thread(s): {label(plan[0] | {'threads': threads})}: {ceiling:.1f} GFLOP/s")
+    ceilings: dict[int, float] = {}
+    for config, config_runs in zip(plan, runs):
+        if config["method"] == "gemm":
+            ceilings[config["threads"]] = statistics.median(run["gflops_per_s"] for run in config_runs)
+            print(f"# ceiling at {config['threads']} thread(s): {label(config)}: "
+                  f"{ceilings[config['threads']]:.1f} GFLOP/s")
     print(f"# model: {per_token / 2e6:.2f} M multiply-adds per token + {per_square / 2:.0f} per token pair "
           "(its MatMuls; GFLOP/s below counts these for the texts' true lengths)")
     print(table([combine(config_runs) for config, config_runs in zip(plan, runs) if config["method"] != "gemm"],

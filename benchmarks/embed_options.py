@@ -38,33 +38,25 @@ class Variant:
 
 
 def _fused_graph(source: Path, **fusion_flags: bool) -> bytes:
-    """The default fused graph (adapters/graph_rewrite.build), with onnxruntime's own fusions toggled."""
+    """The default fused graph (adapters/graph_rewrite.fused_model), with onnxruntime's own fusions toggled."""
     from onnxruntime.transformers.fusion_options import FusionOptions
-    from onnxruntime.transformers.optimizer import optimize_model
 
-    from adapters import graph_rewrite
+    from adapters.graph_rewrite import fused_model
 
+    options = FusionOptions("bert")
+    for flag, value in fusion_flags.items():
+        setattr(options, flag, value)
     with tempfile.TemporaryDirectory(prefix="retrieval-gate-bench-") as tmp, contextlib.redirect_stdout(sys.stderr):
-        folded = graph_rewrite.fold_constants(source, Path(tmp) / "folded.onnx")
-        options = FusionOptions("bert")
-        for flag, value in fusion_flags.items():
-            setattr(options, flag, value)
-        model = optimize_model(str(folded), model_type="bert", opt_level=0, use_gpu=False,
-                               optimization_options=options).model
-        graph_rewrite.fuse_attention(model)
+        model, _ = fused_model(source, Path(tmp), options)
         return model.SerializeToString()
 
 
 def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | None = None):
     """A copy of `embedder` whose session runs `graph`, its session options changed by `configure`."""
-    import onnxruntime
+    from adapters.embedder import session_options
 
     clone = copy.copy(embedder)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = embedder.options.threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.log_severity_level = 3
+    options = session_options(embedder.options.threads, embedder.options.spinning)
     if configure is not None:
         configure(options)
     clone._session_options = options
@@ -80,32 +72,21 @@ def _with_options(embedder, **changes):
 
 
 def _with_io_binding(embedder):
-    """A copy whose runs bind inputs and a preallocated output buffer (onnxruntime I/O binding)."""
+    """A copy whose runs bind the inputs and a preallocated output buffer (onnxruntime I/O binding)."""
     import numpy as np
 
-    from adapters.embedder import l2_normalize, mean_pool
-
     clone = copy.copy(embedder)
-    session = embedder.session
 
     def run(token_ids, type_ids):
-        width = max(len(ids) for ids in token_ids)
-        input_ids = np.full((len(token_ids), width), clone.pad_id, dtype=clone.input_types["input_ids"])
-        mask = np.zeros_like(input_ids, dtype=clone.input_types["attention_mask"])
-        types = np.zeros_like(input_ids, dtype=clone.input_types.get("token_type_ids", np.int64))
-        for row, (ids, kinds) in enumerate(zip(token_ids, type_ids)):
-            input_ids[row, :len(ids)] = ids
-            mask[row, :len(ids)] = 1
-            types[row, :len(ids)] = kinds
-        binding = session.io_binding()
-        binding.bind_cpu_input("input_ids", input_ids)
-        binding.bind_cpu_input("attention_mask", mask)
-        if clone.uses_token_types:
-            binding.bind_cpu_input("token_type_ids", types)
-        hidden = np.empty((len(token_ids), width, clone.dimensions), dtype=np.float32)
+        feed = clone.feed(token_ids, type_ids)
+        binding = clone.session.io_binding()
+        for name, array in feed.items():
+            binding.bind_cpu_input(name, array)
+        batch, width = feed["input_ids"].shape
+        hidden = np.empty((batch, width, clone.dimensions), dtype=np.float32)
         binding.bind_output(clone.output_name, "cpu", 0, np.float32, hidden.shape, hidden.ctypes.data)
-        session.run_with_iobinding(binding)
-        return l2_normalize(mean_pool(hidden, mask))
+        clone.session.run_with_iobinding(binding)
+        return clone.vectors(hidden, feed["attention_mask"])
 
     clone._run = run
     return clone
@@ -134,8 +115,8 @@ def variants(threads: int) -> list[Variant]:
     option("session: CPU memory arena off", lambda o: setattr(o, "enable_cpu_mem_arena", False))
     option("session: weight prepacking off", lambda o: o.add_session_config_entry("session.disable_prepacking", "1"))
     out.append(Variant("I/O binding (inputs and a preallocated output)", _with_io_binding(default)))
-    for name, change in ((f"batch 32, <= {tokens} tokens", {"batch_tokens": tokens}) for tokens in (128, 512, 1024)):
-        out.append(Variant(name, _with_options(default, **change)))
+    for tokens in (128, 512, 1024):
+        out.append(Variant(f"batch 32, <= {tokens} tokens", _with_options(default, batch_tokens=tokens)))
     out.append(Variant("batch 1", _with_options(default, batch_size=1)))
     out.append(Variant("graph: SkipLayerNormalization left unfused (Add + LayerNormalization)",
                        _with_session(default, _fused_graph(default.model_path, enable_skip_layer_norm=False))))
