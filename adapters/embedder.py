@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +43,8 @@ class EmbedderError(AdapterStartupError):
 
 @dataclass(frozen=True, slots=True)
 class EmbedOptions:
-    """How texts become vectors. `threads` 0 lets onnxruntime choose; `spinning` lets its idle threads spin;
-    `graph` picks the model graph (GRAPH_CHOICES)."""
+    """How texts become vectors. `threads` (0: one per usable CPU) is how many CPUs embedding uses;
+    `spinning` lets onnxruntime's idle threads spin; `graph` picks the model graph (GRAPH_CHOICES)."""
 
     pooling: str = "mean"
     normalize: bool = True
@@ -69,6 +71,19 @@ def session_options(threads: int, spinning: bool = False):
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.log_severity_level = 3
     return options
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def batch_workers(threads: int) -> int:
+    """How many batches run at once when many texts are embedded: `threads`, or every usable CPU for 0."""
+    return threads if threads > 0 else usable_cpus()
 
 
 def plan_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
@@ -173,6 +188,7 @@ class Embedder:
         self.tokenizer.enable_truncation(max_length=options.max_length)
 
         self._session_options = session_options(options.threads, options.spinning)
+        self.parallel_session = None  # the graph probe below embeds on `self.session` alone
         self.graph, self.graph_note, graph_bytes = "plain", "", model_bytes
         if options.graph != "plain":
             from adapters.model_optimise import load_graph
@@ -182,16 +198,23 @@ class Embedder:
                                 # before a rewrite: a model that does not load is an error, not a fallback
                                 before_build=lambda: self._new_session(model_bytes))
             self.graph, self.graph_note, graph_bytes = chosen.variant, chosen.note, chosen.model
+        # One text (a query) runs on `threads` intra-op threads; many texts run as whole batches
+        # side by side, one thread each, on a second session: a batch of short texts splits
+        # poorly across threads (66% of the fp32 MatMul ceiling at 2 threads against 80% at
+        # one; docs/performance.md), two batches at once do not split at all.
         self.session = self._new_session(graph_bytes)
+        self.workers = batch_workers(options.threads)
+        self.parallel_session = (self._new_session(graph_bytes, session_options(1, options.spinning))
+                                 if self.workers > 1 else None)
         self._read_inputs()
         self._dimensions: int | None = None
 
-    def _new_session(self, model_bytes: bytes):
+    def _new_session(self, model_bytes: bytes, options=None):
         import onnxruntime
 
         try:
             return onnxruntime.InferenceSession(
-                model_bytes, sess_options=self._session_options, providers=["CPUExecutionProvider"])
+                model_bytes, sess_options=options or self._session_options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own pybind error types
             raise EmbedderError(f"{self.model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
 
@@ -214,7 +237,7 @@ class Embedder:
             self.session = self._new_session(model)
             self._read_inputs()
             vectors.append(np.concatenate([self.embed(PROBE_TEXTS), self.embed(PROBE_TEXTS[:1])]))
-        del self.session  # __init__ makes the session it keeps
+        del self.session  # __init__ makes the sessions it keeps
         reference, other = (l2_normalize(matrix) for matrix in vectors)
         return float((reference * other).sum(axis=1).min())
 
@@ -239,7 +262,8 @@ class Embedder:
 
         Texts are run in batches of similar token length (longest first, see `plan_batches`)
         so a batch pads little; each batch is padded to its own longest text, never to a
-        fixed width. `progress(done, total)` is called after every batch.
+        fixed width. With more than one batch and worker, `workers` batches run at once on
+        the one-thread session. `progress(done, total)` is called after every batch, in order.
         """
         if not texts:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
@@ -250,8 +274,8 @@ class Embedder:
         batches = [[order[position] for position in batch] for batch in batches]
         outputs = []
         done = 0
-        for batch in batches:
-            outputs.append(self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch]))
+        for batch, vectors in zip(batches, self._run_batches(batches, token_ids, type_ids)):
+            outputs.append(vectors)
             done += len(batch)
             if progress is not None:
                 progress(done, len(texts))
@@ -277,10 +301,40 @@ class Embedder:
                 type_ids.append(np.array(encoding.type_ids, dtype=np.int32))
         return token_ids, type_ids
 
-    def _run(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray]) -> np.ndarray:
+    def _run_batches(self, batches: list[list[int]], token_ids: list[np.ndarray], type_ids: list[np.ndarray]):
+        """Each batch's vectors, in order: one after another, or `workers` at a time on the parallel session.
+
+        At most two batches per worker are queued, so a failing batch stops the rest soon
+        (what is queued but not started is cancelled).
+        """
+        def run(batch: list[int], session=None) -> np.ndarray:
+            return self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch], session)
+
+        if self.parallel_session is None or len(batches) == 1:
+            for batch in batches:
+                yield run(batch)
+            return
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
+        try:
+            pending = []
+            upcoming = iter(batches)
+            for batch in upcoming:
+                pending.append(pool.submit(run, batch, self.parallel_session))
+                if len(pending) == 2 * self.workers:
+                    break
+            while pending:
+                vectors = pending.pop(0).result()
+                batch = next(upcoming, None)
+                if batch is not None:
+                    pending.append(pool.submit(run, batch, self.parallel_session))
+                yield vectors
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray], session=None) -> np.ndarray:
         feed = self.feed(token_ids, type_ids)
         try:
-            output = self.session.run([self.output_name], feed)[0]
+            output = (session or self.session).run([self.output_name], feed)[0]
         except Exception as exc:  # onnxruntime raises its own pybind error types
             raise EmbedderError(f"{self.model_path}: inference failed: {_first_line(exc)}") from None
         return self.vectors(output, feed["attention_mask"])

@@ -165,6 +165,69 @@ def test_progress_is_reported_after_every_batch_up_to_the_total(tiny):
     assert calls == [(3, 7), (6, 7), (7, 7)]
 
 
+def test_with_many_workers_batches_run_at_once_and_land_in_order(tiny, monkeypatch):
+    """threads 3: batches go to the one-thread session three at a time; vectors and progress keep their order."""
+    import threading
+
+    model, tokenizer, table, type_table = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(batch_size=1, threads=3))
+    assert embedder.workers == 3 and embedder.parallel_session is not embedder.session
+    # Two runs must be inside the model at once to pass this barrier: a serial loop times out on it.
+    together = threading.Barrier(2, timeout=10)
+    sessions = []
+    run = embedder._run
+
+    def meeting_run(token_ids, type_ids, session=None):
+        sessions.append(session)
+        if len(sessions) <= 2:
+            together.wait()
+        return run(token_ids, type_ids, session)
+
+    monkeypatch.setattr(embedder, "_run", meeting_run)
+    calls: list[tuple[int, int]] = []
+    texts = TEXTS * 3
+    vectors = embedder.embed(texts, progress=lambda done, total: calls.append((done, total)))
+    np.testing.assert_allclose(vectors, reference(texts, table, type_table), rtol=1e-5, atol=1e-6)
+    assert calls == [(done, 21) for done in range(1, 22)]
+    assert len(sessions) == 21 and all(session is embedder.parallel_session for session in sessions)
+    # One text (a query) runs alone on the session with `threads` intra-op threads.
+    monkeypatch.setattr(embedder, "_run", lambda token_ids, type_ids, session=None: sessions.append(session) or run(
+        token_ids, type_ids, session))
+    sessions.clear()
+    embedder.embed_query("alpha")
+    assert sessions == [None]
+
+
+def test_a_failing_batch_stops_the_parallel_run_with_its_error(tiny, monkeypatch):
+    """The first batch fails late; meanwhile the other worker may only finish what was queued."""
+    import time
+
+    model, tokenizer, _, _ = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(batch_size=1, threads=2))
+    started = []
+    run = embedder._run
+
+    def first_fails(token_ids, type_ids, session=None):
+        started.append(len(token_ids))
+        if len(started) == 1:
+            time.sleep(0.5)
+            raise EmbedderError("model.onnx: inference failed: out of memory")
+        return run(token_ids, type_ids, session)
+
+    monkeypatch.setattr(embedder, "_run", first_fails)
+    with pytest.raises(EmbedderError, match="inference failed: out of memory"):
+        embedder.embed(TEXTS * 10)
+    # At most two batches per worker are queued: the other 66 never start.
+    assert 1 <= len(started) <= 4
+
+
+def test_one_thread_keeps_a_single_session(tiny):
+    model, tokenizer, table, type_table = tiny
+    embedder = Embedder(model, tokenizer, EmbedOptions(batch_size=2, threads=1))
+    assert embedder.workers == 1 and embedder.parallel_session is None
+    np.testing.assert_allclose(embedder.embed(TEXTS), reference(TEXTS, table, type_table), rtol=1e-5, atol=1e-6)
+
+
 def test_default_model_ranks_a_paraphrase_above_an_unrelated_sentence():
     folder = require_default_model()
     embedder = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(pooling="mean"))
