@@ -12,7 +12,9 @@ imported here; otherwise the output says so. Each configuration runs in its own 
 (ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
 CPU second, which other jobs on a shared machine disturb less), query latency p50/p95
 (embed the query, exact top-10 over the corpus) and peak RSS. `--rounds N` repeats every
-configuration in rotated order and reports medians.
+configuration in rotated order and reports medians, and beside the ratio of medians the
+median of per-round ratios ("vs naive, per round"), which a slow spell of the machine
+disturbs less.
 
 How near the machine each row runs: GFLOP/s counts the model's products for the texts'
 true lengths (`encoder_flops`, read from the graph), and "of ceiling" divides it by what
@@ -324,19 +326,31 @@ def combine(runs: list[dict]) -> dict:
         row[field] = statistics.median(run[field] for run in runs)
     row["peak_mib"] = max(run["peak_mib"] for run in runs)
     row["rounds"] = len(runs)
+    row["round_docs_per_s"] = [run["docs_per_s"] for run in runs]
     return row
+
+
+def paired_ratio(row: dict, naive: dict) -> float:
+    """Median over rounds of the row's docs/s over the naive loop's in the same round.
+
+    A round runs every configuration once, near each other in time, so a slow spell of
+    the shared machine hits both sides of a round's ratio; the ratio of two medians can
+    pair a fast round of one with a slow round of the other.
+    """
+    return statistics.median(ours / theirs for ours, theirs in zip(row["round_docs_per_s"], naive["round_docs_per_s"]))
 
 
 def table(rows: list[dict], ceilings: dict[int, float]) -> str:
     """The markdown table; "of ceiling" is the row's GFLOP/s over the fp32 MatMul's at the same thread count."""
-    lines = ["| threads | configuration | docs/s (wall) | vs naive | docs per CPU-s | vs naive "
+    lines = ["| threads | configuration | docs/s (wall) | vs naive | vs naive, per round | docs per CPU-s | vs naive "
              "| GFLOP/s | of ceiling | query p50 ms | query p95 ms | peak RSS MiB |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         naive = next(other for other in rows if other["threads"] == row["threads"]
                      and other["method"] == "naive" and other["batch_size"] == 1)
         lines.append(f"| {row['threads']} | {label(row)} | {row['docs_per_s']:.1f} | "
-                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {row['docs_per_cpu_s']:.1f} | "
+                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {paired_ratio(row, naive):.2f}x | "
+                     f"{row['docs_per_cpu_s']:.1f} | "
                      f"{row['docs_per_cpu_s'] / naive['docs_per_cpu_s']:.2f}x | {row['gflops_per_s']:.1f} | "
                      f"{row['gflops_per_s'] / ceilings[row['threads']]:.0%} | {row['p50_ms']:.1f} | "
                      f"{row['p95_ms']:.1f} | {row['peak_mib']:.0f} |")

@@ -1,0 +1,21 @@
+"""benchmarks/embed.py's per-round ratio: each round's row over the same round's naive loop, then the median."""
+
+from __future__ import annotations
+
+from benchmarks.embed import combine, paired_ratio
+
+
+def _runs(*docs_per_s: float) -> list[dict]:
+    return [{"docs_per_s": value, "docs_per_cpu_s": value, "p50_ms": 1.0, "p95_ms": 2.0, "gflops_per_s": 1.0,
+             "peak_mib": 10.0} for value in docs_per_s]
+
+
+def test_per_round_ratio_pairs_rounds_where_the_ratio_of_medians_does_not():
+    # Round 3 was a slow spell for both: 92/72, 82/71, 78/57 -> 1.278, 1.155, 1.368.
+    ours, naive = combine(_runs(92.0, 82.0, 78.0)), combine(_runs(72.0, 71.0, 57.0))
+    assert ours["docs_per_s"] / naive["docs_per_s"] == 82.0 / 71.0  # medians 82 and 71
+    assert paired_ratio(ours, naive) == 92.0 / 72.0  # the median of the three ratios
+
+
+def test_per_round_ratio_of_a_single_round_is_its_ratio():
+    assert paired_ratio(combine(_runs(50.0)), combine(_runs(40.0))) == 1.25
