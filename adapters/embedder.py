@@ -188,7 +188,13 @@ class Embedder:
         self.tokenizer.enable_truncation(max_length=options.max_length)
 
         self._session_options = session_options(options.threads, options.spinning)
-        self.parallel_session = None  # the graph probe below embeds on `self.session` alone
+        self._log = log or (lambda message: None)
+        # One text (a query) runs on `threads` intra-op threads; many texts run as whole batches
+        # side by side, one thread each, on a second session made on first use (`_parallel`):
+        # a batch of short texts splits poorly across threads (docs/performance.md).
+        self.workers = batch_workers(options.threads)
+        self.parallel_session = None
+        self._graph_file: Path | None = None  # none yet: the graph probe below embeds serially
         self.graph, self.graph_note, graph_bytes = "plain", "", model_bytes
         if options.graph != "plain":
             from adapters.model_optimise import load_graph
@@ -198,14 +204,11 @@ class Embedder:
                                 # before a rewrite: a model that does not load is an error, not a fallback
                                 before_build=lambda: self._new_session(model_bytes))
             self.graph, self.graph_note, graph_bytes = chosen.variant, chosen.note, chosen.model
-        # One text (a query) runs on `threads` intra-op threads; many texts run as whole batches
-        # side by side, one thread each, on a second session: a batch of short texts splits
-        # poorly across threads (66% of the fp32 MatMul ceiling at 2 threads against 80% at
-        # one; docs/performance.md), two batches at once do not split at all.
+        if self.graph == "plain":
+            self._graph_file, self._graph_sha256 = model_path, self.model_digest
+        else:
+            self._graph_file, self._graph_sha256 = chosen.path, chosen.sha256
         self.session = self._new_session(graph_bytes)
-        self.workers = batch_workers(options.threads)
-        self.parallel_session = (self._new_session(graph_bytes, session_options(1, options.spinning))
-                                 if self.workers > 1 else None)
         self._read_inputs()
         self._dimensions: int | None = None
 
@@ -310,7 +313,8 @@ class Embedder:
         def run(batch: list[int], session=None) -> np.ndarray:
             return self._run([token_ids[i] for i in batch], [type_ids[i] for i in batch], session)
 
-        if self.parallel_session is None or len(batches) == 1:
+        parallel = self._parallel() if len(batches) > 1 else None
+        if parallel is None:
             for batch in batches:
                 yield run(batch)
             return
@@ -319,17 +323,37 @@ class Embedder:
             pending = []
             upcoming = iter(batches)
             for batch in upcoming:
-                pending.append(pool.submit(run, batch, self.parallel_session))
+                pending.append(pool.submit(run, batch, parallel))
                 if len(pending) == 2 * self.workers:
                     break
             while pending:
                 vectors = pending.pop(0).result()
                 batch = next(upcoming, None)
                 if batch is not None:
-                    pending.append(pool.submit(run, batch, self.parallel_session))
+                    pending.append(pool.submit(run, batch, parallel))
                 yield vectors
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def _parallel(self):
+        """The one-thread session for batches side by side, made on first use; None to run them one by one.
+
+        Made from the graph's file, re-read and checked against the sha256 of the bytes the
+        first session runs, so both run the same graph; a warm start, which embeds nothing,
+        never pays its memory (about 100 MB for the default model).
+        """
+        if self.workers == 1 or self.parallel_session is not None or self._graph_file is None:
+            return self.parallel_session
+        try:
+            graph_bytes = self._graph_file.read_bytes()
+        except OSError:
+            graph_bytes = b""
+        if hashlib.sha256(graph_bytes).hexdigest() != self._graph_sha256:
+            self._log(f"{self._graph_file}: changed since start-up; embedding one batch at a time")
+            self._graph_file = None
+            return None
+        self.parallel_session = self._new_session(graph_bytes, session_options(1, self.options.spinning))
+        return self.parallel_session
 
     def _run(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray], session=None) -> np.ndarray:
         feed = self.feed(token_ids, type_ids)

@@ -32,11 +32,17 @@ Check = Callable[[bytes], float]  # rewritten model bytes -> lowest probe cosine
 
 @dataclass(frozen=True, slots=True)
 class Graph:
-    """The model bytes to run and what they are: `variant` is "plain" when the rewrite was not used."""
+    """The model bytes to run and what they are: `variant` is "plain" when the rewrite was not used.
+
+    `path` and `sha256` say where the same bytes can be read again (a rewritten graph in the
+    cache; None for the plain model, whose file the caller knows, or an unwritable cache).
+    """
 
     model: bytes
     variant: str
     note: str
+    path: Path | None = None
+    sha256: str | None = None
 
 
 def cache_key(source_digest: str, variant: str) -> dict[str, str]:
@@ -116,7 +122,7 @@ def load_graph(source: bytes, source_digest: str, variant: str, check: Check, *,
         say(f"graph {variant}: rejected ({note}, below {MIN_COSINE[variant]}); using the plain model")
         return Graph(source, "plain", f"{variant} rejected")
     say(f"graph {variant}: {note}; cached in {path}")
-    return Graph(model, variant, note)
+    return Graph(model, variant, note, path if path.is_file() else None, record["sha256"])
 
 
 def _read_cached(path: Path, sidecar: Path, key: dict[str, str], say: Log) -> Graph | None:
@@ -141,7 +147,7 @@ def _read_cached(path: Path, sidecar: Path, key: dict[str, str], say: Log) -> Gr
     if hashlib.sha256(model).hexdigest() != record.get("sha256"):
         say(f"{path}: sha256 does not match its sidecar (corrupt or altered); rebuilding")
         return None
-    return Graph(model, key["variant"], str(record.get("note", "")))
+    return Graph(model, key["variant"], str(record.get("note", "")), path, record["sha256"])
 
 
 def _one_line(exc: BaseException) -> str:

@@ -171,7 +171,7 @@ def test_with_many_workers_batches_run_at_once_and_land_in_order(tiny, monkeypat
 
     model, tokenizer, table, type_table = tiny
     embedder = Embedder(model, tokenizer, EmbedOptions(batch_size=1, threads=3))
-    assert embedder.workers == 3 and embedder.parallel_session is not embedder.session
+    assert embedder.workers == 3 and embedder.parallel_session is None  # made on first use
     # Two runs must be inside the model at once to pass this barrier: a serial loop times out on it.
     together = threading.Barrier(2, timeout=10)
     sessions = []
@@ -189,6 +189,7 @@ def test_with_many_workers_batches_run_at_once_and_land_in_order(tiny, monkeypat
     vectors = embedder.embed(texts, progress=lambda done, total: calls.append((done, total)))
     np.testing.assert_allclose(vectors, reference(texts, table, type_table), rtol=1e-5, atol=1e-6)
     assert calls == [(done, 21) for done in range(1, 22)]
+    assert embedder.parallel_session not in (None, embedder.session)
     assert len(sessions) == 21 and all(session is embedder.parallel_session for session in sessions)
     # One text (a query) runs alone on the session with `threads` intra-op threads.
     monkeypatch.setattr(embedder, "_run", lambda token_ids, type_ids, session=None: sessions.append(session) or run(
@@ -219,6 +220,18 @@ def test_a_failing_batch_stops_the_parallel_run_with_its_error(tiny, monkeypatch
         embedder.embed(TEXTS * 10)
     # At most two batches per worker are queued: the other 66 never start.
     assert 1 <= len(started) <= 4
+
+
+def test_a_model_file_changed_after_start_up_is_not_loaded_for_the_parallel_session(tiny):
+    """The second session must run the bytes the first one runs: a changed file means one batch at a time."""
+    model, tokenizer, table, type_table = tiny
+    said: list[str] = []
+    embedder = Embedder(model, tokenizer, EmbedOptions(batch_size=1, threads=2), log=said.append)
+    model.write_bytes(b"not the model any more")
+    texts = TEXTS * 2
+    np.testing.assert_allclose(embedder.embed(texts), reference(texts, table, type_table), rtol=1e-5, atol=1e-6)
+    assert embedder.parallel_session is None
+    assert said == [f"{model}: changed since start-up; embedding one batch at a time"]
 
 
 def test_one_thread_keeps_a_single_session(tiny):

@@ -61,6 +61,23 @@ def test_the_rewritten_graph_is_built_once_then_read_back(tiny, tmp_path):
     assert second.identity() == {**plain.identity(), "graph": "fused"}
 
 
+def test_batches_side_by_side_run_the_cached_rewritten_graph(tiny, tmp_path):
+    """Built, then read back: either way the parallel session is made from the cached file's checked bytes."""
+    model, tokenizer, expected = tiny
+    for _ in ("built", "read back"):
+        embedder = Embedder(model, tokenizer, EmbedOptions(graph="fused", batch_size=1, threads=2))
+        assert embedder.graph == "fused"
+        np.testing.assert_allclose(embedder.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+        assert embedder.parallel_session is not None
+    (graph,) = optimised_folder(tmp_path).glob("*.onnx")
+    assert embedder._graph_file == graph
+    # A graph altered in the cache after start-up is not loaded: the batches run one by one.
+    embedder = Embedder(model, tokenizer, EmbedOptions(graph="fused", batch_size=1, threads=2))
+    graph.write_bytes(graph.read_bytes() + b"\0")
+    np.testing.assert_allclose(embedder.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
+    assert embedder.parallel_session is None
+
+
 def test_a_corrupt_cached_graph_is_rebuilt_not_run(tiny, tmp_path):
     model, tokenizer, expected = tiny
     load(model, tokenizer)
