@@ -61,6 +61,11 @@ def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | 
         configure(options)
     clone._session_options = options
     clone.session = clone._new_session(graph)
+    if clone.workers > 1:  # batches side by side run on a one-thread session: changed alike
+        one_thread = session_options(1, embedder.options.spinning)
+        if configure is not None:
+            configure(one_thread)
+        clone.parallel_session = clone._new_session(graph, one_thread)
     return clone
 
 
@@ -77,15 +82,16 @@ def _with_io_binding(embedder):
 
     clone = copy.copy(embedder)
 
-    def run(token_ids, type_ids):
+    def run(token_ids, type_ids, session=None):
+        session = session or clone.session
         feed = clone.feed(token_ids, type_ids)
-        binding = clone.session.io_binding()
+        binding = session.io_binding()
         for name, array in feed.items():
             binding.bind_cpu_input(name, array)
         batch, width = feed["input_ids"].shape
         hidden = np.empty((batch, width, clone.dimensions), dtype=np.float32)
         binding.bind_output(clone.output_name, "cpu", 0, np.float32, hidden.shape, hidden.ctypes.data)
-        clone.session.run_with_iobinding(binding)
+        session.run_with_iobinding(binding)
         return clone.vectors(hidden, feed["attention_mask"])
 
     clone._run = run
