@@ -98,6 +98,13 @@ def _with_io_binding(embedder):
     return clone
 
 
+def _one_batch_at_a_time(embedder):
+    """A copy (same session) that runs every batch on the first session's intra-op threads, as before batches ran side by side."""
+    clone = copy.copy(embedder)
+    clone.workers, clone.parallel_session = 1, None
+    return clone
+
+
 def variants(threads: int) -> list[Variant]:
     from adapters import onnx_embed
 
@@ -124,6 +131,9 @@ def variants(threads: int) -> list[Variant]:
     for tokens in (128, 512, 1024):
         out.append(Variant(f"batch 32, <= {tokens} tokens", _with_options(default, batch_tokens=tokens)))
     out.append(Variant("batch 1", _with_options(default, batch_size=1)))
+    if default.workers > 1:
+        out.append(Variant("batches one at a time, each split across the threads (before side by side)",
+                           _one_batch_at_a_time(default)))
     out.append(Variant("graph: SkipLayerNormalization left unfused (Add + LayerNormalization)",
                        _with_session(default, _fused_graph(default.model_path, enable_skip_layer_norm=False))))
     out.append(Variant("graph: BiasGelu left unfused (Add + Gelu)",
