@@ -9,6 +9,7 @@ Uses onnxruntime, tokenizers and numpy only; the callers import this module insi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -320,12 +321,8 @@ class Embedder:
             return
         pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
         try:
-            pending = []
             upcoming = iter(batches)
-            for batch in upcoming:
-                pending.append(pool.submit(run, batch, parallel))
-                if len(pending) == 2 * self.workers:
-                    break
+            pending = [pool.submit(run, batch, parallel) for batch in itertools.islice(upcoming, 2 * self.workers)]
             while pending:
                 vectors = pending.pop(0).result()
                 batch = next(upcoming, None)

@@ -330,14 +330,14 @@ def combine(runs: list[dict]) -> dict:
     return row
 
 
-def paired_ratio(row: dict, naive: dict) -> float:
-    """Median over rounds of the row's docs/s over the naive loop's in the same round.
+def paired_ratio(ours: list[float], theirs: list[float]) -> float:
+    """Median over rounds of each round's ratio, ours[r] / theirs[r] (benchmarks/embed_options.py uses it too).
 
     A round runs every configuration once, near each other in time, so a slow spell of
     the shared machine hits both sides of a round's ratio; the ratio of two medians can
     pair a fast round of one with a slow round of the other.
     """
-    return statistics.median(ours / theirs for ours, theirs in zip(row["round_docs_per_s"], naive["round_docs_per_s"]))
+    return statistics.median(mine / other for mine, other in zip(ours, theirs, strict=True))
 
 
 def table(rows: list[dict], ceilings: dict[int, float]) -> str:
@@ -349,7 +349,7 @@ def table(rows: list[dict], ceilings: dict[int, float]) -> str:
         naive = next(other for other in rows if other["threads"] == row["threads"]
                      and other["method"] == "naive" and other["batch_size"] == 1)
         lines.append(f"| {row['threads']} | {label(row)} | {row['docs_per_s']:.1f} | "
-                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {paired_ratio(row, naive):.2f}x | "
+                     f"{row['docs_per_s'] / naive['docs_per_s']:.2f}x | {paired_ratio(row['round_docs_per_s'], naive['round_docs_per_s']):.2f}x | "
                      f"{row['docs_per_cpu_s']:.1f} | "
                      f"{row['docs_per_cpu_s'] / naive['docs_per_cpu_s']:.2f}x | {row['gflops_per_s']:.1f} | "
                      f"{row['gflops_per_s'] / ceilings[row['threads']]:.0%} | {row['p50_ms']:.1f} | "

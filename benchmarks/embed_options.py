@@ -55,17 +55,17 @@ def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | 
     """A copy of `embedder` whose session runs `graph`, its session options changed by `configure`."""
     from adapters.embedder import session_options
 
+    def configured(threads: int):
+        options = session_options(threads, embedder.options.spinning)
+        if configure is not None:
+            configure(options)
+        return options
+
     clone = copy.copy(embedder)
-    options = session_options(embedder.options.threads, embedder.options.spinning)
-    if configure is not None:
-        configure(options)
-    clone._session_options = options
+    clone._session_options = configured(embedder.options.threads)
     clone.session = clone._new_session(graph)
     if clone.workers > 1:  # batches side by side run on a one-thread session: changed alike
-        one_thread = session_options(1, embedder.options.spinning)
-        if configure is not None:
-            configure(one_thread)
-        clone.parallel_session = clone._new_session(graph, one_thread)
+        clone.parallel_session = clone._new_session(graph, configured(1))
     return clone
 
 
@@ -142,9 +142,7 @@ def variants(threads: int) -> list[Variant]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import numpy as np
-
-    from benchmarks.embed import load_texts
+    from benchmarks.embed import load_texts, paired_ratio
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed_options", description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=("stdlib", "man"), default="stdlib")
@@ -172,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| variant | texts per CPU-s (median) | vs default (median of per-round ratios) | smallest cosine to default |")
     print("| --- | ---: | ---: | ---: |")
     for variant in chosen:
-        ratio = statistics.median(np.array(rates[variant.name]) / np.array(base))
+        ratio = paired_ratio(rates[variant.name], base)
         print(f"| {variant.name} | {statistics.median(rates[variant.name]):.1f} | {ratio:.3f}x | "
               f"{cosines[variant.name]:.6f} |")
     print(f"# load average at end {os.getloadavg()[0]:.2f}")

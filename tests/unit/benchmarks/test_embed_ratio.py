@@ -14,8 +14,8 @@ def test_per_round_ratio_pairs_rounds_where_the_ratio_of_medians_does_not():
     # Round 3 was a slow spell for both: 92/72, 82/71, 78/57 -> 1.278, 1.155, 1.368.
     ours, naive = combine(_runs(92.0, 82.0, 78.0)), combine(_runs(72.0, 71.0, 57.0))
     assert ours["docs_per_s"] / naive["docs_per_s"] == 82.0 / 71.0  # medians 82 and 71
-    assert paired_ratio(ours, naive) == 92.0 / 72.0  # the median of the three ratios
+    assert paired_ratio(ours["round_docs_per_s"], naive["round_docs_per_s"]) == 92.0 / 72.0  # the median of the three ratios
 
 
 def test_per_round_ratio_of_a_single_round_is_its_ratio():
-    assert paired_ratio(combine(_runs(50.0)), combine(_runs(40.0))) == 1.25
+    assert paired_ratio(combine(_runs(50.0))["round_docs_per_s"], combine(_runs(40.0))["round_docs_per_s"]) == 1.25
