@@ -190,8 +190,12 @@ def _sum_essential(index: Postings, parts: list[tuple[int, int, int]], part_boun
     """
     docs, scores = index.postings_docs, index.postings_scores
     hit_docs = np.concatenate([docs[start:end] for start, end, _ in parts], dtype=np.intp, casting="safe")
-    hit_scores = np.concatenate([scores[start:end] if weight == 1 else _times(scores[start:end], weight)
-                                 for start, end, weight in parts], dtype=np.float64)
+    hit_scores = np.concatenate([scores[start:end] for start, end, _ in parts], dtype=np.float64)
+    at = 0
+    for start, end, weight in parts:  # a repeated query token, in place: float64 times a count is exact
+        if weight != 1:
+            hit_scores[at:at + end - start] *= weight
+        at += end - start
     np.add.at(dense, hit_docs, hit_scores)  # in hit order: per document, term order
     first = parts[0][1] - parts[0][0]
     if first >= k:
