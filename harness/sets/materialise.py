@@ -43,8 +43,16 @@ def write_corpus_files(query_set: QuerySet, folder: Path) -> Path:
     The same bytes a run gives an adapter, so a backend indexing outside the harness (an HTTP
     service behind adapters.http) indexes the same documents under the same ids.
     """
-    target = folder / f"{query_set.kind}.jsonl"
-    if target.exists() or target.is_symlink():
-        raise UsageError(f"{target}: already exists; export into an empty folder (nothing is overwritten)")
-    folder.mkdir(parents=True, exist_ok=True)
-    return materialise_corpora([query_set], folder)[query_set.kind]
+    targets = [folder / f"{query_set.kind}.jsonl"]
+    if query_set.extra.get("passages"):
+        targets.append(folder / f"{query_set.kind}.passages.json")
+    for target in targets:
+        if target.exists() or target.is_symlink():
+            raise UsageError(f"{target}: already exists; export into an empty folder (nothing is overwritten)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return materialise_corpora([query_set], folder)[query_set.kind]
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(f"{folder}: not a folder; give a folder to write {targets[0].name} into") from None
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot write {targets[0].name}: {exc.strerror or exc}") from None

@@ -7,7 +7,7 @@ import pytest
 from harness.commands.cli import main
 from harness.sets.loader import load_set
 from harness.sets.statistics import overlap_statistics
-from tests.conftest import TINY_SET
+from tests.conftest import REPO_ROOT, TINY_SET
 
 
 def test_overlap_statistics_hand_checked():
@@ -81,6 +81,28 @@ def test_export_corpus_writes_what_an_adapter_reads_and_never_overwrites(tmp_pat
     with pytest.raises(UsageError, match="already exists"):
         sets_main(["--sets-dir", str(TINY_SET.parent), "export-corpus", "tiny", str(out)])
     assert (out / "tiny.jsonl").read_bytes() == before
+
+
+def test_export_corpus_refuses_a_file_in_the_way_with_one_line_and_exit_2(tmp_path, capsys):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("mine\n")
+    for target in (in_the_way, in_the_way / "below"):  # the folder itself, or a parent, is a file
+        assert main(["sets", "--sets-dir", str(TINY_SET.parent), "export-corpus", "tiny", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"harness: error: {target}: ") and "not a folder" in err and err.count("\n") == 1
+    assert in_the_way.read_text() == "mine\n"
+
+
+def test_export_corpus_keeps_an_existing_passages_hint(tmp_path, capsys):
+    # the wiki set asks for windows: its export writes wiki.passages.json beside wiki.jsonl
+    out = tmp_path / "corpus"
+    assert main(["sets", "--sets-dir", str(REPO_ROOT / "sets"), "export-corpus", "wiki", str(out)]) == 0
+    assert json.loads((out / "wiki.passages.json").read_text()) == {"window": 600, "overlap": 150}
+    (out / "wiki.jsonl").unlink()
+    (out / "wiki.passages.json").write_text("my own hint\n")
+    assert main(["sets", "--sets-dir", str(REPO_ROOT / "sets"), "export-corpus", "wiki", str(out)]) == 2
+    assert "wiki.passages.json: already exists" in capsys.readouterr().err
+    assert (out / "wiki.passages.json").read_text() == "my own hint\n" and not (out / "wiki.jsonl").exists()
 
 
 def test_import_beir_takes_sets_dir_after_the_action_too(tmp_path, capsys, monkeypatch):
