@@ -357,7 +357,9 @@ class Embedder:
         try:
             output = (session or self.session).run([self.output_name], feed)[0]
         except Exception as exc:  # onnxruntime raises its own pybind error types
-            raise EmbedderError(f"{self.model_path}: inference failed: {_first_line(exc)}") from None
+            texts, tokens = feed["input_ids"].shape
+            raise EmbedderError(f"{self.model_path}: inference failed on {texts} text(s) of {tokens} tokens "
+                                f"(--max-length {self.options.max_length}): {_first_line(exc)}") from None
         return self.vectors(output, feed["attention_mask"])
 
     def feed(self, token_ids: Sequence[np.ndarray], type_ids: Sequence[np.ndarray]) -> dict[str, np.ndarray]:

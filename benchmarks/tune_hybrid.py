@@ -45,21 +45,32 @@ class SetRuns:
     semantic: dict[str, list[list[tuple[str, float]]]]  # the embedder's input ("first", "windows") -> rankings
 
 
-def rank_sets(names: list[str], depth: int, threads: int) -> list[SetRuns]:
+def load_sets(names: list[str]) -> list:
+    """The sets to tune on, each with scored queries in both splits; a SetError otherwise (before any model loads)."""
+    from harness.errors import SetError
+    from harness.sets.loader import find_sets, load_set
+
+    sets = [load_set(folder) for folder in find_sets(names, ROOT / "sets")]
+    for query_set in sets:
+        found = {query.split for query in query_set.queries if query.scored}
+        for split in SPLITS:
+            if split not in found:
+                raise SetError(f"set {query_set.name!r}: no scored {split} queries; tuning chooses on the development "
+                               f"split and reports the held-out one, so give queries \"split\": \"{split}\" "
+                               f"(docs/sets.md)")
+    return sets
+
+
+def rank_sets(sets: list, depth: int, model_args: argparse.Namespace) -> list[SetRuns]:
     from adapters import onnx_embed
     from adapters.bm25_index import BM25Index, BM25Settings
     from adapters.embedding_cache import cached_passage_embeddings
     from adapters.passages import PassageCorpus, Windowed, WindowSettings
-    from harness.sets.loader import find_sets, load_set
 
-    parser = argparse.ArgumentParser()
-    onnx_embed.add_model_arguments(parser)
-    model_args = parser.parse_args(["--threads", str(threads)])
     embedder, files = onnx_embed.build_embedder(model_args)
     print(f"embedder: {onnx_embed.model_summary(embedder, files)}", file=sys.stderr)
     runs = []
-    for folder in find_sets(names, ROOT / "sets"):
-        query_set = load_set(folder)
+    for query_set in sets:
         ids = [doc.id for doc in query_set.documents]
         texts = [doc.text for doc in query_set.documents]
         # As the adapter serves it: a set in passage mode has both parts read by its windows, whatever
@@ -122,13 +133,22 @@ def label(configuration) -> str:
 def main(argv: list[str] | None = None) -> int:
     from adapters.fusion import FusionSettings, fuse
 
+    from adapters import onnx_embed
+    from adapters.hybrid import positive_int
+    from adapters.startup import AdapterStartupError
+    from harness.errors import HarnessError
+
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tune_hybrid", description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", dest="sets", help="a set name or folder (repeatable; default all)")
-    parser.add_argument("--threads", type=int, default=0, help="onnxruntime threads (default: automatic)")
-    parser.add_argument("--top", type=int, default=15, help="grid rows to print, best first (default 15)")
+    parser.add_argument("--top", type=positive_int, default=15, help="grid rows to print, best first (default 15)")
     parser.add_argument("--all", action="store_true", help="print the whole grid")
+    onnx_embed.add_model_arguments(parser)  # the embedder the hybrid would run: same options, same defaults
     args = parser.parse_args(argv)
-    runs = rank_sets(args.sets or ["all"], max(CANDIDATES), args.threads)
+    try:
+        runs = rank_sets(load_sets(args.sets or ["all"]), max(CANDIDATES), args)
+    except (HarnessError, AdapterStartupError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
 
     parts = {}
     for run in runs:

@@ -37,11 +37,13 @@ def write_tokenizer(path: Path) -> Path:
 
 
 def write_model(path: Path, *, token_types: bool = True, seed: int = 7,
-                int32_inputs: bool = False) -> tuple[Path, np.ndarray, np.ndarray]:
+                int32_inputs: bool = False, positions: int | None = None) -> tuple[Path, np.ndarray, np.ndarray]:
     """hidden[b, t] = E[input_ids[b, t]] (+ T[token_type_ids[b, t]]) + 0 * mask: shape (batch, tokens, DIM).
 
     The mask is wired in (times zero) so the model declares it; padded positions keep E[pad],
     which is not zero, so a pooling that counted padding would give a different vector.
+    `positions`: the words also get a zero position table of that many rows, sliced to the
+    batch's length, so a longer batch fails to broadcast as a real BERT's position table does.
     """
     rng = np.random.default_rng(seed)
     table = rng.normal(size=(len(VOCAB), DIM)).astype(np.float32)
@@ -55,6 +57,15 @@ def write_model(path: Path, *, token_types: bool = True, seed: int = 7,
              helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
              helper.make_node("Unsqueeze", ["mask_f", "axis2"], ["mask_3"]),
              helper.make_node("Mul", ["mask_3", "zero"], ["mask_zero"])]
+    if positions is not None:
+        initializers += [numpy_helper.from_array(np.zeros((positions, DIM), np.float32), "P"),
+                         numpy_helper.from_array(np.array([0], np.int64), "zero_i"),
+                         numpy_helper.from_array(np.array([1], np.int64), "one_i")]
+        nodes += [helper.make_node("Shape", ["input_ids"], ["shape"]),
+                  helper.make_node("Slice", ["shape", "one_i", "axis2"], ["length"]),
+                  helper.make_node("Slice", ["P", "zero_i", "length", "zero_i"], ["position_rows"]),
+                  helper.make_node("Add", ["words_only", "position_rows"], ["words"])]
+        nodes[0] = helper.make_node("Gather", ["E", "input_ids"], ["words_only"])
     if token_types:
         inputs.append(helper.make_tensor_value_info("token_type_ids", int_type, ["batch", "tokens"]))
         initializers.append(numpy_helper.from_array(type_table, "T"))

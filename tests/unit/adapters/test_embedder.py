@@ -158,6 +158,15 @@ def test_bad_options_name_the_option(tiny):
         Embedder(model, tokenizer, EmbedOptions(max_length=1))
 
 
+def test_a_max_length_beyond_the_models_positions_fails_naming_the_length(tmp_path):
+    model, _, _ = write_model(tmp_path / "model.onnx", positions=8)
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    embedder = Embedder(model, tokenizer, EmbedOptions(max_length=12))
+    assert embedder.embed(["alpha beta gamma"]).shape == (1, DIM)  # 5 tokens: within the 8 positions
+    with pytest.raises(EmbedderError, match=r"inference failed on 1 text\(s\) of 12 tokens \(--max-length 12\): "):
+        embedder.embed(["alpha " * 20])
+
+
 def test_progress_is_reported_after_every_batch_up_to_the_total(tiny):
     model, tokenizer, _, _ = tiny
     calls: list[tuple[int, int]] = []
