@@ -29,7 +29,7 @@ INSTALL_HINT = "pip install 'retrieval-gate[onnx]' (numpy, onnxruntime, tokenize
 __all__ = ["reciprocal_rank_fusion", "fusion_from_args", "build_parser", "prepare", "main"]
 
 
-def positive_int(text: str) -> int:
+def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"the embedder's share, 0..1; BM25 gets 1 - weight (default {DEFAULT_WEIGHT:g})")
     group.add_argument("--rrf-k", type=_non_negative_float, default=DEFAULT_RRF_K,
                        help=f"RRF constant k in 1/(k + rank), for --fusion rrf (default {DEFAULT_RRF_K:g})")
-    group.add_argument("--candidates", type=positive_int, default=DEFAULT_CANDIDATES,
+    group.add_argument("--candidates", type=_positive_int, default=DEFAULT_CANDIDATES,
                        help="top-N each part contributes (default %(default)s; raised to k when a request "
                             "asks for more)")
     return parser

@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from benchmarks.arguments import at_least, list_of
+
 
 K = 10
 ENGINES = ("ours", "bm25s", "bm25s-numba", "rank_bm25")
@@ -345,9 +347,9 @@ def compare(size: int, items, docs_tokens, n_queries: int, n_slow: int, folder: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bm25", description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="20000,120000", help="comma-separated corpus sizes")
-    parser.add_argument("--queries", type=int, default=1000, help="queries per size (timed one at a time)")
-    parser.add_argument("--slow-queries", type=int, default=100, help="queries for rank_bm25")
+    parser.add_argument("--sizes", type=list_of(1), default="20000,120000", help="comma-separated corpus sizes")
+    parser.add_argument("--queries", type=at_least(1), default=1000, help="queries per size (timed one at a time)")
+    parser.add_argument("--slow-queries", type=at_least(1), default=100, help="queries for rank_bm25")
     parser.add_argument("--k1", type=float, default=0.9)
     parser.add_argument("--b", type=float, default=0.4)
     parser.add_argument("--skip-1m", action="store_true", help="skip the 1M short documents check")
@@ -370,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     from adapters.tokenizer import Tokenizer
     from benchmarks.stdlib_corpus import load_items
 
-    sizes = sorted(int(size) for size in args.sizes.split(","))
+    sizes = sorted(args.sizes)
     started = time.perf_counter()
     items = load_items(limit=max(sizes), sources=("stdlib", "site-packages"))
     tokenize = Tokenizer()

@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from benchmarks.arguments import at_least, list_of
+
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSAGE_CHARS = 330
@@ -89,8 +91,8 @@ def worker(size: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bm25_memory", description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000")
-    parser.add_argument("--project", type=int, default=8_800_000, help="passages to project to (default 8.8M)")
+    parser.add_argument("--sizes", type=list_of(1), default="100000,1000000")
+    parser.add_argument("--project", type=at_least(1), default=8_800_000, help="passages to project to (default 8.8M)")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     from adapters.bm25_index import BUILD_BYTES_PER_DOC, BUILD_BYTES_PER_TOKEN, build_memory_estimate
 
     rows = []
-    for size in (int(part) for part in args.sizes.split(",")):
+    for size in args.sizes:
         done = subprocess.run([sys.executable, "-m", "benchmarks.bm25_memory", "--worker", str(size)],
                               capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if done.returncode != 0:

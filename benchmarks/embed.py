@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from benchmarks.arguments import at_least, list_of
+
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY_K = 10
@@ -357,31 +359,27 @@ def table(rows: list[dict], ceilings: dict[int, float]) -> str:
     return "\n".join(lines)
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip()]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, help="default: the pinned model in the cache")
     parser.add_argument("--corpus", choices=("stdlib", "man"), default="stdlib",
                         help="stdlib docstrings (default) or man pages of up to 4,000 characters")
     parser.add_argument("--no-st", action="store_true", help="skip sentence-transformers even when installed")
-    parser.add_argument("--limit", type=int, default=2000, help="texts to embed (default 2000)")
-    parser.add_argument("--queries", type=int, default=200, help="queries timed one by one (default 200)")
-    parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--threads", type=_int_list, default=[1, 2], help="comma list (default 1,2)")
-    parser.add_argument("--batch-sizes", type=_int_list, default=[1, 16, 32, 64],
+    parser.add_argument("--limit", type=at_least(1), default=2000, help="texts to embed (default 2000)")
+    parser.add_argument("--queries", type=at_least(1), default=200, help="queries timed one by one (default 200)")
+    parser.add_argument("--max-length", type=at_least(2), default=256)
+    parser.add_argument("--threads", type=list_of(0), default=[1, 2], help="comma list (default 1,2)")
+    parser.add_argument("--batch-sizes", type=list_of(1), default=[1, 16, 32, 64],
                         help="our batch sizes to try (default 1,16,32,64; 32 is the adapter default)")
-    parser.add_argument("--batch-tokens", type=int, default=256, help="our token cap per batch (default 256, as the adapter)")
-    parser.add_argument("--unsorted-batch", type=int, default=16, help="batch size of the unsorted run (default 16)")
-    parser.add_argument("--uncapped-batch", type=int, default=16,
+    parser.add_argument("--batch-tokens", type=at_least(1), default=256, help="our token cap per batch (default 256, as the adapter)")
+    parser.add_argument("--unsorted-batch", type=at_least(1), default=16, help="batch size of the unsorted run (default 16)")
+    parser.add_argument("--uncapped-batch", type=at_least(0), default=16,
                         help="also run ours at this batch size without the token cap (0: skip; default 16)")
     parser.add_argument("--graphs", type=lambda text: [part for part in text.split(",") if part],
                         default=["plain", "fused", "int8"],
                         help="our graphs (adapters/embedder.py GRAPH_CHOICES): plain and fused at every batch "
                              "size, int8 at 32 (default plain,fused,int8)")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=at_least(1), default=1,
                         help="run every configuration this many times, in rotated order; report medians (default 1)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.arguments import at_least
+
 
 @dataclasses.dataclass
 class Variant:
@@ -146,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed_options", description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", choices=("stdlib", "man"), default="stdlib")
-    parser.add_argument("--limit", type=int, default=300, help="texts (default 300)")
-    parser.add_argument("--threads", type=int, default=1, help="onnxruntime threads (default 1)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, every variant once per round (default 5)")
+    parser.add_argument("--limit", type=at_least(1), default=300, help="texts (default 300)")
+    parser.add_argument("--threads", type=at_least(0), default=1, help="onnxruntime threads (default 1)")
+    parser.add_argument("--rounds", type=at_least(1), default=5, help="rounds, every variant once per round (default 5)")
     args = parser.parse_args(argv)
     _, texts, _ = load_texts(args.corpus, args.limit)
     chosen = variants(args.threads)

@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from benchmarks.arguments import at_least
 from harness.scoring.metrics import compute_from_scores, compute_many, parse_metric
 
 # (ours, pytrec_eval, ir_measures, ranx) spellings of the five measures.
@@ -125,9 +126,9 @@ def largest_difference(a: Values, b: Values) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.metrics", description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=10_000)
-    parser.add_argument("--depth", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--queries", type=at_least(1), default=10_000)
+    parser.add_argument("--depth", type=at_least(1), default=100)
+    parser.add_argument("--rounds", type=at_least(1), default=5)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     qrels, run = generate(args.queries, args.depth, args.seed)

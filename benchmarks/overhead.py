@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.arguments import at_least
 from harness.adapter.protocol import Request, decode_response, encode_request
 from harness.adapter.driver import AdapterProcess
 
@@ -90,9 +91,9 @@ def percentiles(seconds: list[float]) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=20_000, help="timed queries per side")
-    parser.add_argument("--warmup", type=int, default=2_000, help="untimed queries per side first")
-    parser.add_argument("--block", type=int, default=1_000, help="queries per alternating block")
+    parser.add_argument("--queries", type=at_least(1), default=20_000, help="timed queries per side")
+    parser.add_argument("--warmup", type=at_least(0), default=2_000, help="untimed queries per side first")
+    parser.add_argument("--block", type=at_least(1), default=1_000, help="queries per alternating block")
     args = parser.parse_args(argv)
 
     raw = RawPingPong()

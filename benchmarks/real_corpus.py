@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.arguments import at_least
+
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("bm25", "onnx", "hybrid")
 RUN_TIMEOUT_SECONDS = 3600
@@ -128,12 +130,15 @@ def rate(row: dict, docs: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_corpus", description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=6000, help="documents (default 6000; at least 5000 for the issue)")
-    parser.add_argument("--queries", type=int, default=400, help="queries, one per sampled document (default 400)")
-    parser.add_argument("--max-chars", type=int, default=4000, help="characters per document (default 4000)")
+    parser.add_argument("--docs", type=at_least(2), default=6000, help="documents (default 6000; at least 5000 for the issue)")
+    parser.add_argument("--queries", type=at_least(1), default=400, help="queries, one per sampled document (default 400)")
+    parser.add_argument("--max-chars", type=at_least(1), default=4000, help="characters per document (default 4000)")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma list (default bm25,onnx,hybrid)")
     parser.add_argument("--keep", type=Path, help="build the set and caches here and keep them (default: a temp folder)")
     args = parser.parse_args(argv)
+    if args.queries >= args.docs:
+        parser.error(f"--queries {args.queries}: must be fewer than --docs {args.docs} (one document is left "
+                     "unnamed, to be edited for the incremental-cache figure)")
     from adapters import model_store
 
     model_folder = model_store.model_dir()

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from benchmarks.arguments import list_of
+
 
 DOCUMENTS = 100
 # Answers at once, with one id: the cheapest a process can reply, so what is left is the harness.
@@ -80,9 +82,9 @@ def measure(queries: int, scratch: Path, adapter: Path) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--sizes", type=list_of(1), default="1000,10000,100000")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = args.sizes
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
         adapter = scratch / "instant.py"

@@ -27,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.arguments import at_least
+
 ROOT = Path(__file__).resolve().parents[1]
 SPLITS = ("development", "held-out")
 WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -134,13 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     from adapters.fusion import FusionSettings, fuse
 
     from adapters import onnx_embed
-    from adapters.hybrid import positive_int
     from adapters.startup import AdapterStartupError
     from harness.errors import HarnessError
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tune_hybrid", description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", dest="sets", help="a set name or folder (repeatable; default all)")
-    parser.add_argument("--top", type=positive_int, default=15, help="grid rows to print, best first (default 15)")
+    parser.add_argument("--top", type=at_least(1), default=15, help="grid rows to print, best first (default 15)")
     parser.add_argument("--all", action="store_true", help="print the whole grid")
     onnx_embed.add_model_arguments(parser)  # the embedder the hybrid would run: same options, same defaults
     args = parser.parse_args(argv)

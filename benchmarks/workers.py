@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.arguments import at_least
+
 SLEEPY_ADAPTER = """
 import sys, time, json
 delay = float(sys.argv[1]) / 1000
@@ -65,7 +67,7 @@ def ray_available() -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=at_least(1), default=3)
     parser.add_argument("--service-ms", type=float, default=5.0)
     parser.add_argument("--executors", default="local,ray")
     args = parser.parse_args()
