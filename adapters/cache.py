@@ -28,8 +28,9 @@ def info() -> int:
     total = 0
     for summary in summarise(root):
         total += summary.bytes
+        broken = f", {summary.unreadable} unreadable manifest(s) that keep nothing" if summary.unreadable else ""
         print(f"embeddings {summary.folder.name}: {summary.vectors} vectors, {_mb(summary.bytes)}, "
-              f"used by {summary.corpora} corpora")
+              f"used by {summary.corpora} corpora{broken}")
     for path in sorted(cache_dir("bm25").glob("*.bm25")):
         stat = path.stat()
         total += stat.st_size

@@ -212,7 +212,8 @@ class StoreSummary:
     folder: Path
     vectors: int
     bytes: int
-    corpora: int
+    corpora: int      # readable manifests: the corpora that keep vectors from pruning
+    unreadable: int   # manifests that cannot be read; prune drops them, so they keep nothing
 
 
 def summarise(root: Path) -> list[StoreSummary]:
@@ -220,9 +221,19 @@ def summarise(root: Path) -> list[StoreSummary]:
     summaries = []
     for folder in sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []:
         store = Store(folder, lambda message: None)
-        corpora = len(list(folder.glob(f"{MANIFEST_PREFIX}*.json")))
-        summaries.append(StoreSummary(folder, len(store.rows), store.size_bytes(), corpora))
+        manifests = [_manifest_docs(manifest) for manifest in folder.glob(f"{MANIFEST_PREFIX}*.json")]
+        readable = sum(docs is not None for docs in manifests)
+        summaries.append(StoreSummary(folder, len(store.rows), store.size_bytes(), readable,
+                                      len(manifests) - readable))
     return summaries
+
+
+def _manifest_docs(manifest: Path) -> list[bytes] | None:
+    """The document digests a corpus manifest names, or None when it cannot be read as one."""
+    try:
+        return [bytes.fromhex(digest) for digest in json.loads(manifest.read_text(encoding="utf-8"))["docs"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def prune(root: Path, older_than_days: float = DEFAULT_PRUNE_DAYS, *,
@@ -242,14 +253,11 @@ def prune(root: Path, older_than_days: float = DEFAULT_PRUNE_DAYS, *,
     for folder in sorted(path for path in root.iterdir() if path.is_dir()):
         keep: set[bytes] = set()
         for manifest in folder.glob(f"{MANIFEST_PREFIX}*.json"):
-            try:
-                fresh = manifest.stat().st_mtime >= cutoff
-                docs = json.loads(manifest.read_text(encoding="utf-8"))["docs"] if fresh else []
-                keep.update(bytes.fromhex(digest) for digest in docs)
-            except (OSError, ValueError, KeyError, TypeError):
-                fresh = False
-            if not fresh:
+            docs = _manifest_docs(manifest) if _modified(manifest) >= cutoff else None
+            if docs is None:
                 _unlink(manifest)
+            else:
+                keep.update(docs)
         store = Store(folder, lambda message: None)
         before_bytes = store.size_bytes()
         unused = [digest for digest in store.rows if digest not in keep]
@@ -268,6 +276,14 @@ def prune(root: Path, older_than_days: float = DEFAULT_PRUNE_DAYS, *,
             removed_vectors += len(unused)
             freed += before_bytes - (_size(new) if new is not None else 0)
     return removed_vectors, freed
+
+
+def _modified(path: Path) -> float:
+    """The file's mtime; 0 (older than any cutoff) when it cannot be read."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _size(path: Path) -> int:

@@ -143,6 +143,27 @@ def test_prune_keeps_what_recent_corpora_use_and_drops_the_rest(tiny, tmp_path):
     assert cached_passage_embeddings(counting, TEXTS[:4], "old-corpus", folder=cache)[1].embedded == 2
 
 
+def test_an_unreadable_manifest_is_reported_as_keeping_nothing_and_pruned(tiny, tmp_path, monkeypatch, capsys):
+    from adapters import cache as command
+
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    model, tokenizer, _, _ = tiny
+    cache = tmp_path / "rg" / "embeddings"
+    embedder = Embedder(model, tokenizer, EmbedOptions())
+    cached_passage_embeddings(embedder, TEXTS[:4], "kept", folder=cache)
+    cached_passage_embeddings(embedder, TEXTS[4:], "broken", folder=cache)
+    (broken,) = cache.glob("*/corpus-broken*.json")
+    broken.write_text("{not json")
+    (summary,) = summarise(cache)
+    assert (summary.vectors, summary.corpora, summary.unreadable) == (7, 1, 1)
+    assert command.main(["info"]) == 0
+    assert "used by 1 corpora, 1 unreadable manifest(s) that keep nothing" in capsys.readouterr().out
+    removed, _ = prune(cache, older_than_days=30)  # recent, but unreadable: it names no vector
+    assert removed == len(TEXTS) - 4 and not broken.exists()
+    (summary,) = summarise(cache)
+    assert (summary.vectors, summary.corpora, summary.unreadable) == (4, 1, 0)
+
+
 def test_cache_command_reports_sizes_and_prunes(tiny, tmp_path, monkeypatch, capsys):
     from adapters import cache as command
 
