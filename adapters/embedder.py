@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.cpus import intra_op_threads, usable_cpus
 from adapters.startup import AdapterStartupError
 
 POOLING_CHOICES = ("mean", "cls")
@@ -72,14 +72,6 @@ def session_options(threads: int, spinning: bool = False):
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.log_severity_level = 3
     return options
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def batch_workers(threads: int) -> int:
@@ -188,7 +180,7 @@ class Embedder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=options.max_length)
 
-        self._session_options = session_options(options.threads, options.spinning)
+        self._session_options = session_options(intra_op_threads(options.threads), options.spinning)
         self._log = log or (lambda message: None)
         # One text (a query) runs on `threads` intra-op threads; many texts run as whole batches
         # side by side, one thread each, on a second session made on first use (`_parallel`):

@@ -70,7 +70,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                             f"go in smaller batches (default {DEFAULT_BATCH_TOKENS})")
     group.add_argument("--threads", type=int, default=0,
                        help="CPUs to embed with: a query runs on this many onnxruntime threads, the corpus "
-                            "this many batches at once, one thread each; 0: every usable CPU (default)")
+                            "this many batches at once, one thread each; 0: every usable CPU, the affinity mask "
+                            "capped by a cgroup CPU quota (default)")
     group.add_argument("--spinning", action=argparse.BooleanOptionalAction, default=False,
                        help="let idle onnxruntime threads spin (faster only on a machine nothing else uses; "
                             "default: off)")
