@@ -232,6 +232,12 @@ def mismatches(base: RunView, candidate: RunView) -> list[str]:
             before, after = base.sets[name][field_name], candidate.sets[name][field_name]
             if before != after:
                 problems.append(f"set {name}: {field_name} {before!r} vs {after!r}")
+        base_queries, candidate_queries = set(base.sets[name]["queries"]), set(candidate.sets[name]["queries"])
+        if base_queries != candidate_queries:
+            # A shard of the set against the whole of it, say: paired on the common queries only,
+            # a verdict would speak for queries one side never asked.
+            problems.append(f"set {name}: {len(base_queries)} vs {len(candidate_queries)} queries, "
+                            f"{len(base_queries & candidate_queries)} in both (a shard? merge the shards first)")
     return problems
 
 

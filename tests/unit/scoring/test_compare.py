@@ -58,6 +58,24 @@ def test_mismatched_revisions_are_refused_unless_allowed(tmp_path, monkeypatch, 
     assert "NOT COMPARABLE (--allow-mismatch): set tiny: revision 1 vs 2" in capsys.readouterr().out
 
 
+def test_a_shard_against_the_whole_set_is_refused_unless_allowed(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from tests.conftest import SCRIPTED_ADAPTER
+    whole = make_report(tmp_path, monkeypatch, "whole", GOOD)  # sets SCRIPTED_ANSWERS
+    shard = tmp_path / "shard.json"
+    assert main(["--set", str(TINY_SET), "--no-gate", "--quiet", "--shard", "1/2", "--out", str(shard),
+                 "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
+    asked = len(json.loads(shard.read_text())["sets"][0]["queries"])
+    assert 0 < asked < len(TINY.queries)
+    capsys.readouterr()
+    assert main(["compare", str(whole), str(shard), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err
+    assert f"set tiny: {len(TINY.queries)} vs {asked} queries, {asked} in both (a shard? merge the shards first)" in err
+    assert main(["compare", str(whole), str(shard), "--resamples", "100", "--allow-mismatch"]) == 0
+    assert f"NOT COMPARABLE (--allow-mismatch): set tiny: {len(TINY.queries)} vs {asked}" in capsys.readouterr().out
+
+
 def test_a_baseline_compares_like_a_report(tmp_path, monkeypatch, capsys):
     baseline, report = record_baseline_and_report(tmp_path, monkeypatch, GOOD)
     capsys.readouterr()
