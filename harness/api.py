@@ -19,7 +19,6 @@ import dataclasses
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from harness.sets.loader import find_sets, load_set
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
 from harness.sets.materialise import materialise_corpora
 from harness.sets.shards import parse_shard, select_shard, shard_positions
+from harness.watchdog import guarded_temp_folder
 
 DEFAULT_BASELINE = Path("baselines/current.json")
 DEFAULT_BUDGETS = Path("budgets.json")
@@ -249,7 +249,7 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     if run_file is not None:
         outcome = run_from_file(inputs.query_sets, run_options, Path(run_file))
     else:
-        with tempfile.TemporaryDirectory(prefix="retrieval-gate-corpus-") as corpus_dir:
+        with guarded_temp_folder("retrieval-gate-corpus-") as corpus_dir:
             materialise_corpora(inputs.query_sets, Path(corpus_dir))
             corpus_files = corpus_fingerprints(Path(corpus_dir))
             start_workers = _start_workers(options)

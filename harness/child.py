@@ -15,6 +15,8 @@ groups, waitid).
   no thread; a file never fills up and blocks the child).
 - The leader is left unreaped (a zombie) until its group has been signalled, so its pid,
   which is the group id, cannot be reused by an unrelated process meanwhile.
+- The group is guarded (harness/watchdog.py) from spawn to SIGKILL: if the harness itself is
+  killed (SIGKILL, the OOM killer), the guard stops the group instead.
 - `stop` always finishes: a signal handler raising while it waits (Ctrl-C pressed twice)
   cuts the grace short, but the group is still sent SIGTERM then SIGKILL and reaped; the
   first such exception is re-raised once the group is gone.
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.fsutil import open_log
+from harness.watchdog import guard_group, release_group
 
 STOP_GRACE_SECONDS = 5.0          # stdin closed -> child expected to have exited by itself
 TERM_GRACE_SECONDS = 2.0          # SIGTERM sent to the group -> SIGKILL
@@ -126,7 +129,13 @@ class ChildProcess:
         except BaseException:
             log.close()
             raise
-        return cls(process, log, log_path, start, stderr_thread=stderr == "thread")
+        child = cls(process, log, log_path, start, stderr_thread=stderr == "thread")
+        try:
+            guard_group(process.pid)  # its own session: the pid is the group's id (harness/watchdog.py)
+        except BaseException:  # a signal while the guard starts: the caller never gets the child, so stop it
+            child.stop(grace_seconds=0.0)
+            raise
+        return child
 
     # -- lines ---------------------------------------------------------------------------------
 
@@ -282,7 +291,7 @@ class ChildProcess:
                 self.exit_status(term_grace_seconds)
 
         steps = [(waiting, False), (lambda: self._signal_group(signal.SIGKILL), True),
-                 (self._process.wait, True), (self._finish_stderr, True),
+                 (lambda: release_group(self.pid), True), (self._process.wait, True), (self._finish_stderr, True),
                  (lambda: unread.extend(self._unread_stdout()), False), (self._close, True)]
         with stop_signals_blocked():
             with self._stop_lock:

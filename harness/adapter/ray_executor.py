@@ -16,12 +16,13 @@ request order per adapter is the local run's too.
 Failure: an `AdapterError` in the actor (crash, time-out, protocol, `error` reply) comes back
 as the same AdapterError text; an actor or node that dies, or a driver that hears nothing within
 the time-outs plus RAY_GRACE_SECONDS, is an AdapterError naming the worker and node (exit 3 and
-a partial report, as a crashing local worker). Orphans: every actor starts a watchdog process
-in its own session (forked twice, so Ray's clean-up of a dead worker's children spares it) that
-holds a pipe from the actor; if the actor dies without saying "done"
-(killed, node agent lost, driver interrupted), the watchdog stops the adapter's process group
-(SIGTERM, then SIGKILL) and removes the corpus folder. The driver kills every actor when the run
-ends in an error or an interrupt, so SIGINT/SIGTERM stop every node's adapter.
+a partial report, as a crashing local worker). Orphans: in every actor the adapter's process
+group and the corpus folder are guarded (harness/watchdog.py: a guard process forked twice, in
+a session of its own, so Ray's clean-up of a dead worker's children spares it); if the actor
+dies without releasing them (killed, node agent lost, driver interrupted), the guard stops the
+adapter's process group (SIGTERM, then SIGKILL) and removes the corpus folder. The driver kills
+every actor when the run ends in an error or an interrupt, so SIGINT/SIGTERM stop every node's
+adapter.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,35 +42,11 @@ from harness.adapter.driver import AdapterProcess
 from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 from harness.adapter.protocol import Request, Response
 from harness.errors import AdapterError, Interrupted, UsageError
+from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024  # a local instance holds only the corpora; Ray's default is 30% of RAM
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
-
-# Runs on the actor's node in its own session: blocks on the actor's pipe; EOF without "done"
-# means the actor died, so it stops the adapter's process group and removes the corpus folder.
-WATCHDOG = r"""
-import os, shutil, signal, sys, time
-group, folder = int(sys.argv[1]), sys.argv[2]
-if os.fork():
-    os._exit(0)  # the watchdog proper is a grandchild: Ray kills a dead worker's children, not this
-said = sys.stdin.buffer.read()
-if said != b"done":
-    for signum, wait in ((signal.SIGTERM, float(sys.argv[3])), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(group, signum)
-        except (ProcessLookupError, PermissionError):
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(group, 0)
-            except (ProcessLookupError, PermissionError):
-                break
-            time.sleep(0.05)
-shutil.rmtree(folder, ignore_errors=True)
-"""
-
 
 def _import_ray():
     try:
@@ -222,7 +197,7 @@ class RayWorker:
                 raise AdapterError(reply, argv=list(self.options.argv))
             return
         # The run failed or was interrupted: the actor may be inside a long query, so kill it at
-        # once; its watchdog stops the adapter's process group on its node.
+        # once; its guard (harness/watchdog.py) stops the adapter's process group on its node.
         self._kill()
 
     def _kill(self) -> None:
@@ -269,18 +244,18 @@ def _wait_interruptibly(ray, ref, timeout: float):
 
 
 class _AdapterActor:
-    """Runs on a node (made a Ray actor by RayWorkers): one AdapterProcess, its corpus folder and its watchdog."""
+    """Runs on a node (made a Ray actor by RayWorkers): one AdapterProcess and its corpus folder, both guarded."""
 
     def __init__(self) -> None:
         self.adapter: AdapterProcess | None = None
         self.folder: str | None = None
-        self.watchdog: subprocess.Popen | None = None
 
     def start(self, argv, corpora, log_path, expect_banner, startup_timeout, query_timeout, cwd) -> dict:
         import ray
         if cwd and os.path.isdir(cwd):
             os.chdir(cwd)  # a local instance: the adapter starts where the driver's local run would
         self.folder = tempfile.mkdtemp(prefix="retrieval-gate-corpus-")
+        guard_folder(self.folder)  # the adapter's group is guarded by ChildProcess.spawn (harness/watchdog.py)
         for name, data in corpora.items():
             Path(self.folder, name).write_bytes(data)
         adapter = AdapterProcess(argv, log_path=Path(log_path), env={CORPUS_DIR_ENV: self.folder},
@@ -289,17 +264,12 @@ class _AdapterActor:
         try:
             adapter.__enter__()
         except AdapterError as error:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            self._remove_folder()
             return {"error": str(error), "stderr_tail": error.stderr_tail}
         self.adapter = adapter
-        # The adapter runs in its own session: its pid is its process group's id.
-        group = adapter.pid
-        self.watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(group), self.folder,
-                                          str(TERM_GRACE_SECONDS)], stdin=subprocess.PIPE, start_new_session=True)
-        self.watchdog.wait()  # the intermediate exits at once; the watchdog holds our pipe's read end
         return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds,
                 "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "pid": os.getpid(), "adapter_pid": group}
+                "pid": os.getpid(), "adapter_pid": adapter.pid}
 
     def ask(self, request: tuple) -> tuple:
         try:
@@ -317,8 +287,8 @@ class _AdapterActor:
         except AdapterError as error:
             return str(error)
         finally:
-            if self.watchdog is not None:
-                with contextlib.suppress(OSError):
-                    self.watchdog.stdin.write(b"done")
-                    self.watchdog.stdin.close()
-            shutil.rmtree(self.folder, ignore_errors=True)
+            self._remove_folder()
+
+    def _remove_folder(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        release_folder(self.folder)

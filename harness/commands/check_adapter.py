@@ -11,7 +11,6 @@ import math
 import os
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TextIO
@@ -27,6 +26,7 @@ from harness.commands.arguments import (HelpFormatter, add_timeout_options, exam
                                        split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
+from harness.watchdog import guarded_temp_folder
 
 PROGRESS_BAR_CHARS = 30
 PLAIN_PROGRESS_SECONDS = 5.0  # without a terminal, at most one progress line per stage this often
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
 
 
 def _check(args: argparse.Namespace, command: list[str]) -> int:
-    with tempfile.TemporaryDirectory(prefix="retrieval-gate-check-") as scratch:
+    with guarded_temp_folder("retrieval-gate-check-") as scratch:
         kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name,
                                       sets_dir=args.sets_dir, offline=args.offline, corpus_dir=args.corpus_dir)
         env = {CORPUS_DIR_ENV: str(corpus.folder)}

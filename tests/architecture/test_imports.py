@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "records", "strict_json", "text", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "records", "strict_json", "text", "watchdog", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),
@@ -26,8 +26,8 @@ ALLOWED = {
     "__main__": {"commands"},
 }
 NO_PROCESSES = ("scoring", "report")
-PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.child", "harness.adapter.driver", "harness.adapter.probe",
-                   "harness.adapter.asking"}
+PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.child", "harness.watchdog", "harness.adapter.driver",
+                   "harness.adapter.probe", "harness.adapter.asking"}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
