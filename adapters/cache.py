@@ -3,7 +3,10 @@
 `info` prints one line per embedding store (vectors, bytes, corpora using it) and per BM25
 index file. `prune --older-than DAYS` (default 30) drops embedding manifests not used for
 that long and every vector no remaining corpus uses, and BM25 index files not loaded for
-that long (a load touches the file). Standard library and numpy only.
+that long (a load touches the file). Both also count the temp files of writes that never
+finished (an adapter killed while writing a pack or an index, `.NAME.XXXX.tmp`): prune
+removes those untouched for ABANDONED_SECONDS, whatever --older-than says, so a write in
+progress in another run is never cut. Standard library and numpy only.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from harness.fsutil import cache_dir
 
 NAME = "cache"
+ABANDONED_SECONDS = 3600.0  # a temp file of an atomic write untouched this long is a write that never finished
 
 
 def _mb(size: int) -> str:
@@ -36,8 +41,27 @@ def info() -> int:
         total += stat.st_size
         age = (time.time() - stat.st_mtime) / 86400
         print(f"bm25 {path.name[:32]}: {_mb(stat.st_size)}, last used {age:.1f} days ago")
+    abandoned = _temp_files()
+    if abandoned:
+        size = sum(size for _, size, _ in abandoned)
+        total += size
+        print(f"unfinished writes: {len(abandoned)} temp file(s), {_mb(size)} "
+              f"(prune removes those untouched for {ABANDONED_SECONDS / 3600:g} hour)")
     print(f"total: {_mb(total)} in {cache_dir()}")
     return 0
+
+
+def _temp_files() -> list[tuple[Path, int, float]]:
+    """(path, bytes, mtime) of every atomic-write temp file in the embedding and BM25 caches."""
+    found = []
+    for root in (cache_dir("embeddings"), cache_dir("bm25")):
+        for path in root.rglob(".*.tmp") if root.is_dir() else []:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            found.append((path, stat.st_size, stat.st_mtime))
+    return found
 
 
 def prune(older_than_days: float) -> int:
@@ -55,7 +79,17 @@ def prune(older_than_days: float) -> int:
                 freed += size
         except OSError:
             continue
-    print(f"pruned {vectors} embedding vectors and {files} BM25 index files, {_mb(freed)} freed")
+    temps = 0
+    for path, size, modified in _temp_files():
+        if modified < time.time() - ABANDONED_SECONDS:
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            temps += 1
+            freed += size
+    print(f"pruned {vectors} embedding vectors, {files} BM25 index files and {temps} unfinished writes, "
+          f"{_mb(freed)} freed")
     return 0
 
 

@@ -164,6 +164,29 @@ def test_an_unreadable_manifest_is_reported_as_keeping_nothing_and_pruned(tiny, 
     assert (summary.vectors, summary.corpora, summary.unreadable) == (4, 1, 0)
 
 
+def test_unfinished_writes_are_counted_and_pruned_once_abandoned(tiny, tmp_path, monkeypatch, capsys):
+    from adapters import cache as command
+
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    model, tokenizer, _, _ = tiny
+    cache = tmp_path / "rg" / "embeddings"
+    cached_passage_embeddings(Embedder(model, tokenizer, EmbedOptions()), TEXTS, "c", folder=cache)
+    (store,) = [path for path in cache.iterdir() if path.is_dir()]
+    # what an adapter killed mid-write leaves (harness.fsutil's temp names), and one being written now
+    abandoned = store / ".pack-1.abc123.tmp"
+    abandoned.write_bytes(b"x" * 3_000_000)
+    os.utime(abandoned, (time.time() - 2 * 3600,) * 2)
+    (tmp_path / "rg" / "bm25").mkdir(parents=True)
+    in_progress = tmp_path / "rg" / "bm25" / ".index.bm25.def456.tmp"
+    in_progress.write_bytes(b"y" * 1_000_000)
+    assert command.main(["info"]) == 0
+    assert "unfinished writes: 2 temp file(s), 4.0 MB" in capsys.readouterr().out
+    assert command.main(["prune"]) == 0  # the store is in use: only the abandoned write goes
+    assert "pruned 0 embedding vectors, 0 BM25 index files and 1 unfinished writes, 3.0 MB freed" in \
+        capsys.readouterr().out
+    assert not abandoned.exists() and in_progress.exists() and any(store.glob("*.pack"))
+
+
 def test_cache_command_reports_sizes_and_prunes(tiny, tmp_path, monkeypatch, capsys):
     from adapters import cache as command
 
@@ -179,6 +202,6 @@ def test_cache_command_reports_sizes_and_prunes(tiny, tmp_path, monkeypatch, cap
     out = capsys.readouterr().out
     assert ": 7 vectors, " in out and "used by 1 corpora" in out and "bm25 stale.bm25" in out
     assert command.main(["prune"]) == 0
-    assert capsys.readouterr().out.startswith("pruned 0 embedding vectors and 1 BM25 index files")
+    assert capsys.readouterr().out.startswith("pruned 0 embedding vectors, 1 BM25 index files and 0 unfinished")
     assert command.main(["prune", "--older-than", "0"]) == 0
     assert capsys.readouterr().out.startswith("pruned 7 embedding vectors")
