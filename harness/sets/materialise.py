@@ -11,6 +11,11 @@ from harness.fsutil import atomic_write_text
 from harness.records import QuerySet
 
 
+def passages_hint(folder: Path, kind: str) -> Path:
+    """Where a set in passage mode tells adapters its windows (adapters/passages.py reads `<kind>.passages.json`)."""
+    return folder / f"{kind}.passages.json"
+
+
 def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[str, Path]:
     """Write `<kind>.jsonl` for each kind; two sets sharing a kind must share the same corpus."""
     written: dict[str, tuple[str, str]] = {}
@@ -31,7 +36,7 @@ def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[st
         path = folder / f"{query_set.kind}.jsonl"
         atomic_write_text(path, "\n".join(lines) + "\n")
         if query_set.extra.get("passages"):  # the set asks adapters to show windows (adapters/passages.py)
-            atomic_write_text(folder / f"{query_set.kind}.passages.json", json.dumps(query_set.extra["passages"]) + "\n")
+            atomic_write_text(passages_hint(folder, query_set.kind), json.dumps(query_set.extra["passages"]) + "\n")
         written[query_set.kind] = (query_set.name, query_set.corpus_hash)
         paths[query_set.kind] = path
     return paths
@@ -45,7 +50,7 @@ def write_corpus_files(query_set: QuerySet, folder: Path) -> Path:
     """
     targets = [folder / f"{query_set.kind}.jsonl"]
     if query_set.extra.get("passages"):
-        targets.append(folder / f"{query_set.kind}.passages.json")
+        targets.append(passages_hint(folder, query_set.kind))
     for target in targets:
         if target.exists() or target.is_symlink():
             raise UsageError(f"{target}: already exists; export into an empty folder (nothing is overwritten)")
