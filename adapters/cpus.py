@@ -21,12 +21,8 @@ PROC_SELF = Path("/proc/self")  # where the cgroup membership and mounts are rea
 
 def usable_cpus(proc: Path | None = None) -> int:
     """CPUs this process may run on: its affinity mask (not the machine's count), capped by a CPU quota."""
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        allowed = os.cpu_count() or 1
     quota = quota_cpus(proc)
-    return max(1, min(allowed, quota) if quota is not None else allowed)
+    return _capped(quota) if quota is not None else _affinity()
 
 
 def intra_op_threads(threads: int, proc: Path | None = None) -> int:
@@ -37,7 +33,19 @@ def intra_op_threads(threads: int, proc: Path | None = None) -> int:
     """
     if threads > 0:
         return threads
-    return usable_cpus(proc) if quota_cpus(proc) is not None else 0
+    quota = quota_cpus(proc)
+    return _capped(quota) if quota is not None else 0
+
+
+def _affinity() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _capped(quota: int) -> int:
+    return max(1, min(_affinity(), quota))
 
 
 def quota_cpus(proc: Path | None = None) -> int | None:

@@ -26,8 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from benchmarks.arguments import at_least, list_of
 
+from benchmarks.arguments import at_least, list_of
 
 K = 10
 ENGINES = ("ours", "bm25s", "bm25s-numba", "rank_bm25")

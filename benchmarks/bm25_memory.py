@@ -22,8 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from benchmarks.arguments import at_least, list_of
 
+from benchmarks.arguments import at_least, list_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSAGE_CHARS = 330

@@ -38,8 +38,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from benchmarks.arguments import at_least, list_of
 
+from benchmarks.arguments import at_least, list_of
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY_K = 10

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from benchmarks.arguments import list_of
 
+from benchmarks.arguments import list_of
 
 DOCUMENTS = 100
 # Answers at once, with one id: the cheapest a process can reply, so what is left is the harness.
