@@ -208,9 +208,12 @@ class Embedder:
     def _new_session(self, model_bytes: bytes, options=None):
         import onnxruntime
 
+        from adapters.graph_rewrite import LOAD_FUSIONS_OFF
+
         try:
             return onnxruntime.InferenceSession(
-                model_bytes, sess_options=options or self._session_options, providers=["CPUExecutionProvider"])
+                model_bytes, sess_options=options or self._session_options, providers=["CPUExecutionProvider"],
+                disabled_optimizers=list(LOAD_FUSIONS_OFF))
         except Exception as exc:  # onnxruntime raises its own pybind error types
             raise EmbedderError(f"{self.model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
 

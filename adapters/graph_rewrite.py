@@ -1,7 +1,7 @@
 """Rewrite a BERT-style ONNX encoder into a faster graph: fused attention, and (opt-in) int8 products.
 
 Why: onnxruntime's own transformer optimizer (`optimize_model`) folds the constants and fuses
-SkipLayerNormalization and BiasGelu here, but its attention fusion does not recognise the
+BiasGelu here, but its attention fusion does not recognise the
 attention of a torch.dynamo export (key scaled and transposed through Reshape/Transpose,
 softmax followed by IsNaN/Where). `fuse_attention` matches that block directly and replaces
 it with one com.microsoft `Attention` node: about 400 nodes become about 50, which is what
@@ -10,6 +10,11 @@ int8 kernels (per-channel int8 weights, dynamic uint8 activations): the attentio
 and feed-forward up-projections only. Quantising the fused attention and the feed-forward
 down-projections too was twice as fast but put short texts below cosine 0.99 to the fp32
 vectors (docs/performance.md has the measurements).
+
+SkipLayerNormalization is left unfused (Add, Add, LayerNormalization), here and when a
+session loads the graph (LOAD_FUSIONS_OFF): onnxruntime's CPU kernel for it took 560 us at
+one thread on a [1, 256, 384] input, the three plain nodes 98 us, which made the whole model
+about 8% slower at 256 tokens (benchmarks/embed_options.py measures it against the default).
 
 Needs the `onnx` package and onnxruntime's python tools; the caller falls back to the plain
 model when they are missing (adapters/model_optimise.py).
@@ -25,7 +30,9 @@ from pathlib import Path
 
 VARIANTS = ("fused", "int8")
 # Bump when a rewrite below changes what it produces: the cached graphs are keyed by it.
-RECIPE = "2026-12-01.2"
+RECIPE = "2026-12-01.3"
+# onnxruntime fusions every session of an embedding model is loaded without (see the docstring).
+LOAD_FUSIONS_OFF = ("SkipLayerNormFusion",)
 
 
 class RewriteError(Exception):
@@ -55,18 +62,28 @@ def fused_model(source: Path, tmp: Path, fusion_options=None):
     """(the fused graph as an onnx ModelProto, attention blocks fused) for the model file `source`.
 
     onnxruntime's hardware-independent folding first (the int8 weights' Cast/Mul become fp32
-    initializers), then the python fusions (SkipLayerNorm, BiasGelu) at opt_level 0, which
-    is optimize_model's opt_level 1 done here because that path imports torch; then our
-    attention fusion. `fusion_options` (onnxruntime.transformers FusionOptions) can turn
-    onnxruntime's fusions off; benchmarks/embed_options.py measures what each is worth.
-    Prints to stdout: the caller redirects it.
+    initializers), then the python fusions (BiasGelu; `fusion_options`) at opt_level 0,
+    which is optimize_model's opt_level 1 done here because that path imports torch; then our
+    attention fusion. `fusion_options` (onnxruntime.transformers FusionOptions, default
+    `default_fusion_options()`) toggles onnxruntime's fusions; benchmarks/embed_options.py
+    measures what each is worth. Prints to stdout: the caller redirects it.
     """
     from onnxruntime.transformers.optimizer import optimize_model
 
     folded_path = fold_constants(source, tmp / "folded.onnx")
     model = optimize_model(str(folded_path), model_type="bert", opt_level=0, use_gpu=False,
-                           optimization_options=fusion_options).model
+                           optimization_options=fusion_options or default_fusion_options()).model
     return model, fuse_attention(model)
+
+
+def default_fusion_options():
+    """onnxruntime's BERT fusions as the fused graph uses them: all but SkipLayerNormalization (see the docstring)."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+
+    options = FusionOptions("bert")
+    options.enable_skip_layer_norm = False
+    options.enable_bias_skip_layer_norm = False
+    return options
 
 
 def fold_constants(source: Path, target: Path) -> Path:
