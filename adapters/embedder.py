@@ -394,8 +394,10 @@ class Embedder:
             "normalize": self.options.normalize,
             "passage_prefix": self.options.passage_prefix,
             "max_length": self.options.max_length,
-            # the plain model's key stays as it was; a rewritten graph's vectors are cached apart
-            **({"graph": self.graph} if self.graph != "plain" else {}),
+            # the plain model's key stays as it was; a rewritten graph's vectors are cached apart,
+            # per graph file: a new rewrite recipe (or onnxruntime) builds other bytes, and an
+            # int8 recipe other vectors, which must not be served from an earlier graph's cache
+            **({"graph": self.graph, "graph_sha256": self._graph_sha256} if self.graph != "plain" else {}),
         }
 
 

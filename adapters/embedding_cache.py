@@ -2,7 +2,7 @@
 
 Layout under the cache folder (`$RETRIEVAL_GATE_CACHE/embeddings` by default): one store
 folder per embedder identity (model and tokenizer digests, pooling, normalisation, passage
-prefix, max length), holding
+prefix, max length, a rewritten graph's name and file digest: `Embedder.identity`), holding
 
 - `*.pack` files: a header line `retrieval-gate-embeddings 3 ROWS DIM SHA256` then ROWS
   32-byte document digests (sha256 of the text) and ROWS x DIM float32 vectors; SHA256

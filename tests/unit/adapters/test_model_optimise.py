@@ -7,6 +7,7 @@ be had. The real default model, when fetched, checks the attention fusion itself
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -56,9 +57,34 @@ def test_the_rewritten_graph_is_built_once_then_read_back(tiny, tmp_path):
     second, messages = load(model, tokenizer)
     assert second.graph == "fused" and messages == []  # a cache hit says nothing
     np.testing.assert_allclose(second.embed(TEXTS), expected, rtol=1e-5, atol=1e-6)
-    # cached passage vectors of the rewritten graph are kept apart from the plain model's
+    # cached passage vectors of the rewritten graph are kept apart from the plain model's,
+    # keyed by the graph file's own bytes
     plain, _ = load(model, tokenizer, "plain")
-    assert second.identity() == {**plain.identity(), "graph": "fused"}
+    graph_digest = hashlib.sha256(graphs[0].read_bytes()).hexdigest()
+    assert second.identity() == {**plain.identity(), "graph": "fused", "graph_sha256": graph_digest}
+
+
+def test_passage_vectors_of_an_earlier_recipe_are_not_served_by_a_new_graph(tiny, monkeypatch):
+    # An int8 recipe change once computed other vectors under the same cache key: a graph
+    # built by another recipe (other bytes) must get a cache folder of its own.
+    from adapters.embedding_cache import identity_key
+
+    model, tokenizer, _ = tiny
+    earlier, _ = load(model, tokenizer)
+    real_build = graph_rewrite.build
+
+    def other_recipe(source, variant):
+        built, note = real_build(source, variant)
+        rewritten = onnx.load_from_string(built)
+        rewritten.doc_string = "built by another recipe"  # other bytes, the same vectors
+        return rewritten.SerializeToString(), note
+
+    monkeypatch.setattr(graph_rewrite, "RECIPE", "another recipe")
+    monkeypatch.setattr(graph_rewrite, "build", other_recipe)
+    later, messages = load(model, tokenizer)
+    assert later.graph == "fused" and any("building" in message for message in messages)
+    assert identity_key(later) != identity_key(earlier)
+    assert {**later.identity(), "graph_sha256": None} == {**earlier.identity(), "graph_sha256": None}
 
 
 def test_batches_side_by_side_run_the_cached_rewritten_graph(tiny, tmp_path):
