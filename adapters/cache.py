@@ -1,9 +1,12 @@
 """`python -m adapters.cache info|prune`: the reference adapters' on-disk caches, their size and their pruning.
 
-`info` prints one line per embedding store (vectors, bytes, corpora using it) and per BM25
-index file. `prune --older-than DAYS` (default 30) drops embedding manifests not used for
-that long and every vector no remaining corpus uses, and BM25 index files not loaded for
-that long (a load touches the file). Both also count the temp files of writes that never
+`info` prints one line per embedding store (vectors, bytes, corpora using it), per BM25
+index file and per rewritten model graph. `prune --older-than DAYS` (default 30) drops
+embedding manifests not used for that long and every vector no remaining corpus uses, BM25
+index files not loaded for that long (a load touches the file), and, whatever their age,
+the model graphs this install never loads again (another rewrite recipe, onnxruntime or
+onnx version: adapters/model_optimise.py; another install sharing the cache rebuilds its
+own in seconds). Both also count the temp files of writes that never
 finished (an adapter killed while writing a pack or an index, `.NAME.XXXX.tmp`): prune
 removes those untouched for ABANDONED_SECONDS, whatever --older-than says, so a write in
 progress in another run is never cut. Standard library and numpy only.
@@ -41,6 +44,7 @@ def info() -> int:
         total += stat.st_size
         age = (time.time() - stat.st_mtime) / 86400
         print(f"bm25 {path.name[:32]}: {_mb(stat.st_size)}, last used {age:.1f} days ago")
+    total += _graph_lines()
     abandoned = _temp_files()
     if abandoned:
         size = sum(size for _, size, _ in abandoned)
@@ -51,10 +55,40 @@ def info() -> int:
     return 0
 
 
+def _graphs():
+    """The cached model graphs, or None when onnxruntime (which their key names) is not installed."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    from adapters.model_optimise import cached_graphs
+
+    return cached_graphs()
+
+
+def _graph_lines() -> int:
+    """Print a line per cached model graph; return their bytes."""
+    graphs = _graphs()
+    if graphs is None:
+        print("graphs: not checked (onnxruntime is not installed)")
+        return 0
+    for graph in graphs:
+        state = "used by this install" if graph.usable else "stale: another recipe or version (prune removes it)"
+        print(f"graph {graph.name}: {_mb(graph.size)}, {state}")
+    return sum(graph.size for graph in graphs)
+
+
+def _stale_graphs() -> list:
+    """Graphs this install never loads; a graph file without its sidecar only once abandoned (a build may be running)."""
+    recent = time.time() - ABANDONED_SECONDS
+    return [graph for graph in _graphs() or [] if not graph.usable
+            and (any(path.suffix == ".json" for path in graph.files) or graph.modified < recent)]
+
+
 def _temp_files() -> list[tuple[Path, int, float]]:
-    """(path, bytes, mtime) of every atomic-write temp file in the embedding and BM25 caches."""
+    """(path, bytes, mtime) of every atomic-write temp file in the embedding, BM25 and model graph caches."""
     found = []
-    for root in (cache_dir("embeddings"), cache_dir("bm25")):
+    for root in (cache_dir("embeddings"), cache_dir("bm25"), cache_dir("models", "optimised")):
         for path in root.rglob(".*.tmp") if root.is_dir() else []:
             try:
                 stat = path.stat()
@@ -79,6 +113,15 @@ def prune(older_than_days: float) -> int:
                 freed += size
         except OSError:
             continue
+    graphs = 0
+    for graph in _stale_graphs():
+        try:
+            for path in graph.files:
+                path.unlink()
+        except OSError:
+            continue
+        graphs += 1
+        freed += graph.size
     temps = 0
     for path, size, modified in _temp_files():
         if modified < time.time() - ABANDONED_SECONDS:
@@ -88,8 +131,8 @@ def prune(older_than_days: float) -> int:
                 continue
             temps += 1
             freed += size
-    print(f"pruned {vectors} embedding vectors, {files} BM25 index files and {temps} unfinished writes, "
-          f"{_mb(freed)} freed")
+    print(f"pruned {vectors} embedding vectors, {files} BM25 index files, {graphs} stale model graphs and "
+          f"{temps} unfinished writes, {_mb(freed)} freed")
     return 0
 
 

@@ -22,9 +22,9 @@ from adapters.cpus import intra_op_threads, usable_cpus
 from adapters.startup import AdapterStartupError
 
 POOLING_CHOICES = ("mean", "cls")
-# plain: the model file as it is; fused: its rewritten graph (same vectors, faster); int8: opt-in
-# approximation (adapters/graph_rewrite.py, cached by adapters/model_optimise.py).
-GRAPH_CHOICES = ("plain", "fused", "int8")
+# plain: the model file as it is; fused: its rewritten graph (same vectors, faster;
+# adapters/graph_rewrite.py, cached by adapters/model_optimise.py).
+GRAPH_CHOICES = ("plain", "fused")
 # Texts the rewritten graph must embed like the plain model (one padded batch, then one alone).
 PROBE_TEXTS = ("Return the number of items in a container.",
                "Open a file and return a stream; raise OSError upon failure. The mode defaults to reading text.",
@@ -395,8 +395,8 @@ class Embedder:
             "passage_prefix": self.options.passage_prefix,
             "max_length": self.options.max_length,
             # the plain model's key stays as it was; a rewritten graph's vectors are cached apart,
-            # per graph file: a new rewrite recipe (or onnxruntime) builds other bytes, and an
-            # int8 recipe other vectors, which must not be served from an earlier graph's cache
+            # per graph file: a new rewrite recipe (or onnxruntime) builds other bytes, whose
+            # vectors must not be served from an earlier graph's cache
             **({"graph": self.graph, "graph_sha256": self._graph_sha256} if self.graph != "plain" else {}),
         }
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from harness.fsutil import atomic_write_bytes, cache_dir
 
 # The lowest cosine (probe texts, rewritten graph against the plain model) each variant may have.
-# fused computes the same function in another order; int8 is the opt-in approximation.
-MIN_COSINE = {"fused": 0.99999, "int8": 0.99}
+# fused computes the same function in another order.
+MIN_COSINE = {"fused": 0.99999}
 SIDECAR_FORMAT = 1
 
 Log = Callable[[str], None]
@@ -148,6 +148,47 @@ def _read_cached(path: Path, sidecar: Path, key: dict[str, str], say: Log) -> Gr
         say(f"{path}: sha256 does not match its sidecar (corrupt or altered); rebuilding")
         return None
     return Graph(model, key["variant"], str(record.get("note", "")), path, record["sha256"])
+
+
+@dataclass(frozen=True, slots=True)
+class CachedGraph:
+    """One entry of the graph cache, as `python -m adapters.cache` reports and prunes it."""
+
+    name: str              # the file stem: source digest, variant, key digest
+    files: tuple[Path, ...]
+    size: int              # bytes of all its files
+    usable: bool           # this install would load it (same recipe, variant and versions)
+    modified: float        # newest mtime of its files
+
+
+def cached_graphs(folder: Path | None = None) -> list[CachedGraph]:
+    """Every graph (and sidecar) in the cache, each marked usable or not by this install.
+
+    A graph built by another rewrite recipe, a variant that no longer exists or another
+    onnxruntime or onnx version is never loaded again here: each recipe change would
+    otherwise leave a 90 MB file behind for good. A graph file without its sidecar is a
+    build that never finished (or one in progress: the caller judges by `modified`).
+    Needs onnxruntime (the key names its version).
+    """
+    from adapters.graph_rewrite import VARIANTS
+
+    folder = folder if folder is not None else cache_dir("models", "optimised")
+    stems = sorted({path.stem for path in folder.glob("*.json")} | {path.stem for path in folder.glob("*.onnx")}) \
+        if folder.is_dir() else []
+    found = []
+    for stem in stems:
+        files = tuple(path for path in (folder / f"{stem}.onnx", folder / f"{stem}.json") if path.is_file())
+        try:
+            stats = [path.stat() for path in files]
+            key = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8")).get("key")
+            usable = (isinstance(key, dict) and key.get("variant") in VARIANTS
+                      and key == cache_key(str(key.get("source_sha256")), key["variant"]))
+        except (OSError, ValueError, AttributeError):
+            usable = False
+            stats = [path.stat() for path in files if path.exists()]
+        found.append(CachedGraph(stem, files, sum(stat.st_size for stat in stats), usable,
+                                 max((stat.st_mtime for stat in stats), default=0.0)))
+    return found
 
 
 def _one_line(exc: BaseException) -> str:

@@ -75,10 +75,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--spinning", action=argparse.BooleanOptionalAction, default=False,
                        help="let idle onnxruntime threads spin (faster only on a machine nothing else uses; "
                             "default: off)")
-    group.add_argument("--graph", choices=("plain", "fused", "int8"), default=DEFAULT_GRAPH,
+    group.add_argument("--graph", choices=("plain", "fused"), default=DEFAULT_GRAPH,
                        help="fused (default): the model rewritten with fused attention, same vectors, built once "
-                            "into the model cache (plain when that fails); plain: the model file as it is; "
-                            "int8: opt-in int8 products, approximate vectors (a backend setting of its own)")
+                            "into the model cache (plain when that fails); plain: the model file as it is")
     group.add_argument("--offline", action="store_true",
                        help="never fetch the default model; fail with the command to run instead")
 
@@ -233,16 +232,13 @@ def model_settings(embedder: Embedder, long_documents: str) -> dict[str, object]
     """What decides the vectors besides the model file: the banner's `settings`, compared against a baseline.
 
     `long_documents` is --long-documents (what the embedder reads of a long document). The
-    fused graph is the same model computing the same vectors, so it is not a setting; the
-    int8 graph approximates them and is.
+    fused graph is the same model computing the same vectors, so it is not a setting.
     """
     options = embedder.options
     settings: dict[str, object] = {
         "pooling": options.pooling, "normalize": options.normalize, "query_prefix": options.query_prefix,
         "passage_prefix": options.passage_prefix, "max_length": options.max_length,
         "long_documents": long_documents}
-    if embedder.graph == "int8":
-        settings["graph"] = "int8"
     return settings
 
 

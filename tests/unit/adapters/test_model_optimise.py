@@ -202,22 +202,23 @@ def test_the_real_model_gets_fused_attention_and_the_same_vectors(tmp_path, monk
         assert cosine.min() >= 0.99999, cosine
 
 
-def test_the_int8_graph_is_opt_in_close_to_fp32_and_a_setting_of_its_own(tmp_path, monkeypatch):
-    folder = require_default_model()
-    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "cache"))
-    from adapters import onnx_embed
+def test_there_is_no_int8_graph_any_more(tmp_path):
+    # The int8 opt-in was withdrawn: it moved the code set's recall@10 by 1.7 to 2.1 points,
+    # over the 1 point a quantised variant may move it (docs/performance.md). A CI config that
+    # still asks for it gets one line and exit 2 from the adapter, not a silent fp32 run.
+    import subprocess
+    import sys
 
-    parser = __import__("argparse").ArgumentParser()
-    onnx_embed.add_model_arguments(parser)
-    assert parser.parse_args([]).graph == "fused"  # int8 only when asked for
-    texts = ["Check for a Future.", "Return a new event loop.", "list the firewall rules of a network"]
-    plain = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="plain"))
-    int8 = Embedder(folder / "model.onnx", folder / "tokenizer.json", EmbedOptions(graph="int8"))
-    assert int8.graph == "int8" and "int8 products" in int8.graph_note
-    cosine = (plain.embed(texts) * int8.embed(texts)).sum(axis=1)
-    assert 0.99 <= cosine.min() < 0.99999, cosine  # close, and really another computation
-    assert onnx_embed.model_settings(int8, "first") == {**onnx_embed.model_settings(plain, "first"), "graph": "int8"}
-    assert int8.identity()["graph"] == "int8"
+    from adapters.embedder import EmbedderError
+
+    model, _, _ = write_model(tmp_path / "model.onnx")
+    tokenizer = write_tokenizer(tmp_path / "tokenizer.json")
+    with pytest.raises(EmbedderError, match="--graph 'int8': expected one of plain, fused"):
+        Embedder(model, tokenizer, EmbedOptions(graph="int8"))
+    completed = subprocess.run([sys.executable, "-m", "adapters.onnx_embed", "--graph", "int8"],
+                               capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert "invalid choice: 'int8'" in completed.stderr.splitlines()[-1]
 
 
 def test_fetch_model_builds_the_default_graph_so_no_first_start_does(tmp_path):
