@@ -51,9 +51,18 @@ def _fused_graph(source: Path, **fusion_flags: bool) -> bytes:
         return model.SerializeToString()
 
 
-def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | None = None):
-    """A copy of `embedder` whose session runs `graph`, its session options changed by `configure`."""
+def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | None = None,
+                  also_unfused: tuple[str, ...] = ()):
+    """A copy of `embedder` whose session runs `graph`, its session options changed by `configure`.
+
+    `also_unfused` names onnxruntime fusions to keep off at load besides the embedder's own
+    (graph_rewrite.LOAD_FUSIONS_OFF): without it a graph left unfused on purpose is fused
+    back when the session loads it, and the row measures the default again.
+    """
+    import onnxruntime
+
     from adapters.embedder import session_options
+    from adapters.graph_rewrite import LOAD_FUSIONS_OFF
 
     def configured(threads: int):
         options = session_options(threads, embedder.options.spinning)
@@ -61,11 +70,15 @@ def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | 
             configure(options)
         return options
 
+    def session(options):
+        return onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"],
+                                            disabled_optimizers=[*LOAD_FUSIONS_OFF, *also_unfused])
+
     clone = copy.copy(embedder)
     clone._session_options = configured(embedder.options.threads)
-    clone.session = clone._new_session(graph)
+    clone.session = session(clone._session_options)
     if clone.workers > 1:  # batches side by side run on a one-thread session: changed alike
-        clone.parallel_session = clone._new_session(graph, configured(1))
+        clone.parallel_session = session(configured(1))
     return clone
 
 
@@ -138,7 +151,8 @@ def variants(threads: int) -> list[Variant]:
                        _with_session(default, _fused_graph(default.model_path, enable_skip_layer_norm=True,
                                                            enable_bias_skip_layer_norm=True))))
     out.append(Variant("graph: BiasGelu left unfused (Add + Gelu)",
-                       _with_session(default, _fused_graph(default.model_path, enable_bias_gelu=False))))
+                       _with_session(default, _fused_graph(default.model_path, enable_bias_gelu=False),
+                                     also_unfused=("BiasGeluFusion",))))
     return out
 
 
