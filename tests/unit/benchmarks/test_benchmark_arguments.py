@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from benchmarks.arguments import at_least, list_of
+from benchmarks.arguments import at_least, list_of, names_from
 
 
 def test_at_least_takes_the_bound_and_refuses_below_it_or_non_numbers():
@@ -25,7 +25,15 @@ def test_list_of_reads_commas_and_checks_every_item():
         list_of(1)(" , ")
 
 
+def test_names_from_takes_only_the_choices():
+    assert names_from(("plain", "fused"))("fused, plain") == ["fused", "plain"]
+    for text in ("int8", "fused,int8", " , "):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected a comma-separated list of plain, fused"):
+            names_from(("plain", "fused"))(text)
+
+
 @pytest.mark.parametrize("module, argv, message", [
+    ("benchmarks.embed", ["--graphs", "fused,int8"], "argument --graphs: expected a comma-separated list of"),
     ("benchmarks.bm25", ["--sizes", "0"], "argument --sizes: must be at least 1, got 0"),
     ("benchmarks.embed", ["--limit", "0"], "argument --limit: must be at least 1, got 0"),
     ("benchmarks.real_corpus", ["--docs", "10", "--queries", "10"], "must be fewer than --docs 10"),
