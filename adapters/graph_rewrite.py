@@ -1,9 +1,8 @@
 """Rewrite a BERT-style ONNX encoder into a faster graph with the same vectors: fused attention.
 
 Why: onnxruntime's own transformer optimizer (`optimize_model`) folds the constants and fuses
-BiasGelu here, but its attention fusion does not recognise the
-attention of a torch.dynamo export (key scaled and transposed through Reshape/Transpose,
-softmax followed by IsNaN/Where). `fuse_attention` matches that block directly and replaces
+BiasGelu here, but its attention fusion does not recognise the attention of a torch.dynamo
+export (key scaled and transposed through Reshape/Transpose, softmax followed by IsNaN/Where). `fuse_attention` matches that block directly and replaces
 it with one com.microsoft `Attention` node: about 400 nodes become about 50, which is what
 batch-1 and short-text calls pay for.
 
