@@ -9,7 +9,9 @@ onnx version: adapters/model_optimise.py; another install sharing the cache rebu
 own in seconds). Both also count the temp files of writes that never
 finished (an adapter killed while writing a pack or an index, `.NAME.XXXX.tmp`): prune
 removes those untouched for ABANDONED_SECONDS, whatever --older-than says, so a write in
-progress in another run is never cut. Standard library and numpy only.
+progress in another run is never cut. A cache folder that cannot be used (a file where
+the folder belongs) is one line and exit 2, before anything is removed. Standard library
+and numpy only (onnxruntime, when installed, for the model graphs' keys).
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
+def _folders() -> tuple[Path, Path, Path]:
+    """The embedding, BM25 and model graph cache folders, made if missing.
+
+    An unusable one (a file in its place) raises here, before anything is read or removed.
+    """
+    return cache_dir("embeddings"), cache_dir("bm25"), cache_dir("models", "optimised")
+
+
 def info() -> int:
     from adapters.embedding_cache import summarise
 
-    root = cache_dir("embeddings")
+    root, _, _ = _folders()
     total = 0
     for summary in summarise(root):
         total += summary.bytes
@@ -88,7 +98,7 @@ def _stale_graphs() -> list:
 def _temp_files() -> list[tuple[Path, int, float]]:
     """(path, bytes, mtime) of every atomic-write temp file in the embedding, BM25 and model graph caches."""
     found = []
-    for root in (cache_dir("embeddings"), cache_dir("bm25"), cache_dir("models", "optimised")):
+    for root in _folders():
         for path in root.rglob(".*.tmp") if root.is_dir() else []:
             try:
                 stat = path.stat()
@@ -101,7 +111,8 @@ def _temp_files() -> list[tuple[Path, int, float]]:
 def prune(older_than_days: float) -> int:
     from adapters.embedding_cache import prune as prune_embeddings
 
-    vectors, freed = prune_embeddings(cache_dir("embeddings"), older_than_days)
+    embeddings, _, _ = _folders()
+    vectors, freed = prune_embeddings(embeddings, older_than_days)
     cutoff = time.time() - older_than_days * 86400
     files = 0
     for path in cache_dir("bm25").glob("*.bm25"):
@@ -149,12 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print(f"{NAME}: error: missing numpy; install with: pip install 'retrieval-gate[onnx]'", file=sys.stderr)
         return 2
-    if args.command == "info":
-        return info()
-    if args.older_than < 0:
+    if args.command == "prune" and args.older_than < 0:
         print(f"{NAME}: error: --older-than {args.older_than:g}: must be 0 or more", file=sys.stderr)
         return 2
-    return prune(args.older_than)
+    try:
+        return info() if args.command == "info" else prune(args.older_than)
+    except OSError as exc:  # a cache folder that cannot be made or read ($RETRIEVAL_GATE_CACHE)
+        where = exc.filename or "the cache folder ($RETRIEVAL_GATE_CACHE, $XDG_CACHE_HOME or ~/.cache)"
+        print(f"{NAME}: error: {where}: cannot be used as a cache folder ({exc.strerror or exc})", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

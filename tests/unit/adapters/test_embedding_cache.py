@@ -243,3 +243,15 @@ def test_prune_removes_the_model_graphs_this_install_never_loads(tiny, tmp_path,
     messages: list[str] = []
     Embedder(model, tokenizer, EmbedOptions(graph="fused"), log=messages.append)
     assert messages == []  # the current graph is still read back, not rebuilt
+
+
+@pytest.mark.parametrize("command", [["info"], ["prune"]])
+def test_an_unusable_cache_folder_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, command):
+    from adapters import cache as cache_command
+
+    (tmp_path / "rg").mkdir()
+    (tmp_path / "rg" / "bm25").write_text("a file where the BM25 cache folder belongs")
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    assert cache_command.main(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cache: error: ") and str(tmp_path / "rg" / "bm25") in err
