@@ -182,7 +182,11 @@ def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_h
     if folder is None:
         from harness.fsutil import cache_dir
 
-        folder = cache_dir("embeddings")
+        try:
+            folder = cache_dir("embeddings")
+        except OSError as exc:  # an unusable cache folder must not stop the adapter, only slow it
+            say(f"no vector cache ({exc}); embedding every time")
+            return cached_passage_embeddings(embedder, texts, corpus_hash, use_cache=False, progress=progress)
     store = Store(folder / identity_key(embedder), say)
     digests = [text_digest(text) for text in texts]
     missing: dict[bytes, int] = {}
@@ -192,15 +196,24 @@ def cached_passage_embeddings(embedder: Embedder, texts: Sequence[str], corpus_h
     reused = sum(1 for digest in digests if digest in store.rows)
     if missing:
         fresh = embedder.embed_passages([texts[position] for position in missing.values()], progress=progress)
-        store.folder.mkdir(parents=True, exist_ok=True)
-        store.add(list(missing), fresh)
+        try:
+            store.folder.mkdir(parents=True, exist_ok=True)
+            store.add(list(missing), fresh)
+        except OSError as exc:  # minutes of embedding are not thrown away for a full or read-only disk
+            say(f"{store.folder}: cannot write the vector cache ({exc.strerror or exc}); "
+                f"{len(missing)} new vectors are used but not kept")
+            store.rows.update(zip(missing, fresh))
+            store.dim = fresh.shape[1]
     dim = store.dim if store.dim is not None else embedder.dimensions
     matrix = np.empty((len(texts), dim), dtype=np.float32)
     for position, digest in enumerate(digests):
         matrix[position] = store.rows[digest]
     if texts:
-        store.folder.mkdir(parents=True, exist_ok=True)
-        store.record_use(corpus_hash, digests)
+        try:
+            store.folder.mkdir(parents=True, exist_ok=True)
+            store.record_use(corpus_hash, digests)
+        except OSError as exc:
+            say(f"{store.folder}: cannot record this corpus's use of the cache ({exc.strerror or exc})")
     state = "hit" if not missing else ("partial" if reused else "miss")
     return matrix, CacheOutcome(state, reused, len(missing), len(store.rows), store.size_bytes())
 

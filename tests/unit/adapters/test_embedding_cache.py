@@ -70,6 +70,35 @@ def test_changing_one_document_embeds_only_that_document(tiny, tmp_path):
     assert len(packs(cache)) == 2
 
 
+def test_an_unusable_cache_costs_speed_not_the_start(tiny, tmp_path, monkeypatch):
+    # A file where the cache folder belongs (or a full, read-only disk) used to end the
+    # adapter with a traceback, after all the embedding was done.
+    model, tokenizer, table, type_table = tiny
+    expected = reference(TEXTS, table, type_table)
+    messages: list[str] = []
+    (tmp_path / "rg").mkdir()
+    (tmp_path / "rg" / "embeddings").write_text("a file where the folder belongs")
+    monkeypatch.setenv("RETRIEVAL_GATE_CACHE", str(tmp_path / "rg"))
+    matrix, outcome = cached_passage_embeddings(Embedder(model, tokenizer, EmbedOptions()), TEXTS, "c",
+                                                log=messages.append)
+    np.testing.assert_allclose(matrix, expected, rtol=1e-5, atol=1e-6)
+    assert (outcome.state, outcome.embedded) == ("off", len(TEXTS))
+    assert len(messages) == 1 and "no vector cache" in messages[0] and "embedding every time" in messages[0]
+    # the folder is there, but its store cannot be written: the vectors are still returned
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    first = Embedder(model, tokenizer, EmbedOptions())
+    from adapters.embedding_cache import identity_key
+
+    (blocked / identity_key(first)).write_text("a file where the store belongs")
+    messages.clear()
+    matrix, outcome = cached_passage_embeddings(first, TEXTS, "c", folder=blocked, log=messages.append)
+    np.testing.assert_allclose(matrix, expected, rtol=1e-5, atol=1e-6)
+    assert outcome.state == "miss" and outcome.embedded == len(TEXTS)
+    assert any("cannot write the vector cache" in message and f"{len(TEXTS)} new vectors are used but not kept"
+               in message for message in messages)
+
+
 def test_options_that_change_vectors_get_their_own_store(tiny, tmp_path):
     model, tokenizer, _, _ = tiny
     cache = tmp_path / "embeddings"
