@@ -205,7 +205,8 @@ class Embedder:
         self._read_inputs()
         self._dimensions: int | None = None
 
-    def _new_session(self, model_bytes: bytes, options=None):
+    def _new_session(self, model_bytes: bytes, options=None, also_unfused: Sequence[str] = ()):
+        """A session of `model_bytes`, loaded without LOAD_FUSIONS_OFF (and `also_unfused`, for benchmarks)."""
         import onnxruntime
 
         from adapters.graph_rewrite import LOAD_FUSIONS_OFF
@@ -213,7 +214,7 @@ class Embedder:
         try:
             return onnxruntime.InferenceSession(
                 model_bytes, sess_options=options or self._session_options, providers=["CPUExecutionProvider"],
-                disabled_optimizers=list(LOAD_FUSIONS_OFF))
+                disabled_optimizers=[*LOAD_FUSIONS_OFF, *also_unfused])
         except Exception as exc:  # onnxruntime raises its own pybind error types
             raise EmbedderError(f"{self.model_path}: not a loadable ONNX model: {_first_line(exc)}") from None
 

@@ -178,14 +178,18 @@ def cached_graphs(folder: Path | None = None) -> list[CachedGraph]:
     found = []
     for stem in stems:
         files = tuple(path for path in (folder / f"{stem}.onnx", folder / f"{stem}.json") if path.is_file())
+        stats = []
+        for path in files:
+            try:
+                stats.append(path.stat())
+            except OSError:  # removed meanwhile (a concurrent prune or rebuild)
+                continue
         try:
-            stats = [path.stat() for path in files]
             key = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8")).get("key")
-            usable = (isinstance(key, dict) and key.get("variant") in VARIANTS
-                      and key == cache_key(str(key.get("source_sha256")), key["variant"]))
-        except (OSError, ValueError, AttributeError):
-            usable = False
-            stats = [path.stat() for path in files if path.exists()]
+        except (OSError, ValueError, AttributeError):  # no sidecar, or not one of ours
+            key = None
+        usable = (isinstance(key, dict) and key.get("variant") in VARIANTS
+                  and key == cache_key(str(key.get("source_sha256")), key["variant"]))
         found.append(CachedGraph(stem, files, sum(stat.st_size for stat in stats), usable,
                                  max((stat.st_mtime for stat in stats), default=0.0)))
     return found

@@ -33,7 +33,6 @@ def list_of(minimum: int) -> Callable[[str], list[int]]:
     return parse
 
 
-
 def names_from(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
     """A comma-separated list of one or more of `choices` (`--graphs plain,fused`)."""
     def parse(text: str) -> list[str]:

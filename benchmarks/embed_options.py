@@ -59,10 +59,7 @@ def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | 
     (graph_rewrite.LOAD_FUSIONS_OFF): without it a graph left unfused on purpose is fused
     back when the session loads it, and the row measures the default again.
     """
-    import onnxruntime
-
     from adapters.embedder import session_options
-    from adapters.graph_rewrite import LOAD_FUSIONS_OFF
 
     def configured(threads: int):
         options = session_options(threads, embedder.options.spinning)
@@ -70,15 +67,11 @@ def _with_session(embedder, graph: bytes, configure: Callable[[object], None] | 
             configure(options)
         return options
 
-    def session(options):
-        return onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"],
-                                            disabled_optimizers=[*LOAD_FUSIONS_OFF, *also_unfused])
-
     clone = copy.copy(embedder)
     clone._session_options = configured(embedder.options.threads)
-    clone.session = session(clone._session_options)
+    clone.session = clone._new_session(graph, also_unfused=also_unfused)
     if clone.workers > 1:  # batches side by side run on a one-thread session: changed alike
-        clone.parallel_session = session(configured(1))
+        clone.parallel_session = clone._new_session(graph, configured(1), also_unfused)
     return clone
 
 
