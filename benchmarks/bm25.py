@@ -288,14 +288,19 @@ def _recall(results: list[list[tuple[str, float]]], chosen) -> float:
     return statistics.fmean(any(doc == item.id for doc, _ in hits) for hits, item in zip(results, chosen))
 
 
+def query_sample(items, size: int, n_queries: int) -> list:
+    """Up to n_queries documented items of the first `size`, evenly spaced: each one's query has it as the answer."""
+    documented = [item for item in items[:size] if item.query is not None]
+    step = max(1, len(documented) // n_queries)
+    return documented[::step][:n_queries]
+
+
 def compare(size: int, items, docs_tokens, n_queries: int, n_slow: int, folder: Path,
             k1: float, b: float) -> list[str]:
     from adapters.tokenizer import Tokenizer
 
     ids = [item.id for item in items[:size]]
-    documented = [item for item in items[:size] if item.query is not None]
-    step = max(1, len(documented) // n_queries)
-    chosen = documented[::step][:n_queries]
+    chosen = query_sample(items, size, n_queries)
     tokenize = Tokenizer()
     data = {"ids": ids, "docs_tokens": docs_tokens[:size],
             "queries": [(tokenize(item.query), item.id) for item in chosen]}
