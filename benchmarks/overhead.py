@@ -13,7 +13,6 @@ Target (issue 2): the harness adds at most 20 us at p50 over the floor.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import subprocess
 import sys
@@ -22,8 +21,9 @@ import time
 from pathlib import Path
 
 from benchmarks.arguments import at_least
-from harness.adapter.protocol import Request, decode_response, encode_request
 from harness.adapter.driver import AdapterProcess
+from harness.adapter.protocol import Request, decode_response, encode_request
+from harness.scoring.metrics import percentile
 
 # The instant adapter: one fixed response line per request line, flushed.
 INSTANT_ADAPTER = r"""
@@ -78,15 +78,9 @@ def time_block(ask, count: int, sink: list[float]) -> None:
         sink.append(clock() - started)
 
 
-def nearest_rank(sorted_values: list[float], fraction: float) -> float:
-    """The value at rank ceil(fraction * n) of the sorted values (the percentile rule of docs/design.md)."""
-    return sorted_values[max(1, math.ceil(fraction * len(sorted_values))) - 1]
-
-
 def percentiles(seconds: list[float]) -> tuple[float, float]:
-    """(p50, p95) in microseconds."""
-    ordered = sorted(seconds)
-    return nearest_rank(ordered, 0.50) * 1e6, nearest_rank(ordered, 0.95) * 1e6
+    """(p50, p95) in microseconds, by the harness's own nearest-rank rule."""
+    return percentile(seconds, 50) * 1e6, percentile(seconds, 95) * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:
