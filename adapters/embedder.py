@@ -234,6 +234,7 @@ class Embedder:
         """Lowest cosine between the plain model's and `candidate`'s vectors for PROBE_TEXTS (padded and alone)."""
         vectors = []
         for model in (plain, candidate):
+            self.session = None  # one session at a time: the build's memory peak
             self.session = self._new_session(model)
             self._read_inputs()
             vectors.append(np.concatenate([self.embed(PROBE_TEXTS), self.embed(PROBE_TEXTS[:1])]))

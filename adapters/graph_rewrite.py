@@ -49,9 +49,12 @@ def build(source: bytes, variant: str) -> tuple[bytes, str]:
         source_path = Path(tmp) / "source.onnx"
         source_path.write_bytes(source)
         model, fused = fused_model(source_path, Path(tmp))
-        note = f"{fused} attention blocks fused"
-        onnx.checker.check_model(model)
-        return model.SerializeToString(), note
+        # Serialised once and checked as bytes: checking the ModelProto would serialise a
+        # second ~90 MB copy, and the proto is dropped first (the build's memory peak).
+        serialised = model.SerializeToString()
+        del model
+        onnx.checker.check_model(serialised)
+        return serialised, f"{fused} attention blocks fused"
 
 
 def fused_model(source: Path, tmp: Path, fusion_options=None):

@@ -256,3 +256,25 @@ def test_the_fused_graph_builds_without_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "6 attention blocks fused"
+
+
+@pytest.mark.parametrize("libc", ["no malloc_trim", "no libc"])
+def test_returning_freed_memory_is_skipped_where_the_c_library_cannot(libc, monkeypatch):
+    import ctypes
+
+    from adapters import model_optimise
+
+    calls = []
+
+    class WithoutTrim:  # a C library that is not glibc: no malloc_trim symbol
+        def __getattr__(self, name):
+            calls.append(name)
+            raise AttributeError(name)
+
+    def load(name):
+        if libc == "no libc":
+            raise OSError("cannot open shared object")
+        return WithoutTrim()
+    monkeypatch.setattr(ctypes, "CDLL", load)
+    model_optimise._return_freed_memory()  # neither raises
+    assert calls == ([] if libc == "no libc" else ["malloc_trim"])
