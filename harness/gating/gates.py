@@ -297,8 +297,9 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
             return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set")
         return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold")
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
-    hint = (f"; all {len(broken)} are recorded as broken in the baseline (--known-contract-failures fails only "
-            "new breaks)" if not accept_known and len(known) == len(broken) else "")
+    which = "it" if len(broken) == 1 else f"all {len(broken)}"
+    hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
+            if not accept_known and len(known) == len(broken) else "")
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})
     return GateResult(result.name, "contract", False,

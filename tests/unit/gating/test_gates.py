@@ -115,7 +115,7 @@ def test_known_contract_failures_ratchet():
     # strict by default: the known break still fails, and says the option exists for it
     [strict] = failed(check([broken], {"tiny": entry}, {}))
     assert strict.gate == "contract" and strict.message.endswith(
-        "; all 1 are recorded as broken in the baseline (--known-contract-failures fails only new breaks)")
+        "; the baseline records it as broken (--known-contract-failures fails only new breaks)")
     # ratchet: the same break passes as known ...
     gates = check([broken], {"tiny": entry}, {}, known_contract_failures=True)
     contract = [g for g in gates if g.gate == "contract"]
@@ -124,10 +124,14 @@ def test_known_contract_failures_ratchet():
     answers["tiny-04"] = Answer(("doc-05", "doc-04"), None, 0.001)
     worse = evaluate_set(TINY, answers, k=10)
     bad = failed(check([worse], {"tiny": entry}, {}, known_contract_failures=True))
-    assert len(bad) == 1 and "tiny-04 rank_before" in bad[0].message and "recorded" not in bad[0].message
+    assert len(bad) == 1 and "tiny-04 rank_before" in bad[0].message and "as broken" not in bad[0].message
     # strict, with a new break beside the known one: no hint (the option would not make it pass)
     [mixed] = failed(check([worse], {"tiny": entry}, {}))
-    assert "2 hard contract(s) broken" in mixed.message and "recorded as broken" not in mixed.message
+    assert "2 hard contract(s) broken" in mixed.message and "as broken" not in mixed.message
+    # both recorded: the hint counts them
+    [both] = failed(check([worse], {"tiny": entry_for(worse)}, {}))
+    assert both.message.endswith("; the baseline records all 2 as broken (--known-contract-failures fails only "
+                                 "new breaks)")
 
 
 # -- exposed-evidence metrics gated through the policy ------------------------------------------------
