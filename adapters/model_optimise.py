@@ -14,6 +14,7 @@ model with one log line.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,10 +52,9 @@ def cache_key(source_digest: str, variant: str) -> dict[str, str]:
 
     from adapters.graph_rewrite import RECIPE
 
-    try:
-        import onnx
-        onnx_version = onnx.__version__
-    except ImportError:
+    try:  # the installed version, read without importing onnx (a second of every start, cold)
+        onnx_version = importlib.metadata.version("onnx")
+    except importlib.metadata.PackageNotFoundError:
         onnx_version = "missing"
     return {"source_sha256": source_digest, "variant": variant, "recipe": RECIPE,
             "onnxruntime": onnxruntime.__version__, "onnx": onnx_version}

@@ -278,3 +278,30 @@ def test_returning_freed_memory_is_skipped_where_the_c_library_cannot(libc, monk
     monkeypatch.setattr(ctypes, "CDLL", load)
     model_optimise._return_freed_memory()  # neither raises
     assert calls == ([] if libc == "no libc" else ["malloc_trim"])
+
+
+def test_a_start_from_the_cached_graph_does_not_import_onnx(tiny, tmp_path):
+    """Only a build needs the onnx package: a start that reads the cached graph names its version without it."""
+    import os
+    import subprocess
+    import sys
+
+    model, tokenizer, expected = tiny
+    built, _ = load(model, tokenizer)  # builds and caches the graph (imports onnx, in this process)
+    assert built.graph == "fused" and built.graph_note
+    script = ("import sys, numpy\nfrom pathlib import Path\n"
+              "from adapters.embedder import EmbedOptions, Embedder\n"
+              f"e = Embedder(Path({str(model)!r}), Path({str(tokenizer)!r}), EmbedOptions(graph='fused'), log=print)\n"
+              "print(e.graph, 'onnx' in sys.modules, float(numpy.abs(e.embed(['delta'])).sum()))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                          env=dict(os.environ), cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr[-2000:]
+    graph, imported, total = done.stdout.split()[-3:]
+    assert (graph, imported) == ("fused", "False"), done.stdout + done.stderr
+    assert float(total) == pytest.approx(float(np.abs(built.embed(["delta"])).sum()), rel=1e-6)
+
+
+def test_the_cache_key_names_the_installed_onnx_version():
+    from adapters.model_optimise import cache_key
+
+    assert cache_key("ab" * 32, "fused")["onnx"] == onnx.__version__
