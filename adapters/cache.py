@@ -42,14 +42,14 @@ def _folders() -> tuple[Path, Path, Path]:
 def info() -> int:
     from adapters.embedding_cache import summarise
 
-    root, _, _ = _folders()
+    embeddings, bm25, _ = _folders()
     total = 0
-    for summary in summarise(root):
+    for summary in summarise(embeddings):
         total += summary.bytes
         broken = f", {summary.unreadable} unreadable manifest(s) that keep nothing" if summary.unreadable else ""
         print(f"embeddings {summary.folder.name}: {summary.vectors} vectors, {_mb(summary.bytes)}, "
               f"used by {summary.corpora} corpora{broken}")
-    for path in sorted(cache_dir("bm25").glob("*.bm25")):
+    for path in sorted(bm25.glob("*.bm25")):
         stat = path.stat()
         total += stat.st_size
         age = (time.time() - stat.st_mtime) / 86400
@@ -88,11 +88,10 @@ def _graph_lines() -> int:
     return sum(graph.size for graph in graphs)
 
 
-def _stale_graphs() -> list:
-    """Graphs this install never loads; a graph file without its sidecar only once abandoned (a build may be running)."""
-    recent = time.time() - ABANDONED_SECONDS
+def _stale_graphs(abandoned_before: float) -> list:
+    """Graphs this install never loads; a graph file without its sidecar only if untouched since `abandoned_before` (a build may be running)."""
     return [graph for graph in _graphs() or [] if not graph.usable
-            and (any(path.suffix == ".json" for path in graph.files) or graph.modified < recent)]
+            and (any(path.suffix == ".json" for path in graph.files) or graph.modified < abandoned_before)]
 
 
 def _temp_files() -> list[tuple[Path, int, float]]:
@@ -111,21 +110,22 @@ def _temp_files() -> list[tuple[Path, int, float]]:
 def prune(older_than_days: float) -> int:
     from adapters.embedding_cache import prune as prune_embeddings
 
-    embeddings, _, _ = _folders()
+    embeddings, bm25, _ = _folders()
     vectors, freed = prune_embeddings(embeddings, older_than_days)
-    cutoff = time.time() - older_than_days * 86400
+    now = time.time()
+    cutoff, abandoned_before = now - older_than_days * 86400, now - ABANDONED_SECONDS
     files = 0
-    for path in cache_dir("bm25").glob("*.bm25"):
+    for path in bm25.glob("*.bm25"):
         try:
-            if path.stat().st_mtime < cutoff:
-                size = path.stat().st_size
+            stat = path.stat()
+            if stat.st_mtime < cutoff:
                 path.unlink()
                 files += 1
-                freed += size
+                freed += stat.st_size
         except OSError:
             continue
     graphs = 0
-    for graph in _stale_graphs():
+    for graph in _stale_graphs(abandoned_before):
         try:
             for path in graph.files:
                 path.unlink()
@@ -135,7 +135,7 @@ def prune(older_than_days: float) -> int:
         freed += graph.size
     temps = 0
     for path, size, modified in _temp_files():
-        if modified < time.time() - ABANDONED_SECONDS:
+        if modified < abandoned_before:
             try:
                 path.unlink()
             except OSError:

@@ -2,9 +2,10 @@
 
 Why: onnxruntime's own transformer optimizer (`optimize_model`) folds the constants and fuses
 BiasGelu here, but its attention fusion does not recognise the attention of a torch.dynamo
-export (key scaled and transposed through Reshape/Transpose, softmax followed by IsNaN/Where). `fuse_attention` matches that block directly and replaces
-it with one com.microsoft `Attention` node: about 400 nodes become about 50, which is what
-batch-1 and short-text calls pay for.
+export (key scaled and transposed through Reshape/Transpose, softmax followed by
+IsNaN/Where). `fuse_attention` matches that block directly and replaces it with one
+com.microsoft `Attention` node: about 400 nodes become about 50, which is what batch-1 and
+short-text calls pay for.
 
 There is no quantised variant: every int8 graph measured moved the code set's recall@10
 by more than the 1 point allowed (two of its queries find their file at rank 10, 0.0006

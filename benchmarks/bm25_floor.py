@@ -198,11 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     index = BM25Index.from_tokens([item.id for item in items], docs_tokens, BM25Settings(k1=args.k1, b=args.b))
     term_ids = index.term_ids
     queries = [[term_ids[token] for token in tokens if token in term_ids] for tokens in query_tokens]
-    exact_kth = {}
-    for terms in queries:
-        _docs, top = bm25_search.exhaustive_top_k(index, terms, K)
-        if len(top) == K:
-            exact_kth[_key(terms)] = float(top[-1]) * (1 - 1e-7)
+    reference = [bm25_search.exhaustive_top_k(index, terms, K) for terms in queries]
+    exact_kth = {_key(terms): float(top[-1]) * (1 - 1e-7)
+                 for terms, (_docs, top) in zip(queries, reference) if len(top) == K}
 
     shipped_accumulator = bm25_search.Accumulator(index.n_docs)
     scorers: dict[str, Callable] = {
@@ -211,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         scorers[f"ours from an oracle threshold, {fraction:g} x the exact 10th score"] = oracle_scorer(
             index, exact_kth, fraction)
     for name, search in scorers.items():  # every variant is exact: the same ids, scores and order
-        for terms in queries:
-            got, want = search(terms), bm25_search.exhaustive_top_k(index, terms, K)
+        for terms, want in zip(queries, reference):
+            got = search(terms)
             if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
                 raise SystemExit(f"benchmarks.bm25_floor: {name} differs from exhaustive_top_k on {terms}")
     timed = {name: (lambda search: lambda i: search(queries[i]))(search) for name, search in scorers.items()}
@@ -224,21 +222,20 @@ def main(argv: list[str] | None = None) -> int:
     shipped = best["ours (as shipped)"]
     by_time = sorted(range(len(queries)), key=shipped.__getitem__)
     around_p95 = by_time[int(0.925 * len(by_time)):int(0.975 * len(by_time))]
+    summed = {name: [summed_parts(search, queries[i]) for i in around_p95] for name, search in scorers.items()}
     print(f"# {len(items)} documents, {len(queries)} queries, best of {args.rounds} per query, one process")
     numba_p95 = percentile(best["bm25s lucene, numba backend"], 95) if numba_search else None
     print(f"{'scorer':<62}{'p50 ms':>8}{'p95 ms':>8}{'p95 / numba':>12}{'summed at p95':>15}")
     for name, times in best.items():
         p95 = percentile(times, 95)
         ratio = f"{p95 / numba_p95:.2f}" if numba_p95 else ""
-        summed = ""
-        if name in scorers:
-            summed = f"{statistics.median(sum(end - start for start, end in summed_parts(scorers[name], queries[i])) for i in around_p95):.0f}"
-        print(f"{name:<62}{1000 * percentile(times, 50):>8.3f}{1000 * p95:>8.3f}{ratio:>12}{summed:>15}")
+        postings = (f"{statistics.median(sum(end - start for start, end in parts) for parts in summed[name]):.0f}"
+                    if name in summed else "")
+        print(f"{name:<62}{1000 * percentile(times, 50):>8.3f}{1000 * p95:>8.3f}{ratio:>12}{postings:>15}")
     print(f"('summed at p95': median postings added into the slots, over the {len(around_p95)} queries "
           "at ranks p92.5 to p97.5 of the shipped scorer)")
 
-    costs = scatter_costs(index, [summed_parts(scorers["ours (as shipped)"], queries[i]) for i in around_p95],
-                          args.rounds)
+    costs = scatter_costs(index, summed["ours (as shipped)"], args.rounds)
     floor = costs.get(NUMBA_WAY)
     print(f"\n{'adding those postings into a float64 slot per document':<78}{'ns/posting':>11}{'/ numba':>9}")
     for name, cost in costs.items():

@@ -399,10 +399,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{ceilings[config['threads']]:.1f} GFLOP/s")
     print(f"# model: {per_token / 2e6:.2f} M multiply-adds per token + {per_square / 2:.0f} per token pair "
           "(its MatMuls; GFLOP/s below counts these for the texts' true lengths)")
-    print(table([combine(config_runs) for config, config_runs in zip(plan, runs) if config["method"] != "gemm"],
-                ceilings))
-    for line in reference_ratios([combine(config_runs) for config, config_runs in zip(plan, runs)
-                                  if config["method"] != "gemm"]):
+    rows = [combine(config_runs) for config, config_runs in zip(plan, runs) if config["method"] != "gemm"]
+    print(table(rows, ceilings))
+    for line in reference_ratios(rows):
         print(line)
     print(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
