@@ -1,12 +1,13 @@
 """retrieval-gate: measure a search backend's retrieval quality and latency, and gate CI on it.
 
 `harness.gate(...)` runs the main job and returns a typed `harness.Report` (see harness/api.py);
-both are imported on first use, so `from harness.adapter import serve` in an adapter stays light.
+`harness.read_report(path)` and `harness.report_from_json(text)` read one back. All are imported
+on first use, so `from harness.adapter import serve` in an adapter stays light.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["Report", "gate"]
+__all__ = ["Report", "gate", "read_report", "report_from_json"]
 
 
 def __getattr__(name: str):
@@ -16,4 +17,7 @@ def __getattr__(name: str):
     if name == "Report":
         from harness.report.document import Report
         return Report
+    if name in ("read_report", "report_from_json"):
+        from harness.report import reading
+        return getattr(reading, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -196,7 +196,12 @@ class GateResult:
     """One gate outcome; a failed gate is a result, not an exception.
 
     Three verdicts: PASS, WARN (`passed` and `warning`: printed after the failures, counted
-    in every output, never fails CI) and FAIL (not `passed`).
+    in every output, never fails CI) and FAIL (not `passed`). The numbers the gate decided on
+    travel with it, so every output reads the report alone: `metric` (what was compared:
+    `recall@10`, `p95`, `queries`, `broken contracts`, ...), `baseline` and `current` values,
+    the `limit` it was held to and its `unit` ("fraction": a [0, 1] mean whose limit is a
+    drop, shown in points; "ms"; "percent"; "count"), and for a metric drop the paired 95% CI
+    of the change (`ci`, in the value's unit) and its p-value when computed.
     """
 
     set_name: str
@@ -206,6 +211,13 @@ class GateResult:
     category: str | None = None
     flipped: tuple[str, ...] = ()
     warning: bool = False
+    metric: str | None = None
+    baseline: float | None = None
+    current: float | None = None
+    limit: float | None = None
+    unit: str | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
 
     @property
     def status(self) -> str:
@@ -214,6 +226,27 @@ class GateResult:
             return "fail"
         return "warn" if self.warning else "pass"
 
+    @property
+    def scope(self) -> str:
+        """`overall` or the category the gate is about."""
+        return self.category or "overall"
+
+    @property
+    def change(self) -> float | None:
+        """current - baseline, when the gate has both."""
+        if self.baseline is None or self.current is None:
+            return None
+        return self.current - self.baseline
+
     def to_dict(self) -> dict[str, object]:
-        return {"set": self.set_name, "gate": self.gate, "passed": self.passed, "status": self.status,
-                "category": self.category, "message": self.message, "flipped": list(self.flipped)}
+        row: dict[str, object] = {"set": self.set_name, "gate": self.gate, "passed": self.passed,
+                                  "status": self.status, "category": self.category, "message": self.message,
+                                  "flipped": list(self.flipped)}
+        for key in ("metric", "baseline", "current", "limit", "unit", "p_value"):
+            value = getattr(self, key)
+            if value is not None:
+                row[key] = value
+        if self.ci is not None:
+            row["ci"] = list(self.ci)
+        return row
+

@@ -10,7 +10,8 @@ from pathlib import Path
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
-from harness.report.document import Report, read_report
+from harness.report.document import Report
+from harness.report.reading import read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
 

@@ -1,4 +1,4 @@
-"""Baseline files: build one from a run, read it back strictly, write it atomically."""
+"""Baseline files: build one from a run, read it back strictly (once, as a typed `Baseline`), write it atomically."""
 
 from __future__ import annotations
 
@@ -7,17 +7,61 @@ import fcntl
 import math
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
 from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity
+from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
 BASELINE_VERSION = 1
-GATED_METRIC = "recall@10"  # what the recall gate reads (gates.RECALL_METRIC); every scored scope must carry it
+DEFAULT_BASELINE_PATH = Path("baselines/current.json")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline file read once: where it is, its per-set entries, whose backend, when and at which commit.
+
+    Gating reads `entries` (through `entry_for`), the identity check `identity`, every output
+    the `gated_against` record, `--update-baseline` the `document` it replaces.
+    """
+
+    path: Path
+    entries: Mapping[str, Mapping]
+    identity: BackendIdentity
+    created: str | None
+    commit: str | None
+    document: Mapping[str, object]
+
+    @classmethod
+    def read(cls, path: Path) -> Baseline:
+        """The baseline at `path`; BaselineError naming file and field when it is not one."""
+        document = read_baseline(path)
+        return cls(path=path, entries=document["sets"], identity=cls.read_identity(document),
+                   created=_text_or_none(document.get("created")), commit=_text_or_none(document.get("git_commit")),
+                   document=document)
+
+    @staticmethod
+    def read_identity(document: Mapping[str, object]) -> BackendIdentity:
+        """Whose backend a checked baseline document (`check_baseline`) was recorded for."""
+        return BackendIdentity.from_record(document["backend"])  # type: ignore[arg-type]
+
+    def entry_for(self, query_set: SetResult | QuerySet, *, k: int | None = None) -> Mapping:
+        """The entry comparable with a set or its result (see `set_entry_for`)."""
+        return set_entry_for(self.document, query_set, str(self.path), k=k)
+
+    def gated_against(self) -> dict[str, object]:
+        """What a report says it was gated against: the file, whose backend, when, at which commit."""
+        return {"path": str(self.path), "backend": self.identity.describe(), "created": self.created,
+                "git_commit": self.commit}
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,
@@ -150,7 +194,24 @@ def check_baseline(document: object, label: str) -> dict[str, object]:
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
         _check_entry(entry, f"{label}: sets.{_key(name)}")
+    _check_backend(document.get("backend"), label)
     return document
+
+
+def _check_backend(record: object, label: str) -> None:
+    """Who the baseline gates: an object whose identity fields are strings (or null) and whose command is
+    a list of strings; a removed or mistyped record is refused, never read as "any backend"."""
+    if not isinstance(record, dict):
+        raise BaselineError(f"{label}: backend: missing or not an object (restore it from git, or re-baseline)")
+    for key in ("label", "name", "version", "model_digest"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            raise BaselineError(f"{label}: backend.{key}: must be a string or null, got {_preview(record[key])}")
+    for key in ("command", "argv"):
+        value = record.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
+            raise BaselineError(f"{label}: backend.{key}: must be a list of strings")
+    if record.get("settings") is not None and not isinstance(record["settings"], dict):
+        raise BaselineError(f"{label}: backend.settings: must be an object or null")
 
 
 def _check_entry(entry: object, where: str) -> None:
@@ -196,8 +257,8 @@ def _check_scope(values: dict, where: str) -> None:
     count = values.get("n")
     if type(count) is not int or count < 0:
         raise BaselineError(f"{where}.n: missing or not a count of scored queries")
-    if count > 0 and GATED_METRIC not in values:
-        raise BaselineError(f"{where}.{GATED_METRIC}: missing; the recall gate needs it for every scope with "
+    if count > 0 and FOUNDING_METRIC not in values:
+        raise BaselineError(f"{where}.{FOUNDING_METRIC}: missing; the recall gate needs it for every scope with "
                             f"scored queries (restore the file from git, or remove it and re-baseline)")
 
 

@@ -1,9 +1,11 @@
-"""The gates as one pure function: check(results, baseline entries, budgets, policy) -> GateResults.
+"""The one gating function: decide(results, inputs) -> the gates and flips every verdict is built from.
 
-Gates (docs/design.md): query count, one quality gate per gated metric (overall and per
-category), latency (absolute budget; optional relative limit), hard contracts, judged coverage.
-Each result is PASS, WARN (reported, never fails CI) or FAIL, with a message that says in words
-what moved, not only statistics.
+A run (`harness.api.run_gate`), `merge`, and the Python API all decide through `decide`, so
+one backend on one set gets one verdict whichever path gated it. Gates (docs/design.md): query
+count, one quality gate per gated metric (overall and per category), latency (absolute budget;
+optional relative limit), hard contracts, judged coverage. Each result is PASS, WARN (reported,
+never fails CI) or FAIL, with a message that says in words what moved, and the numbers it
+decided on (`GateResult.metric`, `baseline`, `current`, `limit`, `unit`, `ci`).
 
 Rounding rule (written once, here): a metric drop fails when
 `baseline - current > limit + FLOAT_SLACK`; FLOAT_SLACK absorbs binary float noise in means so
@@ -14,30 +16,61 @@ points". Latency fails when p95 > budget (equal passes).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from harness.gating.budgets import Budgets
+from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.records import GateResult, QueryResult, SetResult
 from harness.scoring.evidence import evidence_metric_names, evidence_value, lower_is_better
-from harness.scoring.flips import find_flips
+from harness.scoring.flips import Flip, find_flips
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 
-RECALL_METRIC = "recall@10"
-RECALL_DROP_LIMIT = GatePolicy().drop_limit
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
-DEFAULT_P95_BUDGET_MS = 300.0
 MAX_FLIPS_LISTED = 10
-DEFAULT_POLICY = GatePolicy()
+# The units a GateResult's numbers are in: a [0, 1] mean whose `limit` is the largest drop allowed
+# (shown in points); milliseconds whose `limit` is the largest value allowed; a count whose `limit`
+# is the largest change allowed.
+FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
 
 
-def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets_ms: Mapping[str, float],
-          *, default_budget_ms: float = DEFAULT_P95_BUDGET_MS, latency_gate: bool = True,
-          known_contract_failures: bool = False, policy: GatePolicy = DEFAULT_POLICY) -> list[GateResult]:
-    """Every gate for every set; `baseline_sets` maps set name -> comparable baseline entry.
+@dataclass(frozen=True)
+class Decision:
+    """The gates of a run and, per gated set, its flips against the baseline (lost and gained)."""
 
-    With `known_contract_failures`, a contract the baseline already recorded as broken for the
-    same query is reported as known instead of failing (a ratchet: only new breaks fail).
+    gates: tuple[GateResult, ...]
+    flips: Mapping[str, tuple[Flip, ...]]
+
+
+def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
+           known_contract_failures: bool = False) -> Decision:
+    """Every gate for every set against `inputs.baseline` (no baseline: no gates, no flips).
+
+    `k` is the run's --k (None: each set's own). `latency_gated` False for rankings that were not
+    timed (a run file). With `known_contract_failures`, a contract the baseline already recorded as
+    broken for the same query is reported as known instead of failing (only new breaks fail).
     """
+    if inputs.baseline is None:
+        return Decision((), {})
+    entries = {result.name: inputs.baseline.entry_for(result, k=k or result.k) for result in results}
+    gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
+                  known_contract_failures=known_contract_failures, policy=inputs.policy)
+    flips = {result.name: tuple(find_flips(result.name, _found(entries[result.name]),
+                                           {q.qid: q.found for q in result.queries},
+                                           {q.qid: q.query for q in result.queries}))
+             for result in results}
+    return Decision(tuple(gates), flips)
+
+
+def _found(entry: Mapping) -> dict[str, list[str]]:
+    return {qid: row.get("found") or [] for qid, row in entry["queries"].items()}
+
+
+def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets: Budgets = Budgets(), *,
+          latency_gated: bool = True, known_contract_failures: bool = False,
+          policy: GatePolicy = GatePolicy()) -> list[GateResult]:
+    """The gates of `decide` on baseline entries already matched to the sets (set name -> entry)."""
     gates: list[GateResult] = []
     for result in results:
         entry = baseline_sets[result.name]
@@ -47,8 +80,8 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
                 gates.extend(_evidence_gates(result, entry, metric, policy))
             else:
                 gates.extend(_metric_gates(result, entry, metric, policy))
-        if latency_gate:
-            gates.append(_latency_gate(result, budgets_ms.get(result.name, default_budget_ms)))
+        if latency_gated:
+            gates.append(_latency_gate(result, entry, budgets.for_set(result.name)))
             relative = _relative_latency_gate(result, entry, policy)
             if relative is not None:
                 gates.append(relative)
@@ -73,17 +106,22 @@ def gate_name(metric: str) -> str:
 
 
 def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
+    numbers = dict(metric="queries", baseline=entry["query_count"], current=result.query_count, limit=0, unit=COUNT)
     gates = []
     if result.query_count != entry["query_count"]:
         gates.append(GateResult(result.name, "query-count", False,
                                 f"{result.name}: query count {result.query_count} differs from the baseline's "
-                                f"{entry['query_count']} (re-baseline deliberately if queries were added or removed)"))
+                                f"{entry['query_count']} (re-baseline deliberately if queries were added or removed)",
+                                **numbers))
     else:
-        gates.append(GateResult(result.name, "query-count", True, f"{result.name}: {result.query_count} queries, as the baseline"))
+        gates.append(GateResult(result.name, "query-count", True, f"{result.name}: {result.query_count} queries, as the baseline",
+                                **numbers))
     for category in sorted(set(entry["aggregates"]["category"]) - set(result.aggregates["category"])):
         gates.append(GateResult(result.name, "query-count", False,
                                 f"{result.name}/{category}: category in the baseline has no scored queries now",
-                                category=category))
+                                category=category, metric="scored queries",
+                                baseline=entry["aggregates"]["category"][category].get("n"), current=0, limit=0,
+                                unit=COUNT))
     return gates
 
 
@@ -113,13 +151,14 @@ def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePo
                                     category=category))
             continue
         base_value, now_value = float(before[metric]), float(current[metric])
+        numbers = dict(metric=metric, baseline=base_value, current=now_value, limit=policy.drop_limit, unit=FRACTION)
         drop = base_value - now_value
         flips = flipped_queries(result, entry, category)
         listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else "")
         if drop <= policy.drop_limit + FLOAT_SLACK:
             gates.append(GateResult(result.name, gate_name(metric), True,
                                     f"{label} {metric} {now_value:.4f} (baseline {base_value:.4f})",
-                                    category=category, flipped=tuple(flips)))
+                                    category=category, flipped=tuple(flips), **numbers))
             continue
         rows = _scope_rows(result, category)
         test = _paired(rows, entry, metric)
@@ -135,7 +174,8 @@ def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePo
             message += "; warning only: the paired 95% CI does not lie below zero (policy: require_ci_below_zero)"
         warning = small or not_significant
         gates.append(GateResult(result.name, gate_name(metric), warning, message, category=category,
-                                flipped=tuple(flips), warning=warning))
+                                flipped=tuple(flips), warning=warning, ci=(test.ci_low, test.ci_high),
+                                p_value=test.p_value, **numbers))
     return gates
 
 
@@ -164,6 +204,7 @@ def _evidence_gates(result: SetResult, entry: Mapping, metric: str, policy: Gate
                                     f"{label} {metric}: no judged value in {side}; re-record the baseline with this "
                                     f"gate policy (--update-baseline)", category=category))
             continue
+        numbers = dict(metric=metric, baseline=before, current=now, limit=policy.drop_limit, unit=FRACTION)
         loss = (now - before) if lower_is_better(metric) else (before - now)
         passed = loss <= policy.drop_limit + FLOAT_SLACK
         direction = "rose" if lower_is_better(metric) else "dropped"
@@ -173,7 +214,7 @@ def _evidence_gates(result: SetResult, entry: Mapping, metric: str, policy: Gate
             message = (f"{label} {metric} {direction} {abs(now - before) * 100:.2f} points: baseline {before:.4f}, "
                        f"now {now:.4f} (limit {policy.drop_limit_points:.1f}; judged on {judged_now} queries, "
                        f"{judged_before} in the baseline; unjudgeable queries left out)")
-        gates.append(GateResult(result.name, gate_name(metric), passed, message, category=category))
+        gates.append(GateResult(result.name, gate_name(metric), passed, message, category=category, **numbers))
     return gates
 
 
@@ -231,17 +272,23 @@ def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
     return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
-def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
+def _latency_gate(result: SetResult, entry: Mapping, budget_ms: float) -> GateResult:
     p95 = result.latency_ms.get("p95")
+    before = (entry.get("latency_ms") or {}).get("p95")
+    numbers = dict(metric="p95", baseline=float(before) if before is not None else None,
+                   current=float(p95) if p95 is not None else None, limit=budget_ms, unit=MILLISECONDS)
     if p95 is None:
         if not result.queries:
-            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate")
+            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate",
+                              **numbers)
         return GateResult(result.name, "latency", False,
-                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass")
+                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass",
+                          **numbers)
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
+    was = f"; baseline {float(before):.1f} ms" if before is not None else ""
     return GateResult(result.name, "latency", passed,
-                      f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms")
+                      f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}", **numbers)
 
 
 def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
@@ -253,13 +300,15 @@ def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy
     if samples < policy.latency_min_samples or "p95" not in base or "p95" not in now:
         return GateResult(result.name, "latency-relative", True,
                           f"{result.name} p95 not compared with the baseline's: {samples} latencies, fewer than the "
-                          f"policy's min_samples {policy.latency_min_samples}")
+                          f"policy's min_samples {policy.latency_min_samples}", metric="p95", unit=MILLISECONDS,
+                          baseline=base.get("p95"), current=now.get("p95"))
     allowed = float(base["p95"]) * (1 + limit / 100)
     passed = float(now["p95"]) <= allowed + FLOAT_SLACK
     change = (float(now["p95"]) / float(base["p95"]) - 1) * 100 if base["p95"] else float("inf")
     return GateResult(result.name, "latency-relative", passed,
                       f"{result.name} p95 latency {now['p95']:.1f} ms vs the baseline's {base['p95']:.1f} ms "
-                      f"({change:+.0f} %, limit +{limit:g} %)")
+                      f"({change:+.0f} %, limit +{limit:g} %)", metric="p95", baseline=float(base["p95"]),
+                      current=float(now["p95"]), limit=allowed, unit=MILLISECONDS)
 
 
 def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
@@ -268,14 +317,16 @@ def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateR
     if before is None or now is None:
         return None
     drop = float(before) - float(now)
+    numbers = dict(metric=JUDGED_METRIC, baseline=float(before), current=float(now),
+                   limit=policy.judged_warn_drop_points / 100, unit=FRACTION)
     if drop * 100 <= policy.judged_warn_drop_points + FLOAT_SLACK:
         return GateResult(result.name, "judged", True,
-                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
+                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})", **numbers)
     unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in result.queries if q.scored)
     return GateResult(result.name, "judged", True,
                       f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}"
                       f" ({unjudged} unjudged documents in the top 10s); the backend now returns documents the set "
-                      f"never judged: judge them and bump the set's revision", warning=True)
+                      f"never judged: judge them and bump the set's revision", warning=True, **numbers)
 
 
 def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> GateResult:
@@ -284,18 +335,19 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
               for c in q.contracts if not c.passed]
     recorded = {(qid, key) for qid, row in entry["queries"].items() for key in row.get("broken", [])}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
+    numbers = dict(metric="broken contracts", baseline=len(recorded), current=len(broken), limit=0, unit=COUNT)
     if accept_known:
         broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
             return GateResult(result.name, "contract", True,
                               f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
+                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})", **numbers)
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
         if not checked:
-            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set")
-        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold")
+            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set", **numbers)
+        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold", **numbers)
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
@@ -304,4 +356,4 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
     qids = sorted({qid for qid, _ in broken})
     return GateResult(result.name, "contract", False,
                       f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
-                      f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))
+                      f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids), **numbers)

@@ -29,6 +29,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.strict_json import read_json_file
 
+FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
 POLICY_FORMAT = 1
 DEFAULT_POLICY_FILE = Path("gate-policy.json")
 _TOP_KEYS = {"format", "metrics", "drop_limit_points", "categories", "significance", "latency", "judged"}
@@ -36,7 +37,7 @@ _TOP_KEYS = {"format", "metrics", "drop_limit_points", "categories", "significan
 
 @dataclass(frozen=True)
 class GatePolicy:
-    metrics: tuple[str, ...] = ("recall@10",)
+    metrics: tuple[str, ...] = (FOUNDING_METRIC,)
     drop_limit_points: float = 2.0
     gate_categories: bool = True
     min_category_queries: int = 1

@@ -251,10 +251,11 @@ def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> dict
 
 
 def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
-    """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md)."""
+    """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md), of the per-query
+    latencies as a report records them, so a summary recomputed from a report (`merge`) is the same."""
     if not latencies_seconds:
         return {"n": 0}
-    ms = [value * 1000 for value in latencies_seconds]
+    ms = [round(value * 1000, 4) for value in latencies_seconds]  # as reports write each query's (0.1 µs)
     return {"n": len(ms), "p50": metrics.percentile(ms, 50), "p95": metrics.percentile(ms, 95), "max": max(ms)}
 
 

@@ -24,7 +24,7 @@ from harness.report.html_compare import render_comparison_html
 from harness.report.views import report_view
 from harness.scoring.compare import compare, compare_many
 from tests.output_reports import crashed_with_tail, gated_with_baseline, with_baseline_identity
-from tests.reports import BASE_ANSWERS, gated_report, tiny_baseline_entries
+from tests.reports import BASE_ANSWERS, gated_report
 from tests.conftest import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -89,10 +89,9 @@ def _comparison_page_of_two_candidates() -> str:
 
 
 PAGES = {
-    "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS)),
-                                           tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
-    "run-failing": lambda: render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
-    "run-crashed": lambda: render_run_html(crashed_with_tail(), None, {}, 300.0),
+    "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS))),
+    "run-failing": lambda: render_run_html(gated_with_baseline()),
+    "run-crashed": lambda: render_run_html(crashed_with_tail()),
     "comparison": _comparison_page,
     "comparison-two": _comparison_page_of_two_candidates,
 }

@@ -13,6 +13,7 @@ import pytest
 
 from harness.commands.cli import main
 from harness.errors import UsageError
+from harness.gating.budgets import Budgets
 from harness.gating.gates import check, movement
 from harness.gating.identity import BackendIdentity, check_identity, portable_command
 from harness.gating.policy import GatePolicy, load_policy
@@ -174,7 +175,7 @@ def test_policy_metric_names_in_any_spelling(tmp_path):
 
 
 def gates_with(policy, answers=CURRENT_ANSWERS):
-    return check([tiny_result(answers)], tiny_baseline_entries(), {"tiny": 60000.0}, policy=policy)
+    return check([tiny_result(answers)], tiny_baseline_entries(), Budgets({"tiny": 60000.0}), policy=policy)
 
 
 def test_default_verdicts_on_the_tiny_set():

@@ -219,7 +219,7 @@ def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows)
     baseline, current = set_result(rows, 2), set_result(rows, 3)
     entry = build_baseline([baseline], {"started": "t"})["sets"]["s"]
     with mock.patch("harness.gating.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
-        gates = check([current], {"s": entry}, {})
+        gates = check([current], {"s": entry})
     failed = [g for g in gates if not g.passed]
     assert all(g.gate == "recall" for g in failed), [g.message for g in failed]
     assert {g.category for g in failed} == reference_recall_failures(rows)
@@ -230,7 +230,7 @@ def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
     # 50 queries in one category, `shift` of them lose their only relevant document:
     # a drop of exactly shift * 2 points (0, 2 or 4); only 4 is over the limit.
     rows = [("a", 1, 1, 1)] * (50 - shift) + [("a", 1, 1, 0)] * shift
-    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]}, {})
+    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]})
     assert (not all(g.passed for g in gates)) == (shift == 2)
 
 
@@ -281,5 +281,5 @@ def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path
         assert "\n" not in str(error)
         return
     with mock.patch("harness.gating.gates.RESAMPLES", 50):
-        gates = check([set_result(rows, 3)], {"s": comparable}, {})
+        gates = check([set_result(rows, 3)], {"s": comparable})
     assert gates and entry is not None

@@ -10,6 +10,7 @@ import pytest
 
 from harness.adapter.asking import _ask, tied_warning
 from harness.adapter.protocol import Response
+from harness.report.reading import report_from_json
 from harness.report.document import Backend, Provenance, Report
 from harness.report.trec import _strict_scores, read_run, write_qrels, write_run
 from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, ranking_change, tied_positions
@@ -38,7 +39,7 @@ def test_tied_positions_count_scores_equal_to_the_previous_one():
 def test_tied_positions_survive_the_report_json():
     result = evaluate_set(TINY, {"tiny-01": Answer(("doc-01", "doc-02"), (2.0, 2.0), 0.0)}, k=10)
     report = Report(provenance=Provenance(harness_version="t", started=None, backend=Backend("t")), sets=(result,))
-    again = Report.from_json(report.to_json())
+    again = report_from_json(report.to_json())
     assert again.sets[0].queries[0].tied == 1 and again == report
 
 
