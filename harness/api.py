@@ -29,7 +29,7 @@ from harness.adapter.asking import RunOutcome, git_commit, machine, run_from_fil
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import RunOptions
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
-from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline, build_baseline, read_baseline, write_baseline
+from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline, build_baseline, write_baseline
 from harness.gating.budgets import load_budgets
 from harness.gating.gates import decide
 from harness.gating.identity import BackendCheck, BackendIdentity, check_backend
@@ -37,7 +37,7 @@ from harness.gating.inputs import GateInputs
 from harness.gating.policy import load_policy
 from harness.records import SetResult
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
-from harness.report.merge import MergePlan, plan_merge, rescore
+from harness.report.merge import plan_merge, rescore
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, pooled_aggregate
 from harness.scoring.evidence import evidence_metric_names
@@ -109,36 +109,19 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
              options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
     """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, decide, and build the Report."""
     options = _with_backend(options, backend, run_file, inputs)
-    identity: list[BackendCheck] = []
-
-    def on_started(banners: list[dict | None]) -> None:
-        """Before any query: the workers are one backend, the one the baseline was recorded for."""
-        identity.append(_identity_check([BackendIdentity.of(b, options.argv) for b in banners], inputs, options))
-
-    options = dataclasses.replace(options, on_started=on_started)
+    checked: list[BackendCheck] = []  # the identity check, before any query (on_started)
+    options = dataclasses.replace(options, on_started=lambda banners: checked.append(_identity_check(
+        [BackendIdentity.of(banner, options.argv) for banner in banners], inputs, options)))
     inputs, shard_record = _select_shard(inputs, options.shard)
     outcome, drift, executor = _ask(inputs, options, run_file, progress)
-    extra: dict[str, object] = {}
-    if shard_record is not None:
-        extra["shard"] = shard_record
-    if executor is not None:
-        extra["executor"] = executor
-    error_text = str(outcome.error) if outcome.error else None
-    error_code = outcome.error.exit_code if outcome.error else None
-    if drift and outcome.error is None:
-        error_text = "the run's inputs changed while it ran: " + "; ".join(drift) + " (nothing was gated)"
-        error_code = EXIT_CONFIG
+    error, error_code = _run_error(outcome, drift)
     # A shard is never gated alone (its query counts and latencies are a part): `merge` gates the whole.
-    gated = error_code is None and shard_record is None
-    report = decided_report(outcome.results, inputs if gated else dataclasses.replace(inputs, baseline=None),
-                            options, _provenance(options, inputs, outcome, run_file, extra),
-                            identity[0] if identity else None, warnings=tuple(outcome.warnings),
-                            complete=outcome.complete and not drift, error=error_text, error_code=error_code)
-    if options.what_if_min_score is not None:
-        by_name = {s.name: s for s in inputs.query_sets}
-        report = dataclasses.replace(report, what_if={
-            r.name: what_if_min_score(r, by_name[r.name], options.what_if_min_score) for r in report.sets if r.queries})
-    return report
+    gated = inputs if shard_record is None else dataclasses.replace(inputs, baseline=None)
+    extra = {key: value for key, value in (("shard", shard_record), ("executor", executor)) if value is not None}
+    report = decided_report(outcome.results, gated, options, _provenance(options, inputs, outcome, run_file, extra),
+                            _answered_by(checked, outcome, options), warnings=tuple(outcome.warnings),
+                            complete=outcome.complete and not drift, error=error, error_code=error_code)
+    return _with_what_if(report, inputs, options)
 
 
 def merge_gate(shards: Sequence[tuple[str, Report]], *, sets_dir: Path = Path("sets"), offline: bool = False,
@@ -232,6 +215,34 @@ def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, optio
     return check_backend(identities, baseline.identity if baseline is not None else None,
                          str(baseline.path) if baseline is not None else "", allow_change=options.allow_backend_change,
                          what=what)
+
+
+def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, int | None]:
+    """(error line, exit code) of a run that cannot be gated: the backend failed, or its inputs changed."""
+    if outcome.error is not None:
+        return str(outcome.error), outcome.error.exit_code
+    if drift:
+        return "the run's inputs changed while it ran: " + "; ".join(drift) + " (nothing was gated)", EXIT_CONFIG
+    return None, None
+
+
+def _answered_by(checked: Sequence[BackendCheck], outcome: RunOutcome, options: RunOptions) -> BackendCheck | None:
+    """Who answered: the identity checked at start, named from the banner when the start did not wait for it
+    (no --expect-banner and no named baseline)."""
+    check = checked[0] if checked else None
+    if outcome.banner is None or (check is not None and check.identity.name is not None):
+        return check
+    identity = BackendIdentity.of(outcome.banner, options.argv)
+    return BackendCheck(identity) if check is None else dataclasses.replace(check, identity=identity)
+
+
+def _with_what_if(report: Report, inputs: GateInputs, options: RunOptions) -> Report:
+    """--what-if-min-score: the metrics each set would have with the low-scoring hits dropped (report only)."""
+    if options.what_if_min_score is None:
+        return report
+    by_name = {s.name: s for s in inputs.query_sets}
+    return dataclasses.replace(report, what_if={
+        r.name: what_if_min_score(r, by_name[r.name], options.what_if_min_score) for r in report.sets if r.queries})
 
 
 def _select_shard(inputs: GateInputs, shard_text: str | None) -> tuple[GateInputs, dict[str, object] | None]:
@@ -343,7 +354,3 @@ def write_baseline_update(update: BaselineUpdate) -> None:
     """Write the new baseline atomically; sets not in this run keep their previous entries."""
     write_baseline(update.path, dict(update.document))
 
-
-__all__ = ["BaselineUpdate", "GateInputs", "MergePlan", "Report", "RunOptions", "check_executable", "decided_report",
-           "gate", "gated_metric_name", "load_inputs", "merge_gate", "prepare_baseline_update", "read_baseline",
-           "run_gate", "write_baseline_update"]

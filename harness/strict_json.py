@@ -53,11 +53,6 @@ def strict_json_dumps(document: object, *, what: str = "document", **options: ob
     return text
 
 
-def strict_json_loads(text: str) -> object:
-    """json.loads refusing NaN/Infinity literals and integers too large for a float (ValueError)."""
-    return strict_decode(text)
-
-
 def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:
     """Parse a JSON file strictly; every way it can fail is one `error` line naming the file.
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from harness.errors import ProtocolError
 from harness.strict_json import MAX_INT_DIGITS, NotStrictJSON, strict_decode
+from harness.quoting import preview
 
 PROTOCOL_VERSION = 1
 
@@ -120,7 +121,7 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     echoed = obj.get("qid")
     if echoed is not None and echoed != qid:
         # An adapter that echoes the qid lets a desync (answers lagging by one) be caught here.
-        raise ProtocolError(f"query {qid}: answer is for query {_preview(str(echoed))} "
+        raise ProtocolError(f"query {qid}: answer is for query {preview(str(echoed))} "
                             f"(answers out of step with requests?)")
     error = obj.get("error")
     if error is not None:
@@ -170,16 +171,16 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
         raise ProtocolError(f"banner: {_refused_field(line)}{exc}") from None
     except UnicodeDecodeError:
         # json.loads read the bytes with 'surrogatepass': an encoded lone surrogate got this far.
-        raise ProtocolError(f"banner: line is not valid UTF-8: {_preview(repr(line))}") from None
+        raise ProtocolError(f"banner: line is not valid UTF-8: {preview(repr(line))}") from None
     where = _lone_surrogate(obj)
     if where is not None:
         raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")
     if check_fields:
         for name in BANNER_TEXT_FIELDS:
             if name in obj and not isinstance(obj[name], str):
-                raise ProtocolError(f"banner: {name!r} must be a string, got {_preview(json.dumps(obj[name]))}")
+                raise ProtocolError(f"banner: {name!r} must be a string, got {preview(json.dumps(obj[name]))}")
         if "protocol" in obj and (type(obj["protocol"]) is not int or obj["protocol"] != PROTOCOL_VERSION):
-            raise ProtocolError(f"banner: 'protocol' is {_preview(json.dumps(obj['protocol']))}; "
+            raise ProtocolError(f"banner: 'protocol' is {preview(json.dumps(obj['protocol']))}; "
                                 f"this harness speaks {PROTOCOL_VERSION}")
     return obj
 
@@ -274,9 +275,9 @@ def decode_progress(line: bytes | str) -> Progress | None:
     if not isinstance(stage, str) or not stage:
         raise ProtocolError("progress line: 'stage' must be a non-empty string")
     if isinstance(done, bool) or not isinstance(done, int) or done < 0:
-        raise ProtocolError(f"progress line: 'done' must be an integer >= 0, got {_preview(json.dumps(done))}")
+        raise ProtocolError(f"progress line: 'done' must be an integer >= 0, got {preview(json.dumps(done))}")
     if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < done):
-        raise ProtocolError(f"progress line: 'total' must be an integer >= done, got {_preview(json.dumps(total))}")
+        raise ProtocolError(f"progress line: 'total' must be an integer >= done, got {preview(json.dumps(total))}")
     return Progress(stage, done, total)
 
 
@@ -292,17 +293,17 @@ def _load_object(line: bytes | str, qid: str | None) -> dict[str, object]:
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError:
-        raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
+        raise ProtocolError(f"{where}: line is not valid UTF-8: {preview(repr(line))}") from None
     try:
         obj = strict_decode(text)
     except NotStrictJSON as exc:
-        raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {_preview(text)}") from None
+        raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {preview(text)}") from None
     except RecursionError:
         raise ProtocolError(f"{where}: JSON nested too deeply for the parser") from None
     except ValueError:
-        raise ProtocolError(f"{where}: line is not JSON: {_preview(text)}") from None
+        raise ProtocolError(f"{where}: line is not JSON: {preview(text)}") from None
     if not isinstance(obj, dict):
-        raise ProtocolError(f"{where}: line is not a JSON object: {_preview(text)}")
+        raise ProtocolError(f"{where}: line is not a JSON object: {preview(text)}")
     return obj
 
 
@@ -337,11 +338,8 @@ def _check_passages(passages: object, n_ids: int, qid: str) -> tuple[tuple[int, 
         if (type(passage) is not dict or set(passage) != {"start", "end"} or type(start) is not int
                 or type(end) is not int or not 0 <= start < end):
             raise ProtocolError(f"query {qid}: 'passages'[{index}] must be null or "
-                                f'{{"start": s, "end": e}} with integers 0 <= s < e, got {_preview(json.dumps(passage))}')
+                                f'{{"start": s, "end": e}} with integers 0 <= s < e, got {preview(json.dumps(passage))}')
         windows.append((start, end))
     return tuple(windows)
 
 
-def _preview(text: str, limit: int = 80) -> str:
-    text = text.rstrip("\n")
-    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -73,6 +73,11 @@ def read_complete_report(path: Path) -> Report:
     if not report.complete:
         # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
+    shard = report.provenance.extra.get("shard")
+    if isinstance(shard, dict):
+        # A part of the set: trec_eval would average the shard's queries as if they were the set.
+        raise UsageError(f"{path}: a shard report ({shard.get('index')}/{shard.get('count')}) holds part of each set; "
+                         f"merge the shards first (python -m harness merge), then export the merged report")
     return report
 
 

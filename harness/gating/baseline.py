@@ -16,6 +16,7 @@ from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
+from harness.quoting import field_key, preview
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
 BASELINE_VERSION = 1
@@ -84,7 +85,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
                      if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
     sets = {r.name: _set_entry(r, judgments.get(r.name)) for r in set_results}
     for name, entry in sets.items():
-        _check_entry(entry, f"this run: sets.{_key(name)}")
+        _check_entry(entry, f"this run: sets.{field_key(name)}")
     return {
         "format": BASELINE_FORMAT,
         "version": BASELINE_VERSION,
@@ -193,7 +194,7 @@ def check_baseline(document: object, label: str) -> dict[str, object]:
     if not isinstance(sets, dict):
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
-        _check_entry(entry, f"{label}: sets.{_key(name)}")
+        _check_entry(entry, f"{label}: sets.{field_key(name)}")
     _check_backend(document.get("backend"), label)
     return document
 
@@ -205,7 +206,7 @@ def _check_backend(record: object, label: str) -> None:
         raise BaselineError(f"{label}: backend: missing or not an object (restore it from git, or re-baseline)")
     for key in ("label", "name", "version", "model_digest"):
         if record.get(key) is not None and not isinstance(record[key], str):
-            raise BaselineError(f"{label}: backend.{key}: must be a string or null, got {_preview(record[key])}")
+            raise BaselineError(f"{label}: backend.{key}: must be a string or null, got {preview(record[key], 60)}")
     for key in ("command", "argv"):
         value = record.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
@@ -230,21 +231,21 @@ def _check_entry(entry: object, where: str) -> None:
     _check_scope(overall, f"{where}.aggregates.overall")
     for category, values in categories.items():
         if not isinstance(values, dict):
-            raise BaselineError(f"{where}.aggregates.category.{_key(category)}: must be an object")
-        _check_scope(values, f"{where}.aggregates.category.{_key(category)}")
+            raise BaselineError(f"{where}.aggregates.category.{field_key(category)}: must be an object")
+        _check_scope(values, f"{where}.aggregates.category.{field_key(category)}")
     _check_numbers(entry["latency_ms"], f"{where}.latency_ms")
     for qid, row in entry["queries"].items():
         if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
-            raise BaselineError(f"{where}.queries.{_key(qid)}: needs 'found' and 'metrics'")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}: needs 'found' and 'metrics'")
         if not all(isinstance(doc_id, str) for doc_id in row["found"]):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.found: must be a list of document ids")
-        _check_numbers(row["metrics"], f"{where}.queries.{_key(qid)}.metrics")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.found: must be a list of document ids")
+        _check_numbers(row["metrics"], f"{where}.queries.{field_key(qid)}.metrics")
         if "broken" in row and not (isinstance(row["broken"], list) and all(isinstance(k, str) for k in row["broken"])):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.broken: must be a list of contract keys")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.broken: must be a list of contract keys")
         if not isinstance(row.get("scored", True), bool):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.scored: must be true or false")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.scored: must be true or false")
         if row.get("category") is not None and not isinstance(row["category"], str):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.category: must be a string")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.category: must be a string")
 
 
 def _check_scope(values: dict, where: str) -> None:
@@ -262,22 +263,12 @@ def _check_scope(values: dict, where: str) -> None:
                             f"scored queries (restore the file from git, or remove it and re-baseline)")
 
 
-def _key(name: str) -> str:
-    """A key as it appears in an error line: as is when printable, else quoted, so the message stays one line."""
-    return name if name.isprintable() and name.strip() == name and name else repr(name)
-
-
 def _check_numbers(values: dict, where: str) -> None:
     """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
     for name, value in values.items():
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not -1e300 <= value <= 1e300 or not math.isfinite(value)):  # bounds first: a huge int overflows isfinite
-            raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {_preview(value)}")
-
-
-def _preview(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "..."
+            raise BaselineError(f"{where}.{field_key(name)}: must be a finite number, got {preview(value, 60)}")
 
 
 def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, label: str, *,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.strict_json import read_json_file
 from harness.errors import UsageError
+from harness.quoting import field_key
 
 DEFAULT_BUDGETS_PATH = Path("budgets.json")
 DEFAULT_P95_BUDGET_MS = 300.0
@@ -49,8 +50,7 @@ def load_budgets(path: Path | None) -> Budgets:
         raise UsageError(f"{path}: p95_ms: must be an object {{set: milliseconds}}")
     for name, value in per_set.items():
         if not _positive(value):
-            label = name if name.isprintable() and name.strip() == name and name else repr(name)
-            raise UsageError(f"{path}: p95_ms.{label}: must be a positive number of milliseconds")
+            raise UsageError(f"{path}: p95_ms.{field_key(name)}: must be a positive number of milliseconds")
     return Budgets({name: float(value) for name, value in per_set.items()}, float(default))
 
 

@@ -158,10 +158,6 @@ class Report:
     def warned_gates(self) -> tuple[GateResult, ...]:
         return tuple(g for g in self.gates if g.status == "warn")
 
-    @property
-    def gated(self) -> bool:
-        return bool(self.gates)
-
     def set_named(self, name: str) -> SetResult:
         for result in self.sets:
             if result.name == name:

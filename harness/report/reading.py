@@ -18,6 +18,7 @@ from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, 
                                      ReportError, SetSource, verdict)
 from harness.scoring.flips import Flip
 from harness.strict_json import read_json_file
+from harness.quoting import field_key
 
 
 def read_report(path: Path) -> Report:
@@ -115,7 +116,7 @@ class _Reader:
         return self.value
 
     def items(self) -> list[tuple[str, _Reader]]:
-        return [(key, self.child(value, _key(key))) for key, value in self.obj().items()]
+        return [(key, self.child(value, field_key(key))) for key, value in self.obj().items()]
 
     def elements(self) -> list[_Reader]:
         if not isinstance(self.value, list):
@@ -145,10 +146,6 @@ def _kind(value: object) -> str:
         return type(value).__name__
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
-
-
-def _key(name: str) -> str:
-    return name if name.isprintable() and name and name.strip() == name else json.dumps(name)
 
 
 def _read_report(reader: _Reader) -> Report:

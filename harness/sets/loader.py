@@ -14,6 +14,7 @@ from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
+from harness.quoting import field_key, preview
 
 SET_FORMAT = 1
 SPLITS = ("development", "held-out")
@@ -38,7 +39,7 @@ def safe_name_problem(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return "must be a non-empty string"
     if not SAFE_NAME.fullmatch(value) or ".." in value:
-        return f"{_preview(value)} must be {SAFE_NAME_RULE} (it becomes a file name)"
+        return f"{preview(value, 60)} must be {SAFE_NAME_RULE} (it becomes a file name)"
     return None
 
 
@@ -48,11 +49,6 @@ def safe_name(value: object, field: str, where: str = "") -> str:
     if problem:
         raise SetError(f"{where + ': ' if where else ''}{field}: {problem}")
     return value  # type: ignore[return-value]
-
-
-def _preview(value: str, limit: int = 60) -> str:
-    """A value quoted so it stays on one line: repr escapes NUL, newlines and surrogates."""
-    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
@@ -258,8 +254,7 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
             raise SetError(f"{where}: {field}: missing")
     unknown = sorted(set(obj) - set(REQUIRED_QUERY_FIELDS) - set(OPTIONAL_QUERY_FIELDS))
     if unknown:
-        name = unknown[0] if unknown[0].isprintable() and unknown[0].strip() else repr(unknown[0])  # keep one line
-        raise SetError(f"{where}: {name}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
+        raise SetError(f"{where}: {field_key(unknown[0])}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
     for field in ("qid", "query", "category", "source"):
         if not isinstance(obj[field], str) or not obj[field].strip():
             raise SetError(f"{where}: {field}: must be a non-empty string")
@@ -308,10 +303,10 @@ def _grades(value: object, where: str) -> dict[str, int]:
         raise SetError(f"{where}: relevant: must be an object {{doc_id: grade}}")
     for doc_id, grade in value.items():
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
-            raise SetError(f"{where}: relevant: grade of {_preview(doc_id)} must be an integer from 0 to {MAX_GRADE} "
+            raise SetError(f"{where}: relevant: grade of {preview(doc_id, 60)} must be an integer from 0 to {MAX_GRADE} "
                            f"(0 = judged non-relevant)")
         if not _is_text(doc_id):
-            raise SetError(f"{where}: relevant: id {_preview(doc_id)} holds a lone surrogate, not text")
+            raise SetError(f"{where}: relevant: id {preview(doc_id, 60)} holds a lone surrogate, not text")
     return dict(value)
 
 

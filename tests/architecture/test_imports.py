@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "records", "strict_json", "text", "watchdog", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "quoting", "records", "strict_json", "text", "watchdog", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),
@@ -136,3 +136,54 @@ def test_nothing_imports_the_commands():
 def test_adapter_authors_import_serve_from_harness_adapter():
     from harness.adapter import serve
     assert callable(serve)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """harness module -> the harness modules it imports anywhere in its file (lazy imports included).
+
+    The package facade (harness/__init__.py) is left out: it imports the API lazily by design.
+    """
+    modules = {dotted for _, dotted in harness_files()} - {"harness"}
+    graph: dict[str, set[str]] = {}
+    for path, dotted in harness_files():
+        if dotted == "harness":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("harness"):
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                targets |= {name for name in names if name in modules} or {node.module}
+            elif isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name.startswith("harness.")}
+        graph[dotted] = {t for t in targets if t in modules and t != dotted}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle, each once, as the path that closes it."""
+    found, done = [], set()
+
+    def visit(node: str, path: list[str]) -> None:
+        for target in sorted(graph.get(node, ())):
+            if target in path:
+                circle = path[path.index(target):] + [target]
+                if frozenset(circle) not in done:
+                    done.add(frozenset(circle))
+                    found.append(circle)
+            elif target not in seen:
+                seen.add(target)
+                visit(target, path + [target])
+
+    for start in sorted(graph):
+        seen = {start}
+        visit(start, [start])
+    return found
+
+
+def test_no_import_circles_even_through_lazy_imports():
+    assert cycles(module_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]

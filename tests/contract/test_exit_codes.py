@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands import cli
-from harness.commands.arguments import EXIT_CODES, exit_codes_epilog
+from harness.commands import cli, outputs, run
+from harness.commands.arguments import EXIT_CODES, SUBCOMMANDS, exit_codes_epilog
 from harness.errors import EXIT_BACKEND, EXIT_CONFIG, EXIT_GATE_FAILED, EXIT_INTERNAL, EXIT_OK
 from tests.conftest import REPO_ROOT, FIXTURES, SCRIPTED_ADAPTER, TINY_SET
 
@@ -59,7 +59,7 @@ def test_readme_table_matches_exit_codes():
 
 
 def test_every_command_is_in_the_table():
-    assert set(EXIT_CODES) == {"run", *cli.SUBCOMMANDS}
+    assert set(EXIT_CODES) == {"run", *SUBCOMMANDS}
 
 
 @pytest.mark.parametrize("command", sorted(EXIT_CODES))
@@ -145,7 +145,7 @@ BAD_INPUTS = [
 def test_bad_inputs_cover_every_command():
     per_command: dict[str, int] = {}
     for _, argv, _, _ in BAD_INPUTS:
-        command = argv[0] if argv[0] in cli.SUBCOMMANDS else "run"
+        command = argv[0] if argv[0] in SUBCOMMANDS else "run"
         per_command[command] = per_command.get(command, 0) + 1
     assert set(per_command) == set(EXIT_CODES)
     assert min(per_command.values()) >= 3, per_command
@@ -156,7 +156,7 @@ def test_bad_input_exit_code(argv, code, style, bad_files):
     places = {name: str(path) for name, path in bad_files.items()}
     result = harness(*(arg.format(**places) for arg in argv), cwd=bad_files["folder"])
     assert result.returncode == code, result.stderr
-    assert str(code) in EXIT_CODES[argv[0] if argv[0] in cli.SUBCOMMANDS else "run"]
+    assert str(code) in EXIT_CODES[argv[0] if argv[0] in SUBCOMMANDS else "run"]
     assert "Traceback" not in result.stderr + result.stdout
     lines = result.stderr.splitlines()
     if style == ARGPARSE:
@@ -175,7 +175,7 @@ def boom(*args, **kwargs):
 
 
 def test_run_internal_error_in_process(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli.api, "run_gate", boom)
+    monkeypatch.setattr(run.api, "run_gate", boom)
     out = tmp_path / "o" / "report.json"
     code = cli.main(["--set", str(TINY_SET), "--no-gate", "--out", str(out)])
     assert code == EXIT_INTERNAL
@@ -194,7 +194,8 @@ def test_run_internal_error_in_process(tmp_path, monkeypatch, capsys):
 
 def test_run_internal_error_while_writing_outputs(tmp_path, monkeypatch, capsys):
     """The bug is past the run (in a renderer): the report is still written, marked incomplete."""
-    monkeypatch.setattr(cli, "render_junit", boom)
+    monkeypatch.setattr(outputs, "OUTPUTS", tuple((option, dest, text, boom if dest == "junit" else render)
+                                                  for option, dest, text, render in outputs.OUTPUTS))
     out = tmp_path / "report.json"
     code = cli.main(["--set", str(TINY_SET), "--no-gate", "--out", str(out), "--junit", str(tmp_path / "j.xml")])
     assert code == EXIT_INTERNAL
@@ -211,7 +212,7 @@ def test_run_internal_error_while_writing_outputs(tmp_path, monkeypatch, capsys)
     ("compare", "harness.commands.compare", "compare_many", ["compare", str(REPORT), str(REPORT)]),
     ("export", "harness.commands.export", "write_run", ["export", str(REPORT), "--trec-run", "run.txt"]),
     ("baselines", "harness.commands.baselines", "render_table", ["baselines", str(ROOT / "baselines/current.json")]),
-    ("merge", "harness.commands.merge", "merge_reports", ["merge", str(REPORT), "--out", "m.json"]),
+    ("merge", "harness.commands.merge", "read_report", ["merge", str(REPORT), "--out", "m.json"]),
     ("check-adapter", "harness.commands.check_adapter", "_check", ["check-adapter", "--", "true"]),
 ])
 def test_subcommand_internal_error_in_process(command, module, name, argv, tmp_path, monkeypatch, capsys):

@@ -317,6 +317,16 @@ def test_export_refuses_an_incomplete_report(tmp_path, tiny):
     assert not (tmp_path / "run.txt").exists()
 
 
+def test_export_refuses_a_shard_report_alone(tmp_path, tiny):
+    path = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    shard = json.loads(path.read_text())
+    shard["provenance"]["shard"] = {"index": 1, "count": 2, "sets": {}}
+    path.write_text(json.dumps(shard))
+    with pytest.raises(UsageError, match=r"a shard report \(1/2\) holds part of each set; merge the shards first"):
+        export_command.main([str(path), "--trec-run", str(tmp_path / "run.txt")])
+    assert not (tmp_path / "run.txt").exists()
+
+
 def test_export_refuses_qrels_from_a_changed_set(tmp_path, tiny_copy):
     query_set = load_set(tiny_copy)
     path = _write_report(tmp_path, [(query_set, TINY_ANSWERS)])
