@@ -22,8 +22,8 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
-# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here
-# because sets/ imports no later stage (tests/test_sets.py checks the two agree); 0 = judged non-relevant.
+# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here because
+# sets/ imports no later stage (tests/unit/sets/test_sets.py checks the two agree); 0 = judged non-relevant.
 RELEVANT_GRADE = 1
 MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives

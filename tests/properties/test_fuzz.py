@@ -6,7 +6,7 @@ outside the command's own outputs; no adapter process left behind.
 
 Seeded and bounded (derandomize, a fixed max_examples per input, no example database) so it
 is the same run every time and stays well under two minutes on a 2-core machine:
-`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/test_fuzz.py --durations=0`.
+`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/properties/test_fuzz.py --durations=0`.
 Everything but the adapter-output mutations runs in-process through `harness.commands.cli.main`.
 """
 
