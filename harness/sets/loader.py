@@ -271,8 +271,8 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)
     no_relevant = _flag(obj, "no_relevant", where)
-    # Grade 0 is an explicit non-relevant judgment (judged coverage, issue 13): it counts as
-    # judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
+    # Grade 0 is an explicit non-relevant judgment (docs/sets.md, "Judged coverage"): it counts
+    # as judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
     relevant_count = sum(1 for grade in relevant.values() if grade >= RELEVANT_GRADE)
     if not relevant_count and not no_relevant:
         what = "empty" if not relevant else "only grade 0 (judged non-relevant)"

@@ -1,4 +1,5 @@
-"""Our own fuzz pass (issue 12): every input the harness reads, mutated, through the real commands.
+"""Our own fuzz pass: every input the harness reads, mutated, through the real commands
+(docs/security.md, "Signals and internal errors").
 
 For each mutated input it asserts what a user is promised whatever the bytes: the exit code
 is a verdict or an error (0-3), never EXIT_INTERNAL; no traceback on stderr; no file changed
