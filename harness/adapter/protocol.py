@@ -55,7 +55,7 @@ class Response(NamedTuple):
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None = None
     error: str | None = None
-    passages: tuple[tuple[int, int] | None, ...] | None = None  # issue 17: the window shown per hit
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # per hit (docs/adapters.md, "Passages")
 
 
 def encode_request(request: Request) -> bytes:

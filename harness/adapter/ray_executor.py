@@ -1,7 +1,7 @@
 """`--executor ray`: the run's `--workers N` adapter workers as Ray actors across a cluster (optional extra [ray]).
 
 The only harness module that imports a third-party package, and only inside functions, when a
-run asks for this executor (tests/test_imports.py allows exactly this module to).
+run asks for this executor (tests/architecture/test_imports.py allows exactly this module to).
 
 Each worker is one Ray actor (`--worker-cpus`, `--worker-gpus` reserved per actor, spread over
 the nodes, so a GPU adapter lands on a GPU node). The actor writes the corpora the driver sends

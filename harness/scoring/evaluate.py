@@ -9,9 +9,9 @@ from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order: the ranking
-# measures, then judged coverage (issue 13): judged@10, the share of the returned top 10 the
-# set judges (grade >= 0), and nDCG@10 on Sakai's condensed list (unjudged ids removed)
-# beside the ordinary nDCG@10. All are means in aggregates; none is gated by default.
+# measures, then judged coverage (docs/sets.md, "Judged coverage"): judged@10, the share of the
+# returned top 10 the set judges (grade >= 0), and nDCG@10 on Sakai's condensed list (unjudged
+# ids removed) beside the ordinary nDCG@10. All are means in aggregates; none is gated by default.
 REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10",
                     "judged@10", "ndcg@10(condensed)")
 # A count, not a ratio: per query the returned top-10 ids the set never judged; in aggregates
@@ -40,7 +40,7 @@ class Answer:
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None
     latency_seconds: float
-    passages: tuple[tuple[int, int] | None, ...] | None = None  # the window per hit (issue 17)
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # per hit (docs/adapters.md, "Passages")
 
 
 def report_metric_name(name: str) -> str:

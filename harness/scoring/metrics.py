@@ -39,8 +39,8 @@ __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Met
            "trec_eval_order", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
-# made under different definitions can be told apart (issue 6: `compare` refuses to mix
-# them). Adding families and spellings changes no existing value.
+# made under different definitions can be told apart (`compare` refuses to mix them:
+# docs/compare.md, "Outputs"). Adding families and spellings changes no existing value.
 DEFINITIONS_VERSION = 1
 
 # The cutoff the bare name "mrr" carries, and the canonical name of RR at it.

@@ -23,8 +23,8 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
-# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here
-# because sets/ imports no later stage (tests/test_sets.py checks the two agree); 0 = judged non-relevant.
+# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here because
+# sets/ imports no later stage (tests/unit/sets/test_sets.py checks the two agree); 0 = judged non-relevant.
 RELEVANT_GRADE = 1
 MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
@@ -266,8 +266,8 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)
     no_relevant = _flag(obj, "no_relevant", where)
-    # Grade 0 is an explicit non-relevant judgment (judged coverage, issue 13): it counts as
-    # judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
+    # Grade 0 is an explicit non-relevant judgment (docs/sets.md, "Judged coverage"): it counts
+    # as judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
     relevant_count = sum(1 for grade in relevant.values() if grade >= RELEVANT_GRADE)
     if not relevant_count and not no_relevant:
         what = "empty" if not relevant else "only grade 0 (judged non-relevant)"

@@ -1,4 +1,4 @@
-"""Exit codes end to end (issue 12): 1 means a gate failed and nothing else.
+"""Exit codes end to end (README.md, "Exit codes"): 1 means a gate failed and nothing else.
 
 Proves: every command's bad input is its documented code with one error line and no
 traceback (real `python -m harness` subprocesses); a bug anywhere is one

@@ -1,4 +1,5 @@
-"""Our own fuzz pass (issue 12): every input the harness reads, mutated, through the real commands.
+"""Our own fuzz pass: every input the harness reads, mutated, through the real commands
+(docs/security.md, "Signals and internal errors").
 
 For each mutated input it asserts what a user is promised whatever the bytes: the exit code
 is a verdict or an error (0-3), never EXIT_INTERNAL; no traceback on stderr; no file changed
@@ -6,7 +7,7 @@ outside the command's own outputs; no adapter process left behind.
 
 Seeded and bounded (derandomize, a fixed max_examples per input, no example database) so it
 is the same run every time and stays well under two minutes on a 2-core machine:
-`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/test_fuzz.py --durations=0`.
+`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/properties/test_fuzz.py --durations=0`.
 Everything but the adapter-output mutations runs in-process through `harness.commands.cli.main`.
 """
 

@@ -1,6 +1,6 @@
 """Property tests (hypothesis): the response parser, the set loader and the recall gate on generated input.
 
-Metric properties live in tests/test_metrics_properties.py. No deadlines: timing is not
+Metric properties live in tests/properties/test_metrics_properties.py. No deadlines: timing is not
 asserted; a parser that hung would hang the test run, which CI notices.
 """
 

@@ -76,7 +76,7 @@ def run_adapter(tmp_path: Path, requests: list[dict[str, object]], *args: str,
 
 
 def lines(done: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
-    """The banner and answers; start-up progress lines (tests/test_startup.py checks them) are left out."""
+    """The banner and answers; start-up progress lines (checked by tests/unit/adapters/test_startup.py) left out."""
     parsed = [json.loads(line) for line in done.stdout.splitlines()]
     return [line for line in parsed if "progress" not in line]
 

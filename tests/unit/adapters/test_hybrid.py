@@ -51,7 +51,7 @@ def run(module: str, args: list[str], requests: list[dict], env: dict[str, str])
     completed = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True,
                                text=True, env=env, cwd=ROOT, timeout=120, check=False)
     parsed = [json.loads(line) for line in completed.stdout.splitlines()]
-    # start-up progress lines are checked in tests/test_startup.py
+    # start-up progress lines are checked in tests/unit/adapters/test_startup.py
     return completed.returncode, [line for line in parsed if "progress" not in line], completed.stderr
 
 

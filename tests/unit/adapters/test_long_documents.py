@@ -1,4 +1,5 @@
-"""--long-documents: the embedder reads a long document's first tokens, or every window of it (issue 15).
+"""--long-documents: the embedder reads a long document's first tokens, or every window of it
+(docs/adapters.md, "Passages").
 
 With `windows`, a document scores as its best window: checked against the same adapter
 serving each window as a document of its own (so the expected score is the embedder's own

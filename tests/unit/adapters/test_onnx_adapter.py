@@ -41,7 +41,7 @@ def run_adapter(args: list[str], requests: list[dict], *, cache: Path, corpus_di
     completed = subprocess.run([sys.executable, "-m", "adapters.onnx_embed", *args], input=stdin,
                                capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
     lines = [json.loads(line) for line in completed.stdout.splitlines()]
-    lines = [line for line in lines if "progress" not in line]  # start-up progress: tests/test_startup.py
+    lines = [line for line in lines if "progress" not in line]  # start-up progress: tests/unit/adapters/test_startup.py
     return completed.returncode, lines, completed.stderr
 
 

@@ -62,7 +62,7 @@ def test_a_shard_report_says_which_shard_and_holds_only_its_queries(tmp_path, ad
     code, out = run(tmp_path, "one.json", "--shard", "3/3", *adapter)
     report = json.loads(out.read_text())
     assert code == 0 and report["gates"] == []  # a shard is never gated alone
-    # tiny-01, -04, -05, -07 hash to shard 3 of 3 (tests/test_shards.py)
+    # tiny-01, -04, -05, -07 hash to shard 3 of 3 (tests/unit/sets/test_shards.py)
     assert report["provenance"]["shard"] == {"index": 3, "count": 3,
                                              "sets": {"tiny": {"query_count": 7, "positions": [0, 3, 4, 6]}}}
     assert [q["qid"] for q in report["sets"][0]["queries"]] == ["tiny-01", "tiny-04", "tiny-05", "tiny-07"]

@@ -1,5 +1,6 @@
-"""The pooled aggregate (issue 14): means over every scored query of every set, in the JSON report,
-one console line and one Markdown row when a run has several sets."""
+"""The pooled aggregate: means over every scored query of every set, in the JSON report, one
+console line and one Markdown row when a run has several sets (README.md, "Gate policy, judged
+coverage and backend identity")."""
 
 from __future__ import annotations
 

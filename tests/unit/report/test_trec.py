@@ -39,7 +39,7 @@ TINY_ANSWERS = {
     "tiny-06": (("doc-06",), None),  # xfail, judged
     "tiny-07": (("doc-01",), (0.1,)),  # negative probe, no judgment
 }
-# The imported BEIR fixture: q1..q4 judged (see test_beir.py).
+# The imported BEIR fixture: q1..q4 judged (see tests/unit/sets/test_beir.py).
 BEIR_ANSWERS = {
     "q1": (("d4", "d1"), (2.0, 1.0)),
     "q2": (("d3",), None),

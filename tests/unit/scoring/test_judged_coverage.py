@@ -1,6 +1,7 @@
-"""Judged coverage (issue 13) and the measures a gate policy names (issue 14): grade 0 in sets,
-judged@10 / unjudged@10 / ndcg@10(condensed) per query and aggregate, any registry measure
-computed when the policy gates it, and a baseline written with that policy recording it."""
+"""Judged coverage (docs/sets.md, "Judged coverage") and the measures a gate policy names
+(docs/sets.md, "Gate policy"): grade 0 in sets, judged@10 / unjudged@10 / ndcg@10(condensed) per
+query and aggregate, any registry measure computed when the policy gates it, and a baseline written
+with that policy recording it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Ties are visible (issue 14): tied positions per query, `--repeats` telling a tied-order change
-from a real one, and TREC export keeping the adapter's real scores (nudging only what trec_eval
-would reorder), proved against pytrec_eval on generated runs with many ties."""
+"""Ties are visible (docs/adapters.md, "Scores and ties"): tied positions per query, `--repeats`
+telling a tied-order change from a real one, and TREC export keeping the adapter's real scores
+(nudging only what trec_eval would reorder), proved against pytrec_eval on generated runs with many
+ties."""
 
 from __future__ import annotations
 
