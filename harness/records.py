@@ -61,7 +61,7 @@ class Query:
     measure_only: bool = False
     max_score: float | None = None
     line: int = 0  # line number in queries.jsonl, for error messages
-    # Evidence (issue 17; harness/sets/evidence.py): reviewed spans, intent, canonical pages.
+    # Evidence (docs/sets.md, "Evidence"; harness/sets/evidence.py): reviewed spans, intent, canonical pages.
     evidence: tuple[EvidenceSpan, ...] = ()
     intent: str | None = None  # "current" | "historical"
     canonical: tuple[str, ...] = ()
@@ -132,14 +132,14 @@ class QueryResult:
     outcome: str  # pass | fail | xfail | xpass
     scored: bool
     group: str | None = None
-    # Evidence (issue 17): the window shown per hit ((start, end) or None for the whole
+    # Evidence (docs/adapters.md, "Passages"): the window shown per hit ((start, end) or None for the whole
     # document), and the evidence metrics (a value None = unjudgeable, left out of means).
     passages: tuple[tuple[int, int] | None, ...] | None = None
     evidence: dict[str, float | None] | None = None
     # The first hit's window when it did not expose current evidence, for the HTML report:
     # {"doc", "start", "end", "text", "spans": [[start, end, label], ...] relative to the window}.
     window: dict[str, object] | None = None
-    # Positions whose score equals the previous position's (issue 14): the order between those
+    # Positions whose score equals the previous position's (docs/adapters.md, "Scores and ties"): the order between those
     # documents is the adapter's choice, not its scores'. 0 without scores; written only when > 0.
     tied: int = 0
 

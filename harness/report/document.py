@@ -10,7 +10,7 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
   1 — first version: provenance, sets (aggregates, latency, per-query rows), gates, complete,
       exit_code; optional `what_if`, `previous_baseline` and `warnings`. Gates gained `status`
       ("pass", "warn", "fail") later in version 1; a gate without it reads as pass or fail.
-      Later in version 1 (issues 13, 14, all optional, absent reads as before): `pooled` (means
+      Later in version 1 (all optional, absent reads as before): `pooled` (means
       over every scored query of every set, with n), per-query `tied` (tied positions, written
       only when > 0), per-query metrics judged@10, unjudged@10 (a count; summed in aggregates)
       and ndcg@10(condensed), and provenance `tied_order_changed` (with --repeats).

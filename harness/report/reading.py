@@ -243,7 +243,7 @@ def _read_aggregates(reader: _Reader) -> dict[str, object]:
     summary: dict[str, object] = {"overall": overall,
                "category": {name: row.numbers() for name, row in reader.get("category").items()},
                "split": {name: row.numbers() for name, row in reader.get("split").items()}}
-    if reader.has("evidence"):  # issue 17: {scope: {metric: {mean, judged, null, sum}}}
+    if reader.has("evidence"):  # {scope: {metric: {mean, judged, null, sum}}} (docs/sets.md, "What is measured")
         summary["evidence"] = reader.get("evidence").obj()
     return summary
 
@@ -314,7 +314,7 @@ def _outcome(reader: _Reader) -> str:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
     return value
 def _evidence_fields(reader: _Reader) -> dict[str, object]:
-    """A row's optional evidence fields (issue 17): passages, evidence metrics, the window shown."""
+    """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
     fields: dict[str, object] = {}
     if reader.has("passages"):
         fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]

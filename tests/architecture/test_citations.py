@@ -51,26 +51,6 @@ EXAMPLES = {
     "docs/s": "docs/performance.md: a rate, documents per second",
 }
 
-# Tags left in files the lead engineer is rewriting for the typed seams (docs/design.md); he replaces
-# them there. TODO(lead): replace each, then delete its file from the set (the test fails on a listed
-# file with no tag left, so the set only shrinks). Each line: where, the tag's number, its target.
-#   harness/api.py:145             max_window, 17          -> (docs/adapters.md, "Passages")
-#   harness/adapter/asking.py:53   max_window, 17          -> (docs/adapters.md, "Passages")
-#   harness/records.py:64          Evidence, 17            -> (docs/sets.md, "Evidence")
-#   harness/records.py:135         the window shown, 17    -> (docs/adapters.md, "Passages")
-#   harness/records.py:142         tied positions, 14      -> (docs/adapters.md, "Scores and ties")
-#   harness/report/document.py:11  version history, 13, 14 -> pooled (README.md, "Gate policy, judged
-#                                  coverage and backend identity"), judged coverage (docs/sets.md,
-#                                  "Judged coverage"), ties (docs/adapters.md, "Scores and ties")
-#   harness/report/document.py:145 pooled, 14              -> (README.md, "Gate policy, judged coverage
-#                                  and backend identity")
-#   harness/report/reading.py:214  evidence, 17            -> (docs/sets.md, "What is measured")
-#   harness/report/reading.py:285  evidence fields, 17     -> (docs/sets.md, "Evidence")
-TAGS_BEING_REWRITTEN = {
-    "harness/api.py", "harness/adapter/asking.py", "harness/records.py", "harness/report/document.py",
-    "harness/report/reading.py",
-}
-
 # A run of path characters holding a slash or `.md` (the lookahead skips every other word quickly).
 TOKEN = re.compile(r"(?<![\w.~$<>*{}/-])(?=[\w.~$<>*{}/-]*(?:/|\.md))[\w.~$<>*{}/-]+(?:#[\w-]+)?")
 LINK = re.compile(r"\]\(([^()\s]+)\)")
@@ -214,9 +194,7 @@ def test_every_cited_repository_path_exists():
 
 def test_no_comment_or_doc_names_a_tracker_issue():
     _, tags = findings()
-    outside = [tag for tag in tags if tag.split(":", 1)[0] not in TAGS_BEING_REWRITTEN]
-    assert not outside, "cite the docs section instead:\n" + "\n".join(outside)
-    assert {tag.split(":", 1)[0] for tag in tags} == TAGS_BEING_REWRITTEN, "delete the files done from the list"
+    assert not tags, "cite the docs section instead:\n" + "\n".join(tags)
 
 
 def test_the_examples_are_cited_and_are_not_repository_paths():
