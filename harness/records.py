@@ -200,8 +200,9 @@ class GateResult:
     travel with it, so every output reads the report alone: `metric` (what was compared:
     `recall@10`, `p95`, `queries`, `broken contracts`, ...), `baseline` and `current` values,
     the `limit` it was held to and its `unit` ("fraction": a [0, 1] mean whose limit is a
-    drop, shown in points; "ms"; "percent"; "count"), and for a metric drop the paired 95% CI
-    of the change (`ci`, in the value's unit) and its p-value when computed.
+    drop, shown in points; "ms"; "count"), and for a metric drop the paired 95% CI of the change
+    (`ci`, in the value's unit) and its p-value when computed; for a metric, what one query is
+    worth and the smallest change the scope can detect, and whether it `improved`.
     """
 
     set_name: str
@@ -218,6 +219,9 @@ class GateResult:
     unit: str | None = None
     ci: tuple[float, float] | None = None
     p_value: float | None = None
+    one_query: float | None = None    # what one query is worth in the scope (1/n), in the value's unit
+    detectable: float | None = None   # the smallest change the scope can detect (harness/scoring/detectability.py)
+    improved: bool = False            # the figure moved the good way
 
     @property
     def status(self) -> str:
@@ -242,11 +246,13 @@ class GateResult:
         row: dict[str, object] = {"set": self.set_name, "gate": self.gate, "passed": self.passed,
                                   "status": self.status, "category": self.category, "message": self.message,
                                   "flipped": list(self.flipped)}
-        for key in ("metric", "baseline", "current", "limit", "unit", "p_value"):
+        for key in ("metric", "baseline", "current", "limit", "unit", "p_value", "one_query", "detectable"):
             value = getattr(self, key)
             if value is not None:
                 row[key] = value
         if self.ci is not None:
             row["ci"] = list(self.ci)
+        if self.improved:
+            row["improved"] = True
         return row
 

@@ -13,6 +13,7 @@ from harness.gating.baseline import Baseline, build_baseline
 from harness.gating.budgets import Budgets
 from harness.gating.gates import decide
 from harness.gating.inputs import GateInputs
+from harness.gating.policy import GatePolicy
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
@@ -58,9 +59,15 @@ def tiny_baseline_entries():
     return dict(tiny_baseline().entries)
 
 
+# One lost query fails its category under this policy (the default only warns: categories.discount_queries 1),
+# so the failing report below fails in a category too, as a renderer's worst case.
+STRICT_CATEGORIES = GatePolicy(discount_queries=0)
+
+
 def tiny_inputs(**fields) -> GateInputs:
-    """The tiny set's gating inputs: the BASE_ANSWERS baseline, a 200 ms budget, the default policy."""
-    return GateInputs((load_set(TINY_SET),), budgets=Budgets({"tiny": 200.0}), baseline=tiny_baseline(), **fields)
+    """The tiny set's gating inputs: the BASE_ANSWERS baseline, a 200 ms budget, STRICT_CATEGORIES."""
+    return GateInputs((load_set(TINY_SET),), budgets=Budgets({"tiny": 200.0}), baseline=tiny_baseline(),
+                      **{"policy": STRICT_CATEGORIES, **fields})
 
 
 def gated_report(answers=None) -> Report:

@@ -118,7 +118,8 @@ def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
                             "scored": q.scored,
                             "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found),
-                            "broken": [c.key for c in q.contracts if not c.passed]}
+                            "broken": [c.key for c in q.contracts if not c.passed],
+                            **({"evidence": dict(q.evidence)} if q.evidence is not None else {})}
                     for q in result.queries},
     }
 
@@ -242,6 +243,11 @@ def _check_entry(entry: object, where: str) -> None:
         _check_numbers(row["metrics"], f"{where}.queries.{field_key(qid)}.metrics")
         if "broken" in row and not (isinstance(row["broken"], list) and all(isinstance(k, str) for k in row["broken"])):
             raise BaselineError(f"{where}.queries.{field_key(qid)}.broken: must be a list of contract keys")
+        if "evidence" in row:  # per-query evidence values; null = unjudgeable
+            if not isinstance(row["evidence"], dict):
+                raise BaselineError(f"{where}.queries.{field_key(qid)}.evidence: must be an object")
+            _check_numbers({k: v for k, v in row["evidence"].items() if v is not None},
+                           f"{where}.queries.{field_key(qid)}.evidence")
         if not isinstance(row.get("scored", True), bool):
             raise BaselineError(f"{where}.queries.{field_key(qid)}.scored: must be true or false")
         if row.get("category") is not None and not isinstance(row["category"], str):

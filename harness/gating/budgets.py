@@ -40,8 +40,11 @@ def load_budgets(path: Path | None) -> Budgets:
             raise UsageError(f"{path}: budgets file not found")
         return Budgets()
     document = read_json_file(path, UsageError, what="budgets")
-    if not isinstance(document, dict) or document.get("format") != 1:
-        raise UsageError(f"{path}: format: expected 1")
+    if not isinstance(document, dict) or type(document.get("format")) is not int or document.get("format") != 1:
+        raise UsageError(f"{path}: format: expected the integer 1")
+    unknown = sorted(set(document) - {"format", "default_p95_ms", "p95_ms"})
+    if unknown:  # a misspelt key would leave every set on the default budget unseen
+        raise UsageError(f"{path}: {field_key(unknown[0])}: unknown field (known: default_p95_ms, format, p95_ms)")
     default = document.get("default_p95_ms", DEFAULT_P95_BUDGET_MS)
     per_set = document.get("p95_ms", {})
     if not _positive(default):

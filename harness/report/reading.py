@@ -354,4 +354,7 @@ def _read_gate(reader: _Reader) -> GateResult:
         unit=reader.get("unit", required=False).optional_text(),
         ci=bounds,  # type: ignore[arg-type]
         p_value=reader.get("p_value", required=False).optional_number(),
+        one_query=reader.get("one_query", required=False).optional_number(),
+        detectable=reader.get("detectable", required=False).optional_number(),
+        improved=reader.get("improved").boolean() if reader.has("improved") else False,
     )
