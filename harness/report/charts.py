@@ -137,8 +137,8 @@ def latency_cdf_svg(title: str, latencies_ms: Sequence[float], markers: Sequence
 
 
 def _chart_box(svg: str) -> str:
-    """A chart in its own scrolling box: on a phone it keeps a legible width and scrolls, the page does not."""
-    return f'<div class="scroll chart-box">\n{svg}\n</div>'
+    """A chart in its box, which it fills (html_kit.STYLE: width 100%, its viewBox scaled), so it never scrolls."""
+    return f'<div class="chart-box">\n{svg}\n</div>'
 
 
 def _svg_open(kind: str, height: float, data: str) -> str:
