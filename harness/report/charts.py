@@ -29,7 +29,7 @@ def recall_bars_svg(title: str, groups: Sequence[tuple[str, Mapping[str, float |
     drawn = [name for name in series if any(values.get(name) is not None for _, values in groups)]
     bar_step = BAR_HEIGHT + 2
     group_height = max(1, len(drawn)) * bar_step + 10
-    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 130
+    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 150  # 140 for the notes
     plot_bottom = top + group_height * len(groups)
     out = [_svg_open("recall-bars", plot_bottom + 30, f'data-metric="{_text(metric)}"'),
            f"<title>{_text(title)}</title>"]

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 _UNSAFE_CHARACTERS = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _DIGITS = re.compile(r"(\d+)")
 
-CHART_WIDTH = 480  # viewBox units; a chart is drawn as wide as its box, up to CHART_MAX_PX
-CHART_MAX_PX = 560  # on a desktop: 12-unit text at about 14 px; on a phone (366 px of box), about 9 px
+CHART_WIDTH = 500  # viewBox units; a chart is drawn as wide as its box, up to CHART_MAX_PX
+CHART_MAX_PX = 560  # on a desktop: 12-unit text at about 13 px; on a phone (366 px of box), about 9 px
 LABEL_WIDTH = 170  # px for category names left of the bars
 LABEL_CHARACTERS = 24  # longer names are cut in the label; the full name is in the <title>
 BAR_HEIGHT = 12
