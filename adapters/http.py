@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 
 from adapters.startup import AdapterStartupError
+from adapters.wait import MAX_WAIT_SECONDS, URL_WAIT_SECONDS, parse_wait_for, wait_for_service
 
 NAME = "http"
 VERSION = "1.0.0"
@@ -290,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_SECONDS, metavar="S",
                         help=f"seconds allowed per HTTP call (default: {DEFAULT_TIMEOUT_SECONDS:g}); keep it "
                              "below the harness's --timeout so a slow call becomes an error reply")
+    parser.add_argument("--wait-for", type=parse_wait_for, default=None, metavar="SECONDS|URL",
+                        help=f"before the banner, wait until the --url's server answers (at most SECONDS, "
+                             f"{MAX_WAIT_SECONDS:g} at most) or until a GET of URL answers 2xx (at most "
+                             f"{URL_WAIT_SECONDS:g} s); exit 3 if it never does (adapters/wait.py)")
     parser.add_argument("--name", default=NAME, help="backend name for the ready banner (default: http)")
     parser.add_argument("--version", dest="backend_version", default=VERSION,
                         help="backend version for the ready banner")
@@ -310,6 +315,10 @@ def prepare(args: argparse.Namespace):
         raise AdapterStartupError("--query-field cannot be empty")
     check_url(args.url)
     bridge = Bridge(args)
+    if args.wait_for is not None:
+        if args.wait_for.url is not None:
+            check_url(args.wait_for.url)
+        wait_for_service(args.wait_for, args.url, bridge.opener)
     banner = {"name": args.name, "version": args.backend_version,
               "index": {"url": args.url, "method": args.method}, "bridge": f"adapters.http {VERSION}"}
     return bridge.search, banner

@@ -1,13 +1,14 @@
 """retrieval-gate: measure a search backend's retrieval quality and latency, and gate CI on it.
 
 `harness.gate(...)` runs the main job and returns a typed `harness.Report` (see harness/api.py);
-`harness.read_report(path)` and `harness.report_from_json(text)` read one back. All are imported
+`harness.read_report(path)` and `harness.report_from_json(text)` read one back;
+`harness.raise_for_gates(report)` raises `GatesFailed` with the verdict's few lines unless it passed. All are imported
 on first use, so `from harness.adapter import serve` in an adapter stays light.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["Report", "gate", "read_report", "report_from_json"]
+__all__ = ["Report", "gate", "raise_for_gates", "read_report", "report_from_json"]
 
 
 def __getattr__(name: str):
@@ -17,6 +18,9 @@ def __getattr__(name: str):
     if name == "Report":
         from harness.report.document import Report
         return Report
+    if name == "raise_for_gates":
+        from harness.report.failure import raise_for_gates
+        return raise_for_gates
     if name in ("read_report", "report_from_json"):
         from harness.report import reading
         return getattr(reading, name)

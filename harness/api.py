@@ -7,12 +7,13 @@ own Python or pytest code calls:
     import harness
     report = harness.gate(["memory"], backend=["./my-adapter", "--index", "prod"],
                           baseline="baselines/my-adapter.json")
-    assert report.exit_code == 0, [g.message for g in report.failed_gates]
+    harness.raise_for_gates(report)  # unless it passed: GatesFailed with the verdict's few lines
 
 Stages (docs/design.md): load the sets, budgets, policy and baseline (all errors before any
 process starts) -> materialise the corpora -> ask (harness.adapter) -> evaluate (scoring) ->
 decide (gating.gates.decide, the one gating function) -> the typed Report. Nothing here prints
-or writes an output file.
+or writes an output file; without `log_path`, `gate` keeps the adapter's log in a temp folder it
+removes before returning.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         the median), workers (N adapter processes answer shards of each set at once), condition
         ("cold"/"warm", recorded as given), known_contract_failures (contracts the baseline
         records as broken are reported, not failed), what_if_min_score (also report metrics
-        with low-scoring hits dropped), log_path (the adapter's stderr), allow_backend_change
+        with low-scoring hits dropped), log_path (where the adapter's stderr is kept; without it,
+        a temp file removed before gate returns: the report's adapter log is then None and a
+        backend failure's error carries the log's tail), allow_backend_change
         (gate against a baseline recorded for another backend or model; the report records it);
         scale-out (docs/scale.md): shard ("I/N": ask only that deterministic part of every set,
         ungated; `merge` combines and gates the N reports), executor ("local" or "ray"),
@@ -89,7 +92,14 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     settings = RunOptions(**options)  # type: ignore[arg-type]
     inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets, baseline=baseline,
                          k=settings.k, policy=policy)
-    return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
+    if "log_path" in options:
+        return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
+    # Files only where the arguments say: without log_path the log lives for this call only.
+    with guarded_temp_folder("retrieval-gate-log-") as folder:
+        report = run_gate(inputs, backend=backend, run_file=run_file, progress=progress,
+                          options=dataclasses.replace(settings, log_path=Path(folder) / "adapter.log"))
+    adapter = dataclasses.replace(report.provenance.adapter, log=None)
+    return dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, adapter=adapter))
 
 
 def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,

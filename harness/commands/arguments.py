@@ -157,7 +157,7 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "128+n": f"{SIGNALS}; {PIPE}",
     },
     "baselines": {
-        "0": "the table was printed",
+        "0": "the table (or with diff, what moved) was printed",
         "2": "usage error, or a baseline that cannot be read",
         "70": INTERNAL.format(command="baselines"),
         "128+n": f"{SIGNALS}; {PIPE}",

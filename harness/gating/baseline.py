@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -137,11 +138,46 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
             sets = dict(previous["sets"])
             sets.update(baseline["sets"])  # type: ignore[arg-type]
             document["sets"] = dict(sorted(sets.items()))
-        try:
-            text = strict_json_dumps(document, what=f"{path}: baseline", indent=1, ensure_ascii=False)
-        except ValueError as exc:
-            raise BaselineError(str(exc)) from None
-        atomic_write_text(path, text + "\n")
+        atomic_write_text(path, baseline_text(document, str(path)))
+
+
+# Where the layout opens an object one key a line (`*`: any key) when it holds objects; all else is one line.
+_EXPANDED = ((), ("sets",), ("sets", "*"), ("sets", "*", "aggregates"), ("sets", "*", "aggregates", "*"),
+             ("sets", "*", "queries"))
+
+
+def baseline_text(document: Mapping[str, object], label: str = "baseline") -> str:
+    """The file's text, laid out so that a re-baseline of one set is a small git diff.
+
+    The outer objects (the document, `sets`, each set, its `aggregates` and scopes, `queries`)
+    hold one key a line in the document's order; everything under them is one line with sorted
+    keys: one line per query row, per aggregate scope, per category. A query whose found ids or
+    values moved changes its own line only. Strict JSON (BaselineError naming `label` otherwise),
+    UTF-8 text kept as is; it parses to the same document.
+    """
+    try:
+        strict_json_dumps(document, what=f"{label}: baseline")
+    except ValueError as exc:
+        raise BaselineError(str(exc)) from None
+    lines: list[str] = []
+    _lay_out(document, (), "", 0, lines, last=True)
+    return "\n".join(lines) + "\n"
+
+
+def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, lines: list[str], *, last: bool) -> None:
+    comma = "" if last else ","
+    indent = " " * depth
+    expanded = isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
+        len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)
+    if not expanded:
+        lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
+        return
+    lines.append(f"{indent}{prefix}{{")
+    items = list(value.items())  # type: ignore[union-attr]
+    for index, (key, item) in enumerate(items):
+        _lay_out(item, (*path, str(key)), json.dumps(str(key), ensure_ascii=False) + ": ", depth + 1, lines,
+                 last=index == len(items) - 1)
+    lines.append(f"{indent}}}{comma}")
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ def recall_bars_svg(title: str, groups: Sequence[tuple[str, Mapping[str, float |
     drawn = [name for name in series if any(values.get(name) is not None for _, values in groups)]
     bar_step = BAR_HEIGHT + 2
     group_height = max(1, len(drawn)) * bar_step + 10
-    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 130
+    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 150  # 140 for the notes
     plot_bottom = top + group_height * len(groups)
     out = [_svg_open("recall-bars", plot_bottom + 30, f'data-metric="{_text(metric)}"'),
            f"<title>{_text(title)}</title>"]
@@ -137,8 +137,8 @@ def latency_cdf_svg(title: str, latencies_ms: Sequence[float], markers: Sequence
 
 
 def _chart_box(svg: str) -> str:
-    """A chart in its own scrolling box: on a phone it keeps a legible width and scrolls, the page does not."""
-    return f'<div class="scroll chart-box">\n{svg}\n</div>'
+    """A chart in its box, which it fills (html_kit.STYLE: width 100%, its viewBox scaled), so it never scrolls."""
+    return f'<div class="chart-box">\n{svg}\n</div>'
 
 
 def _svg_open(kind: str, height: float, data: str) -> str:

@@ -24,6 +24,7 @@ ALLOWED = {
     "api": {"sets", "adapter", "scoring", "gating", "report"},
     "commands": {"sets", "adapter", "scoring", "gating", "report", "api"},
     "__main__": {"commands"},
+    "pytest_plugin": {"api", "report"},  # harness/pytest_plugin.py: the fixture calls them lazily
 }
 NO_PROCESSES = ("scoring", "report")
 PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.child", "harness.watchdog", "harness.adapter.driver",
@@ -63,8 +64,9 @@ def harness_files():
         yield path, dotted.removesuffix(".__init__")
 
 
-# The one exception: --executor ray (optional extra [ray]) imports Ray, inside functions, in this module only.
-THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}}
+# The exceptions: --executor ray (optional extra [ray]) imports Ray, inside functions, in this module only;
+# the pytest plugin imports pytest, which is what loads it.
+THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}, "harness.pytest_plugin": {"pytest"}}
 
 
 def test_harness_imports_only_the_standard_library():
