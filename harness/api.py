@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.adapter.asking import RunOptions, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
-from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS, wait_problem
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
@@ -145,6 +145,7 @@ class GateOptions:
     max_window: int = DEFAULT_MAX_WINDOW  # issue 17: characters a shown passage may span
 
     def __post_init__(self) -> None:
+        _check_option_types(self)
         _check_scale_options(self)
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
@@ -154,13 +155,49 @@ class GateOptions:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
                             ("--startup-limit", self.startup_limit)):
-            if not (value > 0 and math.isfinite(value)):
-                raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
+            problem = wait_problem(value)
+            if problem:
+                raise UsageError(f"{name}: {problem}")
         if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
             # the report would carry it, and strict report JSON has no NaN or Infinity
             raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
         if self.condition not in (None, "cold", "warm"):
             raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
+
+
+# The types a Python caller may give each GateOptions field (the command line's parser gives these),
+# so `workers="2"` is one UsageError line and not a TypeError deep in the run.
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "k": (int, type(None)), "expect_banner": (bool,), "query_timeout": (int, float),
+    "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
+    "condition": (str, type(None)), "known_contract_failures": (bool,),
+    "what_if_min_score": (int, float, type(None)), "log_path": (str, os.PathLike),
+    "allow_backend_change": (bool,), "startup_limit": (int, float), "shard": (str, type(None)),
+    "executor": (str,), "ray_address": (str, type(None)), "worker_cpus": (int, float),
+    "worker_gpus": (int, float), "max_window": (int,)}
+
+
+def _check_option_types(options: GateOptions) -> None:
+    for name, kinds in _OPTION_TYPES.items():
+        value = getattr(options, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+    if options.on_startup_progress is not None and not callable(options.on_startup_progress):
+        raise UsageError("on_startup_progress: must be callable or None")
+
+
+def _check_gate_arguments(sets: object, backend: object, run_file: object, paths: dict[str, object]) -> None:
+    """The types `gate` accepts, checked before anything is read: a wrong one is one UsageError line."""
+    if not isinstance(sets, Sequence) or not all(isinstance(item, (str, os.PathLike)) for item in sets):
+        raise UsageError(f"sets: must be a list of set names or folders, got {sets!r:.60}")
+    if backend is not None and not isinstance(backend, str) and not (
+            isinstance(backend, Sequence) and backend and all(isinstance(part, str) for part in backend)):
+        raise UsageError(f"backend: must be a backend name or an adapter argv (a list of strings), "
+                         f"got {backend!r:.60}")
+    for name, value in {"run_file": run_file, **paths}.items():
+        if (value is not None or name == "sets_dir") and not isinstance(value, (str, os.PathLike)):
+            raise UsageError(f"{name}: must be a path (str or os.PathLike), got {type(value).__name__} {value!r:.60}")
 
 
 def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
@@ -171,7 +208,7 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
-      sets: set names under `sets_dir`, set folders, or "all" (default).
+      sets: set names under `sets_dir`, set folders, or "all" (default); one name alone is one set.
       backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
         (a list: never run through a shell). Exclusive with `run_file`.
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
@@ -200,6 +237,13 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
     raised: the Report comes back with `complete=False`, `error` and its exit code.
     """
+    if isinstance(sets, (str, os.PathLike)):
+        sets = [sets]  # one set named alone, not its letters
+    _check_gate_arguments(sets, backend, run_file, {"sets_dir": sets_dir, "baseline": baseline,
+                                                     "budgets": budgets, "policy": policy})
+    unknown = sorted(set(options) - {field.name for field in dataclasses.fields(GateOptions)})
+    if unknown:
+        raise UsageError(f"{unknown[0]}: not an option of harness.gate (see GateOptions)")
     settings = GateOptions(**options)  # type: ignore[arg-type]
     inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets,
                          baseline=Path(baseline) if baseline is not None else None, k=settings.k,

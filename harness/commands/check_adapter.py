@@ -7,7 +7,6 @@ prepares the corpus folder given to the adapter as $HARNESS_CORPUS_DIR and print
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shlex
 import sys
@@ -18,7 +17,7 @@ from typing import TextIO
 from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
 from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
                                     render_table, run_suite)
-from harness.adapter.process import (CORPUS_DIR_ENV, describe_progress)
+from harness.adapter.process import CORPUS_DIR_ENV, describe_progress, wait_problem
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
@@ -68,8 +67,9 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
     for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout),
                         ("--startup-limit", args.startup_limit)):
-        if not (value > 0 and math.isfinite(value)):
-            raise UsageError(f"check-adapter: {name}: must be a positive number of seconds, got {value}")
+        problem = wait_problem(value)
+        if problem:
+            raise UsageError(f"check-adapter: {name}: {problem}")
     if args.queries < 1:
         raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")
     if args.kind is not None and (not args.kind or "/" in args.kind or args.kind.startswith(".")):

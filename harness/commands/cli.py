@@ -15,7 +15,7 @@ from harness.commands.arguments import (ArgumentParser, add_timeout_options, exa
                                        program_name, split_adapter_command)
 from harness.commands import guard
 from harness.commands.check_adapter import StartupProgressPrinter
-from harness.errors import EXIT_INTERNAL, EXIT_OK, HarnessError, UsageError
+from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, EXIT_OK, HarnessError, UsageError
 from harness.interrupts import signals_raise_interrupted
 from harness.sets.loader import protected_files
 from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
@@ -173,6 +173,10 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
+        refused = guard.stdout_refused(error)
+        if refused is not None:  # stdout read-only, closed or full: the environment, exit 2
+            print(f"harness: error: {refused}", file=sys.stderr)
+            return EXIT_CONFIG
         return guard.report_internal_error(error, _traceback_path(command, args_list))
 
 
@@ -211,7 +215,7 @@ def _run(args_list: list[str]) -> int:
 
 
 def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
-    log_path = args.out.with_name(args.out.stem + ".adapter.log")
+    log_path = guard.beside_out(args.out, ".adapter.log")
     options = api.GateOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,

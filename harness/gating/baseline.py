@@ -145,12 +145,30 @@ def check_baseline(document: object, label: str) -> dict[str, object]:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:
         raise BaselineError(f"{label}: version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
+    _check_backend(document.get("backend"), f"{label}: backend")
     sets = document.get("sets")
     if not isinstance(sets, dict):
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
         _check_entry(entry, f"{label}: sets.{_key(name)}")
     return document
+
+
+def _check_backend(backend: object, where: str) -> None:
+    """The recorded backend: absent, or an object whose text fields are text and whose command is argv."""
+    if backend is None:
+        return
+    if not isinstance(backend, dict):
+        raise BaselineError(f"{where}: must be an object (label, name, version, command), got {_preview(backend)}")
+    for field in ("label", "name", "version", "model_digest"):
+        if backend.get(field) is not None and not isinstance(backend[field], str):
+            raise BaselineError(f"{where}.{field}: must be a string, got {_preview(backend[field])}")
+    for field in ("command", "argv"):
+        value = backend.get(field)
+        if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
+            raise BaselineError(f"{where}.{field}: must be a list of strings, got {_preview(value)}")
+    if backend.get("settings") is not None and not isinstance(backend["settings"], dict):
+        raise BaselineError(f"{where}.settings: must be an object, got {_preview(backend['settings'])}")
 
 
 def _check_entry(entry: object, where: str) -> None:

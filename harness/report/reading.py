@@ -81,7 +81,9 @@ class _Reader:
         if self.value is None and optional:
             return None
         value = self.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        # bounds before float(): an integer of 400 digits overflows it (OverflowError, not a report error)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 <= value <= 1e300 \
+                or not math.isfinite(value):
             raise self.fail(f"must be a finite number, got {_kind(value)}")
         return float(value) if isinstance(value, float) else value
 
