@@ -132,6 +132,23 @@ def test_second_start_reuses_the_cache_and_a_changed_corpus_does_not(tmp_path: P
     assert no_cache[0]["index"]["code"]["cache"] == "off"
 
 
+def test_a_directory_where_the_index_file_belongs_costs_speed_not_the_start(tmp_path: Path, corpora: Path) -> None:
+    request = [{"kind": "memory", "query": "parse config", "k": 5}]
+    first = lines(run_adapter(tmp_path, request, corpus_dir=corpora))
+    index_files = sorted((tmp_path / "cache" / "bm25").glob("*.bm25"))
+    assert len(index_files) == 2  # code and memory
+    for path in index_files:
+        path.unlink()
+        path.mkdir()  # what a stray `mkdir -p` or an unpacked archive leaves
+    done = run_adapter(tmp_path, request, corpus_dir=corpora)
+    assert done.returncode == 0, done.stderr
+    banner, answer = lines(done)
+    assert banner["index"]["memory"]["cache"] == "unusable" and answer == first[1]
+    complaints = [line for line in done.stderr.splitlines() if "is not a regular file" in line]
+    assert len(complaints) == 2 and all("building the index in memory" in line for line in complaints)
+    assert "Traceback" not in done.stderr and all(path.is_dir() for path in index_files)
+
+
 def test_unknown_kind_gets_an_error_reply_and_the_loop_goes_on(tmp_path: Path, corpora: Path) -> None:
     requests = [{"kind": "nope", "query": "x", "k": 3}, {"kind": "memory", "query": "Fridays deploys", "k": 1}]
     done = run_adapter(tmp_path, requests, corpus_dir=corpora)
