@@ -12,6 +12,14 @@ FIXTURES = TESTS / "fixtures"
 TINY_SET = FIXTURES / "sets" / "tiny"
 SCRIPTED_ADAPTER = FIXTURES / "cli_adapters" / "scripted.py"
 
+# Every process a test starts imports this checkout's `harness` and `adapters`, whether or not it
+# was installed (`pip install -e`), and never another copy installed in the same environment: a
+# script in tmp_path doing `from harness.adapter import serve`, or `python -m harness` run from
+# another folder, finds them through PYTHONPATH. Set once, here, for the whole session.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO_ROOT)] + [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                        if part and Path(part).resolve() != REPO_ROOT])
+
 
 @pytest.fixture
 def tiny_copy(tmp_path: Path) -> Path:
@@ -35,3 +43,21 @@ def require_default_model() -> Path:
             pytest.fail(message + " (CI=true: .ci/run must fetch it before the tests)")
         pytest.skip(message)
     return model_store.verify(folder=folder)
+
+
+def require_modules(*names: str) -> None:
+    """Skip the calling test (or module) when an optional package of the [test] extra is missing,
+    naming it; under CI=true fail instead, so CI can never pass without the tests that need it.
+
+    The one place that decides this for optional imports (onnxruntime, tokenizers, onnx,
+    pytrec_eval ...), as `require_default_model` does for the model.
+    """
+    import importlib.util
+
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    message = f"needs {', '.join(missing)}: pip install -e '.[test]'"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (CI=true: .ci/run installs the [test] extra before the tests)", pytrace=False)
+    pytest.skip(message, allow_module_level=True)

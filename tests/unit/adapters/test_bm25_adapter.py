@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("numpy")
+from tests.conftest import REPO_ROOT, require_modules
+
+require_modules("numpy")
 
 from adapters import bm25  # noqa: E402
 from adapters.corpus_dir import CorpusFileError  # noqa: E402
 from adapters.tokenizer import tokenize  # noqa: E402
-from tests.conftest import REPO_ROOT
 
 REPO = REPO_ROOT
 TIMEOUT_SECONDS = 60  # a hang must fail the test, not the CI job
