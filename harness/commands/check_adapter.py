@@ -24,6 +24,7 @@ from harness.child import log_tail
 from harness.commands.arguments import (HelpFormatter, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
+from harness.fsutil import check_outputs, names_a_stream, write_output
 from harness.interrupts import signals_raise_interrupted
 from harness.watchdog import guarded_temp_folder
 
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"check-adapter: --kind: {args.kind!r} cannot name a <kind>.jsonl file")
     if args.set_name is not None and args.corpus_dir is not None:
         raise UsageError("check-adapter: --set and --corpus-dir are exclusive: the set brings its corpus")
+    check_outputs({"--log": args.log}, {})  # a folder, a link, an unwritable place: one line before any start
     try:
         with signals_raise_interrupted():
             return _check(args, command)
@@ -90,8 +92,8 @@ def _check(args: argparse.Namespace, command: list[str]) -> int:
         kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name,
                                       sets_dir=args.sets_dir, offline=args.offline, corpus_dir=args.corpus_dir)
         env = {CORPUS_DIR_ENV: str(corpus.folder)}
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        args.log.write_bytes(b"")  # this run's log only
+        if not names_a_stream(args.log):
+            write_output(args.log, "", "--log")  # this run's log only
         printer = StartupProgressPrinter(sys.stderr)
         adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout,
                               startup_limit=args.startup_limit, on_progress=printer)
