@@ -21,6 +21,33 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
                         if part and Path(part).resolve() != REPO_ROOT])
 
 
+# The slow groups: skipped by default so `python -m pytest` stays fast on a 2-core machine, run
+# under CI=true (so `.ci/run` runs everything) or with `--slow`. Node-id prefixes; tests/README.md
+# gives each group's measured time. The one place that decides what is slow.
+SLOW_GROUPS = (
+    "tests/properties/test_fuzz.py::test_fuzz_",  # the fuzz pass (its regression tests stay in the default)
+    "tests/contract/test_worked_examples.py::test_every_example_works_in_the_readmes_order",
+)
+SLOW_REASON = "slow group: runs under CI=true or with --slow (tests/README.md)"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the slow groups (on under CI=true)")
+
+
+def run_slow_groups(config) -> bool:
+    return os.environ.get("CI") == "true" or config.getoption("--slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason=SLOW_REASON)
+    for item in items:
+        if item.nodeid.startswith(SLOW_GROUPS):
+            item.add_marker(pytest.mark.slow)
+            if not run_slow_groups(config):
+                item.add_marker(skip)
+
+
 @pytest.fixture
 def tiny_copy(tmp_path: Path) -> Path:
     """A writable copy of the tiny set, at tmp_path/sets/tiny."""
