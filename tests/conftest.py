@@ -25,8 +25,24 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # under CI=true (so `.ci/run` runs everything) or with `--slow`. Node-id prefixes; tests/README.md
 # gives each group's measured time. The one place that decides what is slow.
 SLOW_GROUPS = (
-    "tests/properties/test_fuzz.py::test_fuzz_",  # the fuzz pass (its regression tests stay in the default)
+    # the fuzz pass (its regression tests stay in the default)
+    "tests/properties/test_fuzz.py::test_fuzz_",
+    # every command's worked example, run in the README's order
     "tests/contract/test_worked_examples.py::test_every_example_works_in_the_readmes_order",
+    # the hypothesis sweeps and the trec_eval / ir_measures equivalence on generated runs (the hand
+    # tables of unit/scoring stay in the default)
+    "tests/properties/test_properties.py", "tests/properties/test_metrics_properties.py",
+    "tests/properties/test_metrics_trec_eval.py", "tests/properties/test_metrics_ir_measures.py",
+    # the embedding adapters on real ONNX models (tiny and default): building, fusing and running them
+    "tests/unit/adapters/test_onnx_adapter.py", "tests/unit/adapters/test_model_optimise.py",
+    "tests/unit/adapters/test_model_store.py", "tests/unit/adapters/test_hybrid.py",
+    "tests/unit/adapters/test_long_documents.py", "tests/unit/adapters/test_embedding_cache.py",
+    "tests/unit/adapters/test_embedder.py",
+    "tests/unit/adapter/test_passages.py::test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit",
+    "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.onnx",
+    "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.hybrid",
+    # start-up faults that wait out a start-up allowance by design
+    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[slow_start",
 )
 SLOW_REASON = "slow group: runs under CI=true or with --slow (tests/README.md)"
 
