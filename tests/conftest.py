@@ -41,8 +41,19 @@ SLOW_GROUPS = (
     "tests/unit/adapter/test_passages.py::test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit",
     "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.onnx",
     "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.hybrid",
-    # start-up faults that wait out a start-up allowance by design
+    # tests that wait out a timeout, a grace period or a kill by design (the quick fault, signal and
+    # watchdog cases stay in the default)
     "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[slow_start",
+    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[half_line",
+    "tests/contract/test_child.py::test_two_signals_to_the_harness_while_it_stops_a_hung_adapter",
+    "tests/contract/test_check_adapter.py::test_a_slow_answer_past_the_timeout_is_caught_and_the_checks_go_on",
+    "tests/contract/test_check_adapter.py::test_an_adapter_that_never_prints_nor_reads_fails_once_after_the_start",
+    "tests/contract/test_runner.py::test_slow_progress_keeps_each_silence_under_the_timeout_and_succeeds",
+    "tests/contract/test_watchdog.py::test_a_sigkilled_harness_has_its_adapter_group_stopped_and_its_folder_removed",
+    "tests/contract/test_watchdog.py::test_guards_running_sees_the_guard_of_its_own_run_and_no_other",
+    # real pip and concurrent writers
+    "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
+    "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
 )
 SLOW_REASON = "slow group: runs under CI=true or with --slow (tests/README.md)"
 
