@@ -93,11 +93,17 @@ def stdout_refused(error: BaseException) -> str | None:
     if not isinstance(error, OSError) or isinstance(error, BrokenPipeError) or error.filename is not None:
         return None
     try:
-        flags = fcntl.fcntl(sys.stdout.fileno(), fcntl.F_GETFL)
+        descriptor = sys.stdout.fileno()
     except (OSError, ValueError, AttributeError):
+        return None  # not a real stream (a test's capture): nothing to say about it
+    try:
+        flags = fcntl.fcntl(descriptor, fcntl.F_GETFL)
+    except OSError:
+        if error.errno != errno.EBADF:
+            return None
         reason = "it is closed"
     else:
-        if flags & os.O_ACCMODE == os.O_RDONLY:
+        if error.errno == errno.EBADF and flags & os.O_ACCMODE == os.O_RDONLY:
             reason = "it is open for reading only"
         elif error.errno in _REFUSED_WRITE_ERRNOS:
             reason = error.strerror or str(error)
