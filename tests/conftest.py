@@ -115,3 +115,10 @@ def require_modules(*names: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(message + " (CI=true: .ci/run installs the [test] extra before the tests)", pytrace=False)
     pytest.skip(message, allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def pytrec_eval_required() -> None:
+    """For `@pytest.mark.usefixtures("pytrec_eval_required")`: trec_eval itself (pytrec-eval-terrier,
+    the [test] extra), skipped with the reason outside CI=true and failed under it."""
+    require_modules("pytrec_eval")

@@ -136,7 +136,7 @@ def _random_answers(rng):
     return answers
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 @pytest.mark.parametrize("seed", range(25))
 def test_trec_eval_scores_the_exported_run_as_the_report_did(tmp_path, seed):
     rng = random.Random(seed)
