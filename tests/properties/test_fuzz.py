@@ -12,6 +12,7 @@ Everything but the adapter-output mutations runs in-process through `harness.com
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -182,8 +183,10 @@ def workspace():
 
 
 def _prepare_base_files() -> dict[str, Path]:
-    """A real baseline and report of the tiny set from the run file (made once, in-process)."""
+    """A real baseline and report of the tiny set from the run file (made once, in-process; the
+    folder is removed when the test process exits, so no run leaves it behind)."""
     folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-base-"))
+    atexit.register(shutil.rmtree, folder, True)
     (folder / "run.txt").write_text("\n".join(tiny_run_lines()) + "\n")
     code = main(["--set", str(TINY_SET), "--run-file", str(folder / "run.txt"), "--update-baseline", "--yes",
                  "--baseline", str(folder / "baseline.json"), "--out", str(folder / "report.json"), "--quiet"])
