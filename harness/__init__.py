@@ -2,19 +2,24 @@
 
 `harness.gate(...)` runs the main job and returns a typed `harness.Report` (see harness/api.py);
 `harness.read_report(path)` and `harness.report_from_json(text)` read one back;
-`harness.raise_for_gates(report)` raises `GatesFailed` with the verdict's few lines unless it passed. All are imported
-on first use, so `from harness.adapter import serve` in an adapter stays light.
+`harness.raise_for_gates(report)` raises `GatesFailed` with the verdict's few lines unless it
+passed; `harness.HarnessError` is what `gate` raises before a run starts (with its `exit_code`; a
+wrong argument type is its subclass `harness.UsageError`). All are imported on first use, so
+`from harness.adapter import serve` in an adapter stays light.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["Report", "gate", "raise_for_gates", "read_report", "report_from_json"]
+__all__ = ["HarnessError", "Report", "UsageError", "gate", "raise_for_gates", "read_report", "report_from_json"]
 
 
 def __getattr__(name: str):
     if name == "gate":
         from harness.api import gate
         return gate
+    if name in ("HarnessError", "UsageError"):  # what `gate` raises, with its exit_code
+        from harness import errors
+        return getattr(errors, name)
     if name == "Report":
         from harness.report.document import Report
         return Report

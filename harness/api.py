@@ -60,7 +60,7 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
-      sets: set names under `sets_dir`, set folders, or "all" (default).
+      sets: set names under `sets_dir`, set folders, or "all" (default); one name alone is one set.
       backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
         (a list: never run through a shell). Exclusive with `run_file`.
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
@@ -89,6 +89,13 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
     raised: the Report comes back with `complete=False`, `error` and its exit code.
     """
+    if isinstance(sets, (str, os.PathLike)):
+        sets = [sets]  # one set named alone, not its letters
+    _check_gate_arguments(sets, backend, run_file, {"sets_dir": sets_dir, "baseline": baseline,
+                                                     "budgets": budgets, "policy": policy})
+    unknown = sorted(set(options) - {field.name for field in dataclasses.fields(RunOptions)})
+    if unknown:
+        raise UsageError(f"{unknown[0]}: not an option of harness.gate (see RunOptions)")
     settings = RunOptions(**options)  # type: ignore[arg-type]
     inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets, baseline=baseline,
                          k=settings.k, policy=policy)
@@ -100,6 +107,19 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
                           options=dataclasses.replace(settings, log_path=Path(folder) / "adapter.log"))
     adapter = dataclasses.replace(report.provenance.adapter, log=None)
     return dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, adapter=adapter))
+
+
+def _check_gate_arguments(sets: object, backend: object, run_file: object, paths: dict[str, object]) -> None:
+    """The types `gate` accepts, checked before anything is read: a wrong one is one UsageError line."""
+    if not isinstance(sets, Sequence) or not all(isinstance(item, (str, os.PathLike)) for item in sets):
+        raise UsageError(f"sets: must be a list of set names or folders, got {sets!r:.60}")
+    if backend is not None and not isinstance(backend, str) and not (
+            isinstance(backend, Sequence) and backend and all(isinstance(part, str) for part in backend)):
+        raise UsageError(f"backend: must be a backend name or an adapter argv (a list of strings), "
+                         f"got {backend!r:.60}")
+    for name, value in {"run_file": run_file, **paths}.items():
+        if (value is not None or name == "sets_dir") and not isinstance(value, (str, os.PathLike)):
+            raise UsageError(f"{name}: must be a path (str or os.PathLike), got {type(value).__name__} {value!r:.60}")
 
 
 def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,

@@ -8,12 +8,13 @@ what follows from the backend and the policy once (`argv`, `label`, `expect_bann
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
-                                     ProgressCallback)
+                                     ProgressCallback, wait_problem)
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.errors import UsageError
 from harness.sets.shards import parse_shard
@@ -58,6 +59,7 @@ class RunOptions:
     on_started: Callable[[list[dict | None]], None] | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self)
         if self.shard is not None:
             parse_shard(self.shard)
         if self.executor not in EXECUTORS:
@@ -75,8 +77,9 @@ class RunOptions:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
                             ("--startup-limit", self.startup_limit)):
-            if not (value > 0 and math.isfinite(value)):
-                raise UsageError(f"{name}: must be a positive number of seconds, got {value}")
+            problem = wait_problem(value)
+            if problem:
+                raise UsageError(f"{name}: {problem}")
         if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
             # the report would carry it, and strict report JSON has no NaN or Infinity
             raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
@@ -89,3 +92,25 @@ class RunOptions:
                 "startup_limit_s": self.startup_limit, "warmup": self.warmup, "repeats": self.repeats,
                 "workers": self.workers, "latency_under_concurrency": self.workers > 1,
                 "max_window": self.max_window}
+
+
+# The types a Python caller may give each option (the command line's parser gives these), so
+# `workers="2"` is one UsageError line and not a TypeError deep in the run.
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "k": (int, type(None)), "expect_banner": (bool,), "query_timeout": (int, float),
+    "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
+    "condition": (str, type(None)), "known_contract_failures": (bool,),
+    "what_if_min_score": (int, float, type(None)), "log_path": (str, os.PathLike),
+    "allow_backend_change": (bool,), "startup_limit": (int, float), "shard": (str, type(None)),
+    "executor": (str,), "ray_address": (str, type(None)), "worker_cpus": (int, float),
+    "worker_gpus": (int, float), "max_window": (int,)}
+
+
+def _check_types(options: RunOptions) -> None:
+    for name, kinds in _OPTION_TYPES.items():
+        value = getattr(options, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+    if options.on_startup_progress is not None and not callable(options.on_startup_progress):
+        raise UsageError("on_startup_progress: must be callable or None")

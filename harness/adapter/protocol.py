@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from json.encoder import encode_basestring
 from typing import NamedTuple
 
 from harness.errors import ProtocolError
-from harness.strict_json import MAX_INT_DIGITS, NotStrictJSON, strict_decode
+from harness.strict_json import (MAX_INT_DIGITS, SURROGATE_ESCAPE_BYTES, SURROGATE_ESCAPE_TEXT, NotStrictJSON,
+                                 lone_surrogate_at, strict_decode)
 from harness.quoting import preview
 
 PROTOCOL_VERSION = 1
@@ -32,10 +32,6 @@ PROTOCOL_VERSION = 1
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-# A \uD800-\uDFFF escape in the raw line: the only way JSON text can carry a lone surrogate (UTF-8
-# bytes cannot). Searched on the raw line, so clean lines (nearly all) pay one regex scan, no walk.
-_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 BANNER_TEXT_FIELDS = ("name", "version", "model")  # formatted as text by check-adapter and reports
 _STRING = encode_basestring  # a JSON string literal, non-ASCII kept (as ensure_ascii=False)
 
@@ -113,8 +109,8 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     raises ProtocolError naming the query.
     """
     obj = _load_object(line, qid)
-    if (_SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else _SURROGATE_ESCAPE_TEXT).search(line):
-        where = _lone_surrogate(obj)
+    if (SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else SURROGATE_ESCAPE_TEXT).search(line):
+        where = lone_surrogate_at(obj)
         if where is not None:
             raise ProtocolError(f"query {qid}: {where} holds a lone surrogate escape (\\ud800-\\udfff), "
                                 f"not text (a string cut inside a UTF-16 pair?)")
@@ -172,7 +168,7 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
     except UnicodeDecodeError:
         # json.loads read the bytes with 'surrogatepass': an encoded lone surrogate got this far.
         raise ProtocolError(f"banner: line is not valid UTF-8: {preview(repr(line))}") from None
-    where = _lone_surrogate(obj)
+    where = lone_surrogate_at(obj)
     if where is not None:
         raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")
     if check_fields:
@@ -206,30 +202,6 @@ def _refused_field(text: bytes | str) -> str:
 
     found = walk(obj, "")
     return f"{found}: " if found else ""
-
-
-def _lone_surrogate(value: object, path: str = "") -> str | None:
-    """Where in a decoded JSON value a string (or key) holds a lone surrogate: `'ids'[2]`, or None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "the value"
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _lone_surrogate(item, f"{path}[{index}]")
-            if found:
-                return found
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            label = f"{path}.{key}" if path else repr(key)
-            if _lone_surrogate(key, "") is not None:
-                return f"a key of {path or 'the object'}"
-            found = _lone_surrogate(item, label if path else repr(key))
-            if found:
-                return found
-    return None
 
 
 class Progress(NamedTuple):

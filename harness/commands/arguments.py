@@ -119,10 +119,10 @@ EXIT_CODES: dict[str, dict[str, str]] = {
     "run": {
         "0": "every gate passed (or --no-gate / --update-baseline / --shard: measured, nothing failed)",
         "1": "a gate failed (each failure one line)",
-        "2": "usage, configuration, set, budgets, policy, baseline or output error",
+        "2": "usage, configuration, set, budgets, policy, baseline or output error (stdout included)",
         "3": "the backend failed (crash, timeout, protocol error); partial report written",
-        "70": "internal error (a bug): one line, the traceback in <--out stem>.traceback.txt, partial report "
-              "written",
+        "70": "internal error (a bug): one line, the traceback in <--out stem>.traceback.txt "
+              "(.retrieval-gate/report.traceback.txt when --out is a stream), partial report written",
         "128+n": f"{SIGNALS}: adapter stopped, partial report written (a closed stdout keeps the run's code)",
     },
     "sets": {

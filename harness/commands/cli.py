@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.commands import guard, run
 from harness.commands.arguments import SUBCOMMANDS
-from harness.errors import EXIT_INTERNAL, HarnessError
+from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +54,10 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
+        refused = guard.stdout_refused(error)
+        if refused is not None:  # stdout read-only, closed or full: the environment, exit 2
+            print(f"harness: error: {refused}", file=sys.stderr)
+            return EXIT_CONFIG
         return guard.report_internal_error(error, _traceback_path(command, args_list))
 
 

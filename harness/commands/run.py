@@ -124,7 +124,7 @@ def main(args_list: list[str]) -> int:
 
 
 def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
-    log_path = args.out.with_name(args.out.stem + ".adapter.log")
+    log_path = guard.beside_out(args.out, ".adapter.log")
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,

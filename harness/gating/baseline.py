@@ -227,29 +227,33 @@ def check_baseline(document: object, label: str) -> dict[str, object]:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:
         raise BaselineError(f"{label}: version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
+    _check_backend(document.get("backend"), f"{label}: backend")
     sets = document.get("sets")
     if not isinstance(sets, dict):
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
         _check_entry(entry, f"{label}: sets.{field_key(name)}")
-    _check_backend(document.get("backend"), label)
+    if document.get("backend") is None:  # a removed record would gate any backend against this file
+        raise BaselineError(f"{label}: backend: missing; restore it from git, or re-baseline")
     return document
 
 
-def _check_backend(record: object, label: str) -> None:
-    """Who the baseline gates: an object whose identity fields are strings (or null) and whose command is
-    a list of strings; a removed or mistyped record is refused, never read as "any backend"."""
-    if not isinstance(record, dict):
-        raise BaselineError(f"{label}: backend: missing or not an object (restore it from git, or re-baseline)")
-    for key in ("label", "name", "version", "model_digest"):
-        if record.get(key) is not None and not isinstance(record[key], str):
-            raise BaselineError(f"{label}: backend.{key}: must be a string or null, got {preview(record[key], 60)}")
-    for key in ("command", "argv"):
-        value = record.get(key)
+def _check_backend(backend: object, where: str) -> None:
+    """The recorded backend: absent (refused by the caller where it must be there), or an object whose
+    text fields are text and whose command is argv; never read as "any backend"."""
+    if backend is None:
+        return
+    if not isinstance(backend, dict):
+        raise BaselineError(f"{where}: must be an object (label, name, version, command), got {preview(backend)}")
+    for field in ("label", "name", "version", "model_digest"):
+        if backend.get(field) is not None and not isinstance(backend[field], str):
+            raise BaselineError(f"{where}.{field}: must be a string, got {preview(backend[field])}")
+    for field in ("command", "argv"):
+        value = backend.get(field)
         if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
-            raise BaselineError(f"{label}: backend.{key}: must be a list of strings")
-    if record.get("settings") is not None and not isinstance(record["settings"], dict):
-        raise BaselineError(f"{label}: backend.settings: must be an object or null")
+            raise BaselineError(f"{where}.{field}: must be a list of strings, got {preview(value)}")
+    if backend.get("settings") is not None and not isinstance(backend["settings"], dict):
+        raise BaselineError(f"{where}.settings: must be an object, got {preview(backend['settings'])}")
 
 
 def _check_entry(entry: object, where: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.strict_json import read_json_file
-from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.sets.corpus import _label, check_corpus_source, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
@@ -51,21 +51,36 @@ def safe_name(value: object, field: str, where: str = "") -> str:
     return value  # type: ignore[return-value]
 
 
+def check_sets_dir(sets_dir: Path) -> None:
+    """SetError `--sets-dir PATH: why` when `sets_dir` exists but is not a folder (a file, a device).
+
+    A missing folder is left to the caller (no sets found, or created by an import).
+    """
+    try:
+        if sets_dir.exists() and not sets_dir.is_dir():
+            raise SetError(f"--sets-dir {sets_dir}: is not a folder (where named sets live: DIR/NAME/set.json)")
+    except OSError as exc:  # a name too long, no permission to look
+        raise SetError(f"--sets-dir {sets_dir}: cannot be examined: {exc.strerror}") from None
+
+
 def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
     """Resolve `--set` values: a set name under `sets_dir`, a set folder path, or `all`."""
     if not names:
         raise SetError("no set named: give --set NAME (or --set all)")
     found: list[Path] = []
     for name in names:
+        if name != "all" and _holds_set(Path(name)):
+            found.append(Path(name))
+            continue
+        check_sets_dir(sets_dir)
         if name == "all":
             candidates = sorted(p.parent for p in sets_dir.glob("*/set.json"))
             if not candidates:
                 raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
             found.extend(candidates)
             continue
-        path = Path(name)
-        folder = path if (path / "set.json").is_file() else sets_dir / name
-        if not (folder / "set.json").is_file():
+        folder = sets_dir / name
+        if not _holds_set(folder):
             available = sorted(p.parent.name for p in sets_dir.glob("*/set.json"))
             raise SetError(f"set {name!r}: no {folder / 'set.json'} (available: {', '.join(available) or 'none'})")
         found.append(folder)
@@ -85,6 +100,14 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
                                f"{first[name]}; two sets in one run need different names")
             first[name] = folder
     return unique
+
+
+def _holds_set(folder: Path) -> bool:
+    """True when `folder/set.json` is a file; False for anything else, a name too long included."""
+    try:
+        return (folder / "set.json").is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, EACCES; ValueError: a NUL in the name
+        return False
 
 
 def check_unique_names(query_sets: Sequence[QuerySet]) -> None:
@@ -198,6 +221,7 @@ def _read_meta(path: Path, where: str) -> dict:
         value = meta.get(field)
         if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
             raise SetError(f"{where}: {field}: missing or not a {kind.__name__}")
+    check_corpus_source(meta["corpus"], where)
     if not 1 <= meta["k"] <= MAX_SET_K:
         raise SetError(f"{where}: k: must be between 1 and {MAX_SET_K}")
     if not 0 <= meta["revision"] <= 10**15:
@@ -258,10 +282,6 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
     for field in ("qid", "query", "category", "source"):
         if not isinstance(obj[field], str) or not obj[field].strip():
             raise SetError(f"{where}: {field}: must be a non-empty string")
-        try:
-            obj[field].encode("utf-8")
-        except UnicodeEncodeError:
-            raise SetError(f"{where}: {field}: holds a lone surrogate (\\ud800-\\udfff escape), not text") from None
     if obj["split"] not in SPLITS:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)
@@ -305,8 +325,6 @@ def _grades(value: object, where: str) -> dict[str, int]:
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
             raise SetError(f"{where}: relevant: grade of {preview(doc_id, 60)} must be an integer from 0 to {MAX_GRADE} "
                            f"(0 = judged non-relevant)")
-        if not _is_text(doc_id):
-            raise SetError(f"{where}: relevant: id {preview(doc_id, 60)} holds a lone surrogate, not text")
     return dict(value)
 
 

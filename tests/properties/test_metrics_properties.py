@@ -235,8 +235,7 @@ TREC_MEASURES = {"ndcg_cut_10": ("ndcg", 10), "ndcg_cut_5": ("ndcg", 5),
                  "recip_rank": ("rr", 10), "success_10": ("hit", 10), "success_1": ("hit", 1)}
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                    "pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 @settings(max_examples=300, deadline=None, database=None)
 @given(rankings,
        st.dictionaries(st.sampled_from(DOC_IDS), st.integers(min_value=-1, max_value=4),
@@ -267,8 +266,7 @@ def _load_hand_table():
     return module.TABLE
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                    "pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 def test_hand_computed_table_agrees_with_trec_eval():
     # The hand tables of tests/unit/scoring/test_metrics.py, at the cutoffs trec_eval names, scored by trec_eval.
     table = _load_hand_table()

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from adapters.http import build_opener, build_parser
+from adapters.http import build_opener, build_parser, check_url
 from adapters.wait import MAX_WAIT_SECONDS, URL_WAIT_SECONDS, ServiceDown, WaitFor, parse_wait_for, wait_for_service
 from tests.conftest import REPO_ROOT
 
@@ -96,7 +96,7 @@ class Clock:
 def test_a_service_that_starts_later_is_waited_for(service):
     clock = Clock(on_sleep=lambda n: service.start() if n == 3 else None)
     seen = []
-    wait_for_service(WaitFor(10.0), service.url(), build_opener(), clock=clock, sleep=clock.sleep,
+    wait_for_service(WaitFor(10.0), service.url(), build_opener(check_url(service.url())), clock=clock, sleep=clock.sleep,
                      progress=lambda *line: seen.append(line))
     assert clock.sleeps == 3 and service.server.calls == [("HEAD", "/")]  # any answer is up, even a 404
     assert seen == [(f"waiting for {service.url('/')}", 0, 10)]  # at most one progress line a second
@@ -106,7 +106,7 @@ def test_a_health_url_is_waited_for_until_it_answers_2xx(service):
     service.ready_after = 2
     service.start()
     clock = Clock()
-    wait_for_service(WaitFor(URL_WAIT_SECONDS, service.url("/health")), service.url(), build_opener(),
+    wait_for_service(WaitFor(URL_WAIT_SECONDS, service.url("/health")), service.url(), build_opener(check_url(service.url())),
                      clock=clock, sleep=clock.sleep, progress=lambda *line: None)
     assert service.server.calls == [("GET", "/health")] * 3 and clock.sleeps == 2
 
@@ -115,7 +115,7 @@ def test_a_service_that_never_comes_up_is_service_down_with_the_reason(service):
     clock = Clock()
     seen = []
     with pytest.raises(ServiceDown) as down:
-        wait_for_service(WaitFor(2.0), service.url(), build_opener(), clock=clock, sleep=clock.sleep,
+        wait_for_service(WaitFor(2.0), service.url(), build_opener(check_url(service.url())), clock=clock, sleep=clock.sleep,
                          progress=lambda *line: seen.append(line))
     assert down.value.exit_code == 3
     assert str(down.value).startswith(f"{service.url('/')} did not come up within 2 s (--wait-for): ")

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.fusion import FusionSettings, fuse, normalised
 from adapters.hybrid import reciprocal_rank_fusion
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_modules
 
 ROOT = REPO_ROOT
 
@@ -57,10 +57,7 @@ def run(module: str, args: list[str], requests: list[dict], env: dict[str, str])
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    pytest.importorskip("numpy")
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("tokenizers")
-    pytest.importorskip("onnx")
+    require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
     from tests.tiny_onnx import write_model_dir
 
     model_dir = write_model_dir(tmp_path / "model")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_modules
 
 WINDOW, OVERLAP = 24, 6  # characters: a few of the tiny model's words per window
 FILLER = "eta " * 12     # 48 characters of a word no query below asks for
@@ -27,7 +27,7 @@ FILLER = "eta " * 12     # 48 characters of a word no query below asks for
 @pytest.fixture
 def corpus(tmp_path: Path):
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
-        pytest.importorskip(module)
+        require_modules(module)
     from tests.tiny_onnx import write_model_dir
 
     model_dir = write_model_dir(tmp_path / "model")  # its tokenizer truncates at 8 tokens: a long tail is unseen

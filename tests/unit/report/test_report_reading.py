@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness.errors import UsageError
-from harness.report.document import Report
+from harness.report.document import Report, ReportError
 from harness.report.reading import read_document, read_report, report_from_json
 from harness.report.views import load_run
 from harness.report.trec import run_lines
@@ -136,3 +136,13 @@ def test_export_of_a_broken_report_through_the_cli_is_exit_2_without_traceback(r
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_a_400_digit_number_given_to_from_json_is_a_report_error_not_an_overflow(real_report):
+    """report_from_json (a Python caller's reader, json.loads underneath) reaches the field checks
+    with the huge integer itself: it must be named there, not crash float() with OverflowError."""
+    document = json.loads(json.dumps(real_report))
+    document["sets"][0]["latency_ms"]["p95"] = 10 ** 399
+    with pytest.raises(ReportError) as caught:
+        report_from_json(json.dumps(document), "r.json")
+    assert str(caught.value).startswith("r.json: sets[0].latency_ms.p95: must be a finite number, got 1000")

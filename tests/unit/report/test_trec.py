@@ -21,8 +21,7 @@ try:  # pytrec_eval embeds trec_eval 9.x; optional outside CI (pip install pytre
     import pytrec_eval
 except ImportError:
     pytrec_eval = None
-needs_trec_eval = pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                                     "pip install pytrec-eval-terrier")
+needs_trec_eval = pytest.mark.usefixtures("pytrec_eval_required")  # skip, or fail under CI=true
 
 # trec_eval measure -> our reported metric. The run holds at most k = 10 ids per query, so
 # recip_rank (no cutoff in trec_eval) is our mrr (cut at 10).

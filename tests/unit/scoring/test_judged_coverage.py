@@ -106,7 +106,7 @@ def test_unjudged_is_summed_and_judged_averaged():
 
 @pytest.mark.parametrize("name, key", [("nDCG@20", "ndcg@20"), ("AP@100", "ap@100"), ("RR", "rr"),
                                        ("ndcg@10(condensed)", "ndcg@10(condensed)"), ("RR@10", "mrr"),
-                                       ("map_cut_100", "ap@100"), ("Judged@10", "judged@10")])
+                                       ("map_cut_100", "ap@100"), ("JUDGED@10", "judged@10")])
 def test_a_policy_may_name_any_registry_measure(name, key):
     assert policy_metric_name(name) == key
 

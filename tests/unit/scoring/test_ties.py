@@ -98,6 +98,37 @@ def test_export_keeps_real_scores_and_nudges_within_ties_only():
     assert nudged == 1 and trec_eval_score(written[1]) < 1.0
 
 
+def _reciprocal_rank(order: list[str], relevant: str) -> float:
+    return 1 / (order.index(relevant) + 1)
+
+
+def test_a_nudged_tie_reads_in_one_order_under_double_and_single_precision_comparison(tmp_path):
+    """The constructed case (docs/sets.md, "Which trec_eval the measures follow"): x 1.0, y 1.0, z 0.99999996 (single precision: 1 - 2**-24,
+    equal to where y is nudged). Written unrounded, trec_eval 10's double comparison put z above
+    the nudged y (RR of y 1/3) while trec_eval 9 and pytrec_eval (single precision, ties by docno
+    descending) kept the adapter's order (RR 1/2). Rounded first, both read RR 1/2."""
+    ids, scores = ["doc-a", "doc-c", "doc-b"], [1.0, 1.0, 0.99999996]
+    assert trec_eval_score(scores[2]) == 1 - 2 ** -24 < scores[2]
+    result = evaluate_set(TINY, {"tiny-01": Answer(tuple(ids), tuple(scores), 0.0)}, k=10)
+    report = Report(provenance=Provenance(harness_version="t", started=None, backend=Backend("t")), sets=(result,))
+    write_run(report, tmp_path / "run.txt")
+    written = {line.split()[2]: line.split()[4] for line in (tmp_path / "run.txt").read_text().splitlines()
+               if line.startswith("tiny-01 ")}
+    assert written == {"doc-a": "1", "doc-c": "0.9999999403953552", "doc-b": "0.9999999403953552"}
+    # trec_eval 10.x: doubles, ties by docno descending
+    as_doubles = sorted(written, key=lambda doc: (-float(written[doc]), [-ord(ch) for ch in doc]))
+    # trec_eval 9.0.8 and pytrec_eval: single precision, ties by docno descending (read_run)
+    as_singles = [doc for doc, _ in read_run(tmp_path / "run.txt")["tiny-01"]]
+    assert as_doubles == as_singles == ids
+    assert _reciprocal_rank(as_doubles, "doc-c") == _reciprocal_rank(as_singles, "doc-c") == 0.5
+    if pytrec_eval is not None:
+        with open(tmp_path / "run.txt") as run_file:
+            run = pytrec_eval.parse_run(run_file)
+        trec = pytrec_eval.RelevanceEvaluator({"tiny-01": {"doc-c": 1}}, {"recip_rank"}).evaluate(
+            {"tiny-01": run["tiny-01"]})
+        assert trec["tiny-01"]["recip_rank"] == 0.5
+
+
 def _random_answers(rng):
     answers = {}
     for query in TINY.queries:
@@ -107,7 +138,7 @@ def _random_answers(rng):
     return answers
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 @pytest.mark.parametrize("seed", range(25))
 def test_trec_eval_scores_the_exported_run_as_the_report_did(tmp_path, seed):
     rng = random.Random(seed)
