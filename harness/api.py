@@ -181,17 +181,20 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: Ru
     decision = decide(results, inputs, k=options.k, latency_gated=provenance.run_file is None,
                       known_contract_failures=options.known_contract_failures) if error_code is None else None
     extra = dict(provenance.extra)
-    extra["baseline"] = inputs.baseline.gated_against() if inputs.baseline is not None else None
+    extra["baseline"] = (inputs.baseline.gated_against([r.name for r in results])
+                         if inputs.baseline is not None else None)
     extra["policy"] = inputs.policy.to_dict()
     if identity is not None:
         extra["backend_identity"] = identity.identity.to_dict()
         if identity.changed:
             extra["backend_change_allowed"] = True
-    gates = decision.gates if decision is not None else ()
+    gated = decision is not None and bool(decision.gates)
+    gates = decision.gates if gated else ()
     return Report(provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(results), gates=gates,
                   complete=complete, error=error, exit_code=verdict(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
-                  pooled=pooled_aggregate(results), flips=decision.flips if decision is not None else None)
+                  pooled=pooled_aggregate(results), flips=decision.flips if gated else None,
+                  baseline_latency=decision.baseline_latency if gated else None)
 
 
 def gated_metric_name(name: str) -> str:
@@ -228,10 +231,12 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
             raise UsageError("backend: the adapter command is empty")
         label = " ".join(argv)
         check_executable(argv)
-    if inputs.baseline is not None and inputs.baseline.identity.name is not None and run_file is None:
-        expect = True  # the baseline names a backend from its banner: wait for this one's before any query
+    # The baseline names a backend from its banner: an adapter whose banner is not awaited answers one
+    # untimed query first, so its banner (or its lack of one, exit 2 at once) is known before any other.
+    named = inputs.baseline is not None and run_file is None and any(
+        inputs.baseline.identity_for(s.name).name is not None for s in inputs.query_sets)
     return dataclasses.replace(options, argv=argv, label=label, expect_banner=expect,
-                               metrics=_computed_metrics(inputs))
+                               identify_first=named and not expect, metrics=_computed_metrics(inputs))
 
 
 def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
@@ -241,10 +246,22 @@ def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
 
 def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, options: RunOptions,
                     what: str = "workers") -> BackendCheck:
+    """The run's backend against every backend the baseline records for the run's sets (one per set)."""
     baseline = inputs.baseline
-    return check_backend(identities, baseline.identity if baseline is not None else None,
-                         str(baseline.path) if baseline is not None else "", allow_change=options.allow_backend_change,
-                         what=what)
+    if baseline is None:
+        return check_backend(identities, None, "", allow_change=options.allow_backend_change, what=what)
+    recorded: list[tuple[BackendIdentity, list[str]]] = []  # identities hold a settings dict: compared, not hashed
+    for query_set in inputs.query_sets:
+        identity = baseline.identity_for(query_set.name)
+        names = next((names for known, names in recorded if known == identity), None)
+        if names is None:
+            recorded.append((identity, names := []))
+        names.append(query_set.name)
+    checks = [check_backend(identities, identity, str(baseline.path) + (
+        f" (sets {', '.join(names)})" if len(recorded) > 1 else ""), allow_change=options.allow_backend_change,
+                            what=what) for identity, names in recorded]
+    return BackendCheck(checks[0].identity, tuple(note for check in checks for note in check.notes),
+                        any(check.changed for check in checks))
 
 
 def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, int | None]:

@@ -75,7 +75,8 @@ def gated_report(answers=None) -> Report:
     result = tiny_result(CURRENT_ANSWERS if answers is None else answers)
     decision = decide([result], tiny_inputs())
     return Report(provenance=provenance(), sets=(result,), gates=decision.gates,
-                  exit_code=verdict(None, decision.gates), flips=decision.flips)
+                  exit_code=verdict(None, decision.gates), flips=decision.flips,
+                  baseline_latency=decision.baseline_latency)
 
 
 def crashed_report() -> Report:

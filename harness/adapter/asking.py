@@ -75,6 +75,9 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     try:
         with contextlib.ExitStack() as stack:
             adapters = (start_workers or local_workers)(dataclasses.replace(options, workers=workers), corpus_dir, stack)
+            if options.identify_first and not options.expect_banner and any(s.queries for s in query_sets):
+                for adapter in adapters:  # the banner, if any, comes before this first answer
+                    _warm_up(adapter, query_sets, dataclasses.replace(options, warmup=1))
             if options.on_started is not None:
                 options.on_started([adapter.banner for adapter in adapters])
             outcome.warmup_seconds = max(_warm_up(adapter, query_sets, options) for adapter in adapters)

@@ -54,6 +54,7 @@ class RunOptions:
     argv: Sequence[str] = ()
     label: str = ""
     metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
+    identify_first: bool = False   # ask one untimed query before on_started when the banner is not awaited
     # Called with every worker's ready banner (None without one) once all have started, before any
     # query (warm-up included): the identity check. It may raise a HarnessError to stop the run.
     on_started: Callable[[list[dict | None]], None] | None = None

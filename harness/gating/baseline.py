@@ -7,7 +7,7 @@ import fcntl
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,13 +52,20 @@ class Baseline:
         """Whose backend a checked baseline document (`check_baseline`) was recorded for."""
         return BackendIdentity.from_record(document["backend"])  # type: ignore[arg-type]
 
+    def identity_for(self, name: str) -> BackendIdentity:
+        """Whose backend the set `name` was recorded for: its own record, else the file's (older files)."""
+        record = (self.entries.get(name) or {}).get("backend")
+        return BackendIdentity.from_record(record) if record is not None else self.identity
+
     def entry_for(self, query_set: SetResult | QuerySet, *, k: int | None = None) -> Mapping:
         """The entry comparable with a set or its result (see `set_entry_for`)."""
         return set_entry_for(self.document, query_set, str(self.path), k=k)
 
-    def gated_against(self) -> dict[str, object]:
-        """What a report says it was gated against: the file, whose backend, when, at which commit."""
-        return {"path": str(self.path), "backend": self.identity.describe(), "created": self.created,
+    def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
+        """What a report says it was gated against: the file, whose backend (for the sets `names`),
+        when, at which commit."""
+        backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
+        return {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                 "git_commit": self.commit}
 
 
@@ -84,7 +91,8 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
         recorded = provenance.get("sets")
         judgments = {name: entry.get("judgments_hash") for name, entry in recorded.items()
                      if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
-    sets = {r.name: _set_entry(r, judgments.get(r.name)) for r in set_results}
+    backend = backend_record(provenance)
+    sets = {r.name: {**_set_entry(r, judgments.get(r.name)), "backend": backend} for r in set_results}
     for name, entry in sets.items():
         _check_entry(entry, f"this run: sets.{field_key(name)}")
     return {
@@ -93,7 +101,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
         "created": provenance.get("started"),
         "harness_version": provenance.get("harness_version"),
         "git_commit": provenance.get("git_commit"),
-        "backend": backend_record(provenance),
+        "backend": backend,  # this write's; each set keeps its own too (another backend may re-baseline one set)
         "condition": provenance.get("condition"),
         "metric_definitions": provenance.get("metric_definitions"),
         "sets": sets,
@@ -135,7 +143,9 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
         document = dict(baseline)
         if merge and path.exists():
             previous = read_baseline(path)
-            sets = dict(previous["sets"])
+            # a set kept from the previous file keeps its own backend (older files recorded it once, on top)
+            sets = {name: {**entry, "backend": entry.get("backend") or previous["backend"]}
+                    for name, entry in previous["sets"].items()}
             sets.update(baseline["sets"])  # type: ignore[arg-type]
             document["sets"] = dict(sorted(sets.items()))
         atomic_write_text(path, baseline_text(document, str(path)))
@@ -263,6 +273,7 @@ def _check_entry(entry: object, where: str) -> None:
                         ("aggregates", dict), ("queries", dict), ("latency_ms", dict)):
         if not isinstance(entry.get(field), kind) or isinstance(entry.get(field), bool):
             raise BaselineError(f"{where}.{field}: missing or not a {kind.__name__}")
+    _check_backend(entry.get("backend"), f"{where}.backend")
     if "judgments_hash" in entry and not isinstance(entry["judgments_hash"], str):
         raise BaselineError(f"{where}.judgments_hash: must be a string")
     overall = entry["aggregates"].get("overall")

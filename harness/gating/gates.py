@@ -16,7 +16,7 @@ points". Latency fails when p95 > budget (equal passes).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
@@ -38,10 +38,12 @@ FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
 
 @dataclass(frozen=True)
 class Decision:
-    """The gates of a run and, per gated set, its flips against the baseline (lost and gained)."""
+    """The gates of a run and, per gated set, its flips against the baseline (lost and gained) and the
+    baseline's latency summary (every output shows it beside the run's)."""
 
     gates: tuple[GateResult, ...]
     flips: Mapping[str, tuple[Flip, ...]]
+    baseline_latency: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
@@ -53,7 +55,7 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
     broken for the same query is reported as known instead of failing (only new breaks fail).
     """
     if inputs.baseline is None:
-        return Decision((), {})
+        return Decision((), {}, {})
     entries = {result.name: inputs.baseline.entry_for(result, k=k or result.k) for result in results}
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
                   known_contract_failures=known_contract_failures, policy=inputs.policy)
@@ -61,7 +63,7 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
                                            {q.qid: q.found for q in result.queries},
                                            {q.qid: q.query for q in result.queries}))
              for result in results}
-    return Decision(tuple(gates), flips)
+    return Decision(tuple(gates), flips, {name: dict(entry["latency_ms"]) for name, entry in entries.items()})
 
 
 def _found(entry: Mapping) -> dict[str, list[str]]:

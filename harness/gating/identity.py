@@ -6,9 +6,9 @@ scores), plus a portable command (`python -m adapters.bm25`: the interpreter is 
 `python`, paths inside the working folder relative), so a baseline recorded on one machine
 reads the same on another. An adapter without a banner is identified by its command alone.
 
-The rule (`check_identity`): another `name`, another `model_digest` or, without names,
-another command is a configuration error (exit 2) unless the run allows a backend change;
-another `version` or `settings` is allowed and noted.
+The rule (`check_identity`): another `name`, another `model_digest`, no banner where the
+baseline names one, or, without names, another command is a configuration error (exit 2)
+unless the run allows a backend change; another `version` or `settings` is allowed and noted.
 """
 
 from __future__ import annotations
@@ -107,7 +107,9 @@ def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_pat
     """Compare before any query is asked; see the module docstring for the rule."""
     notes = []
     different = None
-    if baseline.name is not None and run.name is not None:
+    if baseline.name is not None and run.name is None:
+        different = "unnamed"
+    elif baseline.name is not None and run.name is not None:
         if baseline.name != run.name:
             different = "name"
         elif baseline.model_digest != run.model_digest and (baseline.model_digest or run.model_digest):
@@ -115,7 +117,9 @@ def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_pat
     elif baseline.command and run.command and baseline.command != run.command:
         different = "command"
     if different is not None:
-        what = {"name": "another backend", "model": "another model", "command": "another command"}[different]
+        what = {"name": "another backend", "model": "another model", "command": "another command",
+                "unnamed": "an adapter that printed no ready banner (docs/adapters.md, \"Backend identity and the gate "
+                           "policy\")"}[different]
         if allow_change:
             notes.append(f"backend changed ({what}): {baseline_path} was recorded for {baseline.describe()}, "
                          f"this run is {run.describe()}; gated anyway (--allow-backend-change)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from harness.records import SetResult
 from harness.report import evidence
@@ -43,7 +43,7 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     lines = _header_lines(report)
     for result in report.sets:
         lines.append("")
-        lines.extend(_set_lines(result))
+        lines.extend(_set_lines(result, (report.baseline_latency or {}).get(result.name)))
     lines.extend(pooled_lines(report))
     lines.extend(_startup_lines(report))
     lines.extend(gate_lines(report, verbose=verbose, style=style))
@@ -68,7 +68,15 @@ def _header_lines(report: Report) -> list[str]:
     return lines
 
 
-def _set_lines(result: SetResult) -> list[str]:
+def latency_text(latency: Mapping[str, float], baseline: Mapping[str, float] | None, digits: int = 2) -> str:
+    """`p50 0.55 (baseline 0.52)  p95 0.82 (baseline 0.80)  max 3.17`: the run's latency beside the baseline's."""
+    def figure(name: str) -> str:
+        was = f" (baseline {baseline[name]:.{digits}f})" if baseline and name in baseline else ""
+        return f"{name} {latency[name]:.{digits}f}{was}"
+    return "  ".join(figure(name) for name in ("p50", "p95")) + f"  max {latency['max']:.{digits}f}"
+
+
+def _set_lines(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
     answered = len(result.queries)
     status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
     lines = [f"set {result.name} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
@@ -80,8 +88,7 @@ def _set_lines(result: SetResult) -> list[str]:
                      + "".join(f"{cell(values, m):>11}" for m in TABLE_METRICS))
     latency = result.latency_ms
     if latency.get("n"):
-        lines.append(f"latency ms: p50 {latency['p50']:.2f}  p95 {latency['p95']:.2f}  max {latency['max']:.2f}"
-                     f"  (n={latency['n']:.0f})")
+        lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency['n']:.0f})")
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
     lines.append(f"queries: {outcomes or 'none answered'}")
     lines.extend(evidence.text_lines(result))  # nothing for sets without evidence

@@ -16,8 +16,9 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
       and ndcg@10(condensed), and provenance `tied_order_changed` (with --repeats).
   2 — gates carry their numbers (`metric`, `baseline`, `current`, `limit`, `unit`, and for a
       metric drop `ci` and `p_value`); `flips` per gated set (qid, lost and gained relevant ids
-      against the baseline); provenance.settings gains `max_window`. Version 1 reports still read
-      (gates without numbers, no flips).
+      against the baseline); `baseline_latency` per gated set (the baseline's p50, p95, max, n);
+      provenance.settings gains `max_window`. Version 1 reports still read (gates without
+      numbers, no flips, no baseline latency).
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ class Report:
     previous_baseline: Mapping[str, object] | None = None
     pooled: Mapping[str, float] | None = None  # means over every scored query of every set
     flips: Mapping[str, tuple[Flip, ...]] | None = None  # per gated set: queries whose found relevant ids moved
+    baseline_latency: Mapping[str, Mapping[str, float]] | None = None  # per gated set: the baseline's p50/p95/max
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -180,6 +182,8 @@ class Report:
             row["pooled"] = _plain(self.pooled)
         if self.flips is not None:
             row["flips"] = {name: [flip.to_dict() for flip in flips] for name, flips in self.flips.items()}
+        if self.baseline_latency is not None:
+            row["baseline_latency"] = _plain(self.baseline_latency)
         return row
 
     def to_json(self) -> str:

@@ -149,7 +149,8 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
         drop_limit=metric_gates[0].limit if metric_gates and metric_gates[0].limit is not None
         else GatePolicy().drop_limit)))
     out.append("<h3>latency</h3>")
-    out.append(_latency_block(result, latency.limit if latency is not None else None))
+    out.append(_latency_block(result, latency.limit if latency is not None else None,
+                              (report.baseline_latency or {}).get(name)))
     out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
     if flips is None:
         out.append("<p>No baseline for this set (the run was not gated).</p>")
@@ -229,7 +230,7 @@ def _run_bar_groups(aggregates: Mapping, metric: str,
     return groups
 
 
-def _latency_block(result: SetResult, budget_ms: float | None) -> str:
+def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping[str, float] | None = None) -> str:
     """The latency figures and CDF; the budget line when the run's latency gate held it to one."""
     summary = result.latency_ms
     latencies = [q.latency_ms for q in result.queries]
@@ -240,7 +241,9 @@ def _latency_block(result: SetResult, budget_ms: float | None) -> str:
     verdict = ("; not gated" if budget_ms is None else
                f'; <span class="fail">p95 over the budget of {_text(_ms(budget_ms))} ms</span>' if over
                else f'; <span class="pass">p95 within the budget of {_text(_ms(budget_ms))} ms</span>')
-    caption = (f"<p>p50 {_text(_ms(summary['p50']))} ms, p95 {_text(_ms(summary['p95']))} ms, "
+    def was(name: str) -> str:
+        return f" (baseline {_text(_ms(baseline[name]))})" if baseline and name in baseline else ""
+    caption = (f"<p>p50 {_text(_ms(summary['p50']))} ms{was('p50')}, p95 {_text(_ms(summary['p95']))} ms{was('p95')}, "
                f"max {_text(_ms(summary['max']))} ms over {len(latencies)} queries (nearest-rank percentiles)"
                f"{verdict}.</p>")
     markers = [("p50", summary["p50"]), ("p95", summary["p95"])] + ([("budget", budget_ms)] if budget_ms else [])

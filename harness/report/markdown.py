@@ -9,7 +9,7 @@ cannot split a row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
 from harness.records import GateResult, SetResult
@@ -40,7 +40,7 @@ def render_markdown(report: Report) -> str:
     if report.gates:
         lines += ["", "#### Gated values", ""] + _gated_values(report)
     for result in report.sets:
-        lines += ["", *_metrics_block(result)]
+        lines += ["", *_metrics_block(result, (report.baseline_latency or {}).get(result.name))]
     if report.pooled is not None and len(report.sets) > 1:  # one row: every scored query of every set
         pooled = report.pooled
         lines += ["", f"#### pooled over {len(report.sets)} sets", "",
@@ -188,12 +188,13 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _metrics_block(result: SetResult) -> list[str]:
+def _metrics_block(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
     """Every metric of the run for a set: overall visible, categories and splits folded."""
     answered = len(result.queries)
     status = "" if result.complete else f", **incomplete**: {answered} of {result.query_count} answered"
     p95 = result.latency_ms.get("p95")
-    latency = f", p95 {p95:.1f} ms" if p95 is not None else ""
+    was = (baseline_latency or {}).get("p95")
+    latency = (f", p95 {p95:.1f} ms" + (f" (baseline {was:.1f} ms)" if was is not None else "")) if p95 is not None else ""
     lines = [f"#### set {_inline(result.name)} (revision {result.revision}, {result.query_count} queries, "
              f"k={result.k}{latency}{status})", ""]
     head = ["| scope | n | " + " | ".join(TABLE_METRICS) + " |", "|---|---:|" + "---:|" * len(TABLE_METRICS)]

@@ -173,6 +173,8 @@ def _read_report(reader: _Reader) -> Report:
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
         pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
         flips=_read_flips(reader.get("flips"), sets) if reader.has("flips") else None,
+        baseline_latency={name: row.numbers() for name, row in reader.get("baseline_latency").items()}
+        if reader.has("baseline_latency") else None,
     )
 
 

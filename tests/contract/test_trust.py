@@ -69,7 +69,56 @@ def test_another_backend_is_refused_before_any_query(scripted, tmp_path, capsys)
     line, = [line for line in err.splitlines() if line.startswith("harness: error:")]
     assert "recorded for 'scripted' 1" in line and "'sqlite-fts' 1" in line
     assert "--update-baseline --baseline FILE" in line and "--allow-backend-change" in line
-    assert not (tmp_path / "asked").exists()  # no query was answered
+    # the banner is not awaited (no --expect-banner): one untimed query shows it, then the refusal;
+    # with --expect-banner the banner is read before any query is asked
+    assert (tmp_path / "asked").exists()
+    (tmp_path / "asked").unlink()
+    assert scripted("--expect-banner", "--baseline", str(baseline), SCRIPTED_NAME="sqlite-fts",
+                    SCRIPTED_APPEND_TO=str(tmp_path / "asked")) == 2
+    assert not (tmp_path / "asked").exists()
+
+
+def test_an_adapter_without_a_banner_against_a_named_baseline_is_refused_at_once(scripted, tmp_path, capsys):
+    baseline = tmp_path / "b.json"
+    assert scripted("--update-baseline", "--yes", "--baseline", str(baseline)) == 0
+    capsys.readouterr()
+    # the start-up timeout would have been waited out (then exit 3) when the banner was awaited
+    assert scripted("--baseline", str(baseline), "--startup-timeout", "600", SCRIPTED_BANNER="0") == 2
+    line, = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: error:")]
+    assert "recorded for 'scripted' 1" in line and "an adapter that printed no ready banner" in line
+
+
+def test_each_set_keeps_the_backend_it_was_recorded_for(tmp_path, monkeypatch, capsys):
+    """Re-baselining one set with another backend leaves the other set's record alone; a run of both is
+    checked against each set's own."""
+    from harness.sets.loader import load_set
+    from tests.conftest import TINY_SET
+    import shutil
+    sets = tmp_path / "sets"
+    for name in ("one", "two"):
+        shutil.copytree(TINY_SET, sets / name)
+        meta = json.loads((sets / name / "set.json").read_text())
+        (sets / name / "set.json").write_text(json.dumps({**meta, "name": name}))
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({q.query: list(q.relevant) for q in load_set(TINY_SET).queries}))
+    monkeypatch.setenv("SCRIPTED_ANSWERS", str(answers))
+    monkeypatch.setenv("SCRIPTED_BANNER", "1")
+    baseline = tmp_path / "b.json"
+
+    def run(*names, extra=(), name="scripted"):
+        monkeypatch.setenv("SCRIPTED_NAME", name)
+        return main([*[arg for n in names for arg in ("--set", n)], "--sets-dir", str(sets), "--quiet",
+                     "--out", str(tmp_path / "r.json"), "--baseline", str(baseline), "--budgets", str(budgets(tmp_path)),
+                     *extra, "--adapter", "--expect-banner", "--", sys.executable, str(SCRIPTED_ADAPTER)])
+    assert run("one", "two", extra=["--update-baseline", "--yes"]) == 0
+    assert run("two", extra=["--update-baseline", "--yes"], name="other") == 0
+    document = json.loads(baseline.read_text())
+    assert (document["sets"]["one"]["backend"]["name"], document["sets"]["two"]["backend"]["name"]) == \
+        ("scripted", "other")
+    assert run("one") == 0 and run("two", name="other") == 0
+    capsys.readouterr()
+    assert run("one", "two") == 2
+    assert "(sets two)" in capsys.readouterr().err
 
 
 def test_allow_backend_change_gates_anyway_and_the_report_says_so(scripted, tmp_path, capsys):

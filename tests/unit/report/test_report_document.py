@@ -36,7 +36,7 @@ def test_the_json_document_has_the_documented_shape():
     document = json.loads(gated_report().to_json())
     assert document["report_format"] == REPORT_FORMAT == 2
     assert set(document) == {"report_format", "complete", "error", "provenance", "sets", "gates", "exit_code",
-                             "flips"}
+                             "flips", "baseline_latency"}
     gates = {(g["gate"], g["category"]): g for g in document["gates"]}
     # By hand: the baseline (BASE_ANSWERS) finds all 5 scored queries' documents, the run loses tiny-01's: 4/5.
     recall = gates[("recall", None)]
@@ -48,6 +48,8 @@ def test_the_json_document_has_the_documented_shape():
     assert (latency["metric"], latency["baseline"], latency["current"], latency["limit"], latency["unit"]) == \
         ("p95", 7.0, 250.0, 200.0, "ms")
     assert document["flips"] == {"tiny": [{"qid": "tiny-01", "lost": ["doc-01"], "gained": []}]}
+    # the baseline's latencies 1..7 ms: p50 = rank ceil(3.5) = 4 ms, p95 = rank 7 = 7 ms
+    assert document["baseline_latency"] == {"tiny": {"n": 7, "p50": 4.0, "p95": 7.0, "max": 7.0}}
     row = document["sets"][0]["queries"][0]
     # tiny-01 answered in 1.5 ms with doc-09 only: recall 0, nothing found
     assert (row["qid"], row["latency_ms"], row["ids"], row["found"]) == ("tiny-01", 1.5, ["doc-09"], [])
