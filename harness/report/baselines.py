@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.report.escape import markdown_text
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -21,5 +22,5 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
             cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
             p95 = entry["latency_ms"].get("p95")
             latency = f"{p95:.1f}" if p95 is not None else "-"
-            lines.append(f"| {name} | {backend} ({path.name}) | {overall['n']} | {cells} | {latency} |")
+            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({path.name})')} | {overall['n']} | {cells} | {latency} |")
     return "\n".join(lines) + "\n"
