@@ -21,6 +21,18 @@ def tiny_copy(tmp_path: Path) -> Path:
     return target
 
 
+def require_module(name: str, why: str):
+    """Import an optional test dependency; skip without it, except under CI=true, where it fails."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        message = f"{name} is not installed ({why}); pip install -e '.[test]'"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: the [test] extra must be installed)")
+        pytest.skip(message)
+
+
 def require_default_model() -> Path:
     """The verified default model folder; skip when it is not cached, except under CI=true, where it fails.
 

@@ -128,10 +128,10 @@ def assert_valid_gfm(text: str) -> None:
     table: list[str] = []
     for number, line in enumerate(lines + [""]):
         if fence is None and line.startswith("```"):
-            fence = line.rstrip("`abcdefghijklmnopqrstuvwxyz") or "```"
+            fence = re.match("`+", line).group(0)  # closed by a line of at least as many backticks
             continue
         if fence is not None:
-            if line == fence:
+            if re.fullmatch(f"{fence}`* *", line):
                 fence = None
             continue
         if line.startswith("|"):
