@@ -50,9 +50,9 @@ def markdown_text(text: str) -> str:
 def markdown_code(text: str) -> str:
     """An inline code span showing `text`: delimited by one backtick more than its longest run, padded
     with a space each side where the text would otherwise touch or lose one."""
-    body = terminal_line(text)
+    body = terminal_line(text) or " "  # no code span is empty: an empty text shows as one space
     fence = "`" * (_longest_backticks(body) + 1)
-    if body.startswith("`") or body.endswith("`") or (body[:1] == " " == body[-1:] and body.strip(" ")) or not body:
+    if body.startswith("`") or body.endswith("`") or (body[:1] == " " == body[-1:] and body.strip(" ")):
         body = f" {body} "
     return f"{fence}{body}{fence}"
 
