@@ -1,4 +1,5 @@
-"""Our Markdown as GitHub renders it (cmark-gfm through cmarkgfm), as a tree a test can inspect.
+"""Our Markdown as GitHub renders it (cmark-gfm through cmarkgfm), as a tree a test can inspect, and
+`assert_valid_gfm`, the structural rules GitHub needs of it (no renderer needed).
 
 Rendered with raw HTML kept (GitHub's sanitiser runs later and keeps tags such as <img>, <a>
 and <h3>), so any HTML that got through the escaping is seen here as an element.
@@ -6,6 +7,7 @@ and <h3>), so any HTML that got through the escaping is seen here as an element.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -81,3 +83,34 @@ def parse_html(html: str) -> Element:
 def rendered(markdown: str) -> Element:
     """The Markdown as GitHub renders it, parsed."""
     return parse_html(render(markdown))
+
+
+def assert_valid_gfm(text: str) -> None:
+    """What GitHub needs for our constructs: fences closed; every table row with its header's cell
+    count and a delimiter row second; blank lines around <details> content so tables inside render."""
+    lines = text.splitlines()
+    fence = None
+    table: list[str] = []
+    for number, line in enumerate(lines + [""]):
+        if fence is None and line.startswith("```"):
+            fence = re.match("`+", line).group(0)  # closed by a line of at least as many backticks
+            continue
+        if fence is not None:
+            if re.fullmatch(f"{fence}`* *", line):
+                fence = None
+            continue
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table:
+            cells = [len(re.split(r"(?<!\\)\|", row.strip())) - 2 for row in table]
+            assert len(set(cells)) == 1, (table, cells)
+            assert re.fullmatch(r"\|(-+:?\|)+", table[1]), table[1]
+            assert number - len(table) == 0 or lines[number - len(table) - 1] == "", table[0]
+            table = []
+        if line.startswith("<details>"):
+            assert lines[number + 1] == "", line
+        if line == "</details>":
+            assert lines[number - 1] == "", number
+    assert fence is None, "unclosed code fence"
+    assert sum(line.startswith("<details>") for line in lines) == lines.count("</details>")

@@ -27,6 +27,7 @@ from harness.commands.arguments import (HelpFormatter, add_timeout_options, exam
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_line
+from harness.report.terminal import CLEAR_LINE
 from harness.watchdog import guarded_temp_folder
 
 PROGRESS_BAR_CHARS = 30
@@ -165,7 +166,7 @@ class StartupProgressPrinter:
                 text += f" ETA {_duration((progress.total - progress.done) / rate)}"
         if rate > 0:
             text += f" {rate:.1f}/s"
-        print(f"\r\033[K{text}", end="", file=self.stream, flush=True)
+        print(f"{CLEAR_LINE}{text}", end="", file=self.stream, flush=True)
         self._drawn = True
 
     def finish(self) -> None:

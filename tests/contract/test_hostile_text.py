@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.gfm import rendered
+from tests.gfm import assert_valid_gfm, rendered
 from tests.process_helpers import on_a_terminal
-from tests.unit.report.test_renderers import assert_valid_gfm
 
 HOSTILE = FIXTURES / "cli_adapters" / "hostile.py"
 CATEGORY = "b ![c](http://127.0.0.1:9/c.png) <b>x</b> | [y](http://127.0.0.1:9/)"

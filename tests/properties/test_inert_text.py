@@ -37,10 +37,9 @@ from harness.report.terminal import Style
 from harness.report.verdict import backend_identity, error_parts
 from harness.report.views import report_view
 from harness.scoring.compare import compare_many
-from tests.gfm import Element, parse_html, rendered
+from tests.gfm import Element, assert_valid_gfm, parse_html, rendered
 from tests.output_reports import gated_with_baseline as _gated_with_baseline
 from tests.reports import BASE_ANSWERS, gated_report as _gated_report
-from tests.unit.report.test_renderers import assert_valid_gfm
 
 SETTINGS = settings(deadline=None, max_examples=300, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
