@@ -150,7 +150,8 @@ class StartupProgressPrinter:
         last = progress.total is not None and progress.done >= progress.total
         if self._printed_at == 0.0 or last or now - self._printed_at >= PLAIN_PROGRESS_SECONDS:
             self._printed_at = now
-            print(f"{self.program}: starting: {terminal_line(describe_progress(progress))}", file=self.stream, flush=True)
+            print(f"{self.program}: starting: {terminal_line(describe_progress(progress))}", file=self.stream,
+                  flush=True)
 
     def _draw(self, progress: Progress, now: float) -> None:
         elapsed = now - self._stage_started

@@ -102,7 +102,8 @@ def show_set(folder: Path, offline: bool) -> int:
     for title, counter in (("category", Counter(q.category for q in query_set.queries)),
                            ("split", Counter(q.split for q in query_set.queries)),
                            ("source", Counter(q.source for q in query_set.queries))):
-        print(f"  by {title}: " + ", ".join(f"{terminal_line(str(name))} {count}" for name, count in sorted(counter.items())))
+        print(f"  by {title}: "
+              + ", ".join(f"{terminal_line(str(name))} {count}" for name, count in sorted(counter.items())))
     print("  contracts: " + ", ".join(f"{name} {count}" for name, count in contract_counts(query_set).items()))
     stats = overlap_statistics(query_set)
     print(f"lexical overlap: {stats['zero_overlap']} of {stats['judged']} judged queries "

@@ -163,3 +163,20 @@ def test_check_adapter_shows_an_adapters_escapes_as_text(tmp_path):
     assert "index\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[H\\x9b31m" in shown  # the start-up bar's stage
     assert "ready after" in shown and "evil ``x``" in shown and "\\x1b]0;PWNED\\x07" in shown  # banner check
     assert "  | loading\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[H\n" in shown  # the stderr tail
+
+
+def test_sets_show_and_list_show_a_sets_escapes_as_text(tiny_copy):
+    meta = json.loads((tiny_copy / "set.json").read_text(encoding="utf-8"))
+    meta["description"] = "tiny\x1b]0;PWNED\x07\x1b[2J"
+    (tiny_copy / "set.json").write_text(json.dumps(meta), encoding="utf-8")
+    queries = tiny_copy / "queries.jsonl"
+    queries.write_text(queries.read_text(encoding="utf-8").replace('"category": "b"', '"category": "b\\u001b[2J"'),
+                       encoding="utf-8")
+    shown = harness("sets", "show", str(tiny_copy), mode="answer")
+    assert shown.returncode == 0, shown.stderr
+    assert_inert_terminal(shown.stdout)
+    assert "  tiny\\x1b]0;PWNED\\x07\\x1b[2J\n" in shown.stdout and "b\\x1b[2J " in shown.stdout
+    listed = harness("sets", "--sets-dir", str(tiny_copy.parent), "list", mode="answer")
+    assert listed.returncode == 0, listed.stderr
+    assert_inert_terminal(listed.stdout)
+    assert "tiny\\x1b]0;PWNED\\x07\\x1b[2J" in listed.stdout
