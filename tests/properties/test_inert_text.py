@@ -157,6 +157,7 @@ def xml_shape(document: str) -> list:
 @given(text=texts)
 def test_junit_parses_to_the_same_elements_and_keeps_the_text(text):
     document = render_junit(with_text(gated_report(), text))
+    assert not re.search("[\x1b\x7f-\x9f]", document)  # nothing a terminal printing a message would act on
     assert xml_shape(document) == xml_shape(render_junit(with_text(gated_report(), harmless(text))))
     failures = ET.fromstring(document).findall(".//failure")
     assert failures and all(f.get("message") == xml_safe(text) for f in failures)
