@@ -355,13 +355,15 @@ def open_log(path: Path, label: str = "adapter log"):
 
 
 # ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-character escapes), then every
-# character XML 1.0 forbids (C0 controls but tab, newline, carriage return; surrogates; U+FFFE/F).
+# character XML 1.0 forbids (C0 controls but tab, newline, carriage return; surrogates; U+FFFE/F)
+# and the controls it allows but a terminal printing a JUnit message would act on (DEL, C1: 0x9b is CSI).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: str) -> str:
-    """`text` with ANSI colour/cursor escapes removed and characters XML 1.0 forbids replaced by U+FFFD."""
+    """`text` with ANSI colour/cursor escapes removed and characters XML 1.0 forbids, DEL and C1 controls
+    replaced by U+FFFD."""
     return _NOT_XML.sub("\ufffd", _ANSI.sub("", text))
 
 

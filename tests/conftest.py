@@ -83,6 +83,13 @@ def tiny_copy(tmp_path: Path) -> Path:
     return target
 
 
+def require_module(name: str):
+    """Import an optional test dependency (`require_modules` decides: skip without it, fail under CI=true)."""
+    import importlib
+    require_modules(name)
+    return importlib.import_module(name)
+
+
 def require_default_model() -> Path:
     """The verified default model folder; skip when it is not cached, except under CI=true, where it fails.
 

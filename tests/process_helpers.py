@@ -1,9 +1,11 @@
-"""Helpers for tests that signal real processes: default dispositions for children, liveness, bounded waits."""
+"""Helpers for tests of real processes: default dispositions for children, liveness, bounded waits, a pseudo-terminal."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -59,3 +61,25 @@ def without_file_privileges() -> list[str]:
     if setpriv is None:
         pytest.skip("running as root without setpriv (util-linux) to drop the file capabilities")
     return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
+
+
+def on_a_terminal(argv: list[str], term: str, **extra_env: str) -> tuple[int, str]:
+    """(exit code, everything printed) for `argv` run with stdout and stderr on a pseudo-terminal, as a
+    user at a shell sees it (NO_COLOR unset; the terminal turns each `\\n` into `\\r\\n`)."""
+    import pty
+    leader, follower = pty.openpty()
+    env = dict(os.environ, TERM=term, **extra_env)
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return process.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")

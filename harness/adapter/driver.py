@@ -189,7 +189,8 @@ class AdapterProcess:
         except ProtocolError as exc:
             raise self._failed(label, _violation(raw, str(exc), label)) from None
         if response.error is not None:
-            raise self._error(label, f"adapter answered with an error: {response.error}")
+            # quoted: the reply's text must not add lines to the message (harness/quoting.py)
+            raise self._error(label, f"adapter answered with an error: {preview(response.error, 200)}")
         return response, latency
 
     def _check_no_stray(self, label: str) -> None:

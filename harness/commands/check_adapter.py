@@ -26,6 +26,8 @@ from harness.commands.arguments import (HelpFormatter, add_timeout_options, exam
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.fsutil import check_outputs, names_a_stream, write_output
 from harness.interrupts import signals_raise_interrupted
+from harness.report.escape import terminal_line
+from harness.report.terminal import CLEAR_LINE
 from harness.watchdog import guarded_temp_folder
 
 PROGRESS_BAR_CHARS = 30
@@ -117,7 +119,7 @@ def _check(args: argparse.Namespace, command: list[str]) -> int:
         tail = log_tail(args.log)
         if tail:
             print("adapter stderr (last lines):")
-            print("\n".join(f"  | {line}" for line in tail.splitlines()))
+            print("\n".join(f"  | {terminal_line(line)}" for line in tail.split("\n")))
     return EXIT_CHECK_FAILED if failed else EXIT_OK
 
 
@@ -150,22 +152,24 @@ class StartupProgressPrinter:
         last = progress.total is not None and progress.done >= progress.total
         if self._printed_at == 0.0 or last or now - self._printed_at >= PLAIN_PROGRESS_SECONDS:
             self._printed_at = now
-            print(f"{self.program}: starting: {describe_progress(progress)}", file=self.stream, flush=True)
+            print(f"{self.program}: starting: {terminal_line(describe_progress(progress))}", file=self.stream,
+                  flush=True)
 
     def _draw(self, progress: Progress, now: float) -> None:
         elapsed = now - self._stage_started
         rate = (progress.done - self._stage_first_done) / elapsed if elapsed > 0 else 0.0
-        text = f"{progress.stage} {progress.done}"
+        stage = terminal_line(progress.stage)  # the adapter's words: never a control on our line
+        text = f"{stage} {progress.done}"
         if progress.total:
             share = min(progress.done / progress.total, 1.0)
             filled = round(share * PROGRESS_BAR_CHARS)
             bar = "#" * filled + "-" * (PROGRESS_BAR_CHARS - filled)
-            text = f"{progress.stage} [{bar}] {progress.done}/{progress.total} {share:4.0%}"
+            text = f"{stage} [{bar}] {progress.done}/{progress.total} {share:4.0%}"
             if rate > 0:
                 text += f" ETA {_duration((progress.total - progress.done) / rate)}"
         if rate > 0:
             text += f" {rate:.1f}/s"
-        print(f"\r\033[K{text}", end="", file=self.stream, flush=True)
+        print(f"{CLEAR_LINE}{text}", end="", file=self.stream, flush=True)
         self._drawn = True
 
     def finish(self) -> None:

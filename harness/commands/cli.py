@@ -10,6 +10,7 @@ from harness.commands import guard, run
 from harness.commands.arguments import SUBCOMMANDS
 from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
+from harness.report.escape import terminal_block
 
 def main(argv: list[str] | None = None) -> int:
     """Every command's entry point: argv in, exit code out; no traceback ever reaches the user.
@@ -73,7 +74,10 @@ def _traceback_path(command: str | None, args_list: list[str]) -> Path:
 
 
 def _print_error(error: HarnessError) -> None:
-    """One `harness: error:` line; an AdapterError's message already carries argv, log path and stderr tail."""
-    message = str(error)
+    """One `harness: error:` line; an AdapterError's message already carries argv, log path and stderr tail.
+
+    The message may quote an adapter, a set or a report: its controls are shown escaped (terminal_block).
+    """
+    message = terminal_block(str(error))
     if message:
         print(f"harness: error: {message}", file=sys.stderr)

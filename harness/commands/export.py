@@ -11,6 +11,7 @@ from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.report.document import Report
+from harness.report.escape import terminal_line
 from harness.report.reading import read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
         report = scored_rows_only(report)
     else:
         for line in unscored_warning(report):
-            print(f"harness: warning: {line}", file=sys.stderr)
+            print(f"harness: warning: {terminal_line(line)}", file=sys.stderr)
     if args.trec_run is not None:
         notes = write_run(report, args.trec_run, args.run_tag)
         for line in notes.lines():

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_INTERNAL
 from harness.fsutil import names_a_stream
+from harness.report.escape import terminal_line
 
 TRACEBACK_FOLDER = Path(".retrieval-gate")
 
@@ -60,7 +61,7 @@ def report_internal_error(error: BaseException, traceback_path: Path) -> int:
     except OSError as exc:  # an unwritable folder must not bring the traceback back to the terminal
         where = Path(f"nowhere: {traceback_path}: {exc.strerror or exc}")
     try:
-        print(f"harness: {internal_error_line(error, where)}", file=sys.stderr, flush=True)
+        print(f"harness: {terminal_line(internal_error_line(error, where))}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr itself is gone: the exit code is all that is left
     return EXIT_INTERNAL

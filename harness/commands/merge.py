@@ -15,6 +15,7 @@ from harness.errors import UsageError
 from harness.fsutil import check_outputs
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.report.console import render_text
+from harness.report.escape import terminal_line
 from harness.report.reading import read_report
 
 PROG = "python -m harness merge"
@@ -60,14 +61,14 @@ def main(argv: list[str]) -> int:
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:
-            print(f"harness: warning: {warning}", file=sys.stderr)
+            print(f"harness: warning: {terminal_line(warning)}", file=sys.stderr)
     try:
         if not args.quiet:
             print(render_text(report), end="")
             print(f"merged {len(args.reports)} shards: {args.out}")
         else:
             for gate in report.failed_gates:
-                print(f"FAIL {gate.gate} {gate.message}")
+                print(f"FAIL {gate.gate} {terminal_line(gate.message)}")
     except BrokenPipeError:
         guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:

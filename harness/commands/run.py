@@ -23,6 +23,7 @@ from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.inputs import GateInputs
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Backend, Provenance, Report, SetSource
+from harness.report.escape import terminal_block, terminal_line
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
 from harness.sets.loader import protected_files
 
@@ -208,7 +209,7 @@ def _print_run(report: Report, args: argparse.Namespace, log_path: Path) -> None
     if args.quiet:
         _print_problems(report, args)
         for gate in report.failed_gates:
-            print(f"FAIL {gate.gate} {gate.message}")
+            print(f"FAIL {gate.gate} {terminal_line(gate.message)}")
         return
     written = [("partial report" if report.error is not None else "report", str(args.out))]
     if report.provenance.run_file is None:
@@ -227,9 +228,10 @@ def _print_problems(report: Report, args: argparse.Namespace) -> None:
     style = Style(wants_colour(args.color, sys.stderr, os.environ))
     if not args.quiet:
         for warning in report.warnings:
-            print(f"harness: {style.paint('warn', 'warning:')} {warning}", file=sys.stderr)
+            print(f"harness: {style.paint('warn', 'warning:')} {terminal_line(warning)}", file=sys.stderr)
     if report.error is not None:
-        print(f"harness: {style.paint('fail', 'error:')} {report.error}", file=sys.stderr)
+        # the error's first line may quote the adapter, the rest is its stderr tail: shown inert
+        print(f"harness: {style.paint('fail', 'error:')} {terminal_block(report.error)}", file=sys.stderr)
         print(f"harness: partial report written to {args.out} (complete: false)", file=sys.stderr)
     sys.stderr.flush()
 

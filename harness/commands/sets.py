@@ -10,6 +10,7 @@ from harness.errors import EXIT_OK
 from harness.commands.arguments import (WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
                                        exit_codes_epilog, parse_arguments, program_name)
 from harness.interrupts import signals_raise_interrupted
+from harness.report.escape import terminal_line
 from harness.sets.loader import find_sets, load_set, read_set_metadata
 from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
@@ -87,7 +88,7 @@ def list_sets(sets_dir: Path) -> int:
     print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} description")
     for meta, queries in rows:
         print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
-              f"{meta.get('description', '')}")
+              f"{terminal_line(str(meta.get('description', '')))}")
     return EXIT_OK
 
 
@@ -95,13 +96,14 @@ def show_set(folder: Path, offline: bool) -> int:
     query_set = load_set(folder, offline=offline)
     print(f"set {query_set.name} (kind {query_set.kind}, revision {query_set.revision}, k={query_set.k})")
     if query_set.description:
-        print(f"  {query_set.description}")
+        print(f"  {terminal_line(query_set.description)}")
     print(f"corpus: {len(query_set.documents)} documents from {query_set.corpus_source}, hash {query_set.corpus_hash[:16]}")
     print(f"queries: {len(query_set.queries)} ({sum(q.scored for q in query_set.queries)} scored)")
     for title, counter in (("category", Counter(q.category for q in query_set.queries)),
                            ("split", Counter(q.split for q in query_set.queries)),
                            ("source", Counter(q.source for q in query_set.queries))):
-        print(f"  by {title}: " + ", ".join(f"{name} {count}" for name, count in sorted(counter.items())))
+        print(f"  by {title}: "
+              + ", ".join(f"{terminal_line(str(name))} {count}" for name, count in sorted(counter.items())))
     print("  contracts: " + ", ".join(f"{name} {count}" for name, count in contract_counts(query_set).items()))
     stats = overlap_statistics(query_set)
     print(f"lexical overlap: {stats['zero_overlap']} of {stats['judged']} judged queries "

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.quoting import preview
+from harness.report.escape import markdown_text
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.flips import find_flips
 
@@ -24,7 +25,7 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
             cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
             p95 = entry["latency_ms"].get("p95")
             latency = f"{p95:.1f}" if p95 is not None else "-"
-            lines.append(f"| {name} | {backend} ({path.name}) | {overall['n']} | {cells} | {latency} |")
+            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({path.name})')} | {overall['n']} | {cells} | {latency} |")
     return "\n".join(lines) + "\n"
 
 

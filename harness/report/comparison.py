@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from harness.fsutil import xml_safe
+from harness.report.escape import markdown_code, markdown_text, terminal_line
 from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, URISK_ALPHA, Comparison, ComparisonSuite,
                                      ScopeComparison)
 from harness.scoring.evaluate import TABLE_METRICS
@@ -200,12 +201,15 @@ def render_text(suite: ComparisonSuite) -> str:
     lines += [system_legend(), ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         lines.append(f"--- every scope, candidate {letter} ---")
-        lines.append(render_pair_text(comparison).rstrip("\n"))
+        lines.extend(render_pair_text(comparison).rstrip("\n").split("\n"))
         lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Labels, set and category names, qids and query text come from the reports: each line is shown
+    # inert (harness/report/escape.py), so no text can add a line or reach the terminal as a control.
+    return "\n".join(terminal_line(line) for line in lines).rstrip("\n") + "\n"
 
 
 def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    rows = [[terminal_line(cell) for cell in row] for row in rows]  # widths of what is shown
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(width) if i < 2 else cell.rjust(width)
                              for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in rows]
@@ -213,24 +217,20 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
-
-
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return (["| " + " | ".join(_md(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-            + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows])
+    return (["| " + " | ".join(markdown_text(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+            + ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows])
 
 
 def render_markdown(suite: ComparisonSuite) -> str:
     """The `--summary` Markdown: verdict on top, the N-system table, headline cells, exploratory rows folded."""
     letters = system_letters(suite)
     out = [f"## retrieval-gate comparison: **{suite.verdict()}**", ""]
-    out += [f"- **{letter}** `{_md(c.candidate_label)}`: {_md(verdict_line(c))}"
+    out += [f"- **{letter}** {markdown_code(c.candidate_label)}: {markdown_text(verdict_line(c))}"
             for (letter, _), c in zip(letters[1:], suite.comparisons)]
-    out += ["", f"Base: **a** `{_md(suite.base_label)}`", ""]
+    out += ["", f"Base: **a** {markdown_code(suite.base_label)}", ""]
     headers, rows = system_table(suite)
-    out += _md_table(headers, rows) + ["", _md(system_legend()), "", "### Headline cells", ""]
+    out += _md_table(headers, rows) + ["", markdown_text(system_legend()), "", "### Headline cells", ""]
     cell_rows = []
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         for scope, metric in comparison.headline_cells():
@@ -243,10 +243,10 @@ def render_markdown(suite: ComparisonSuite) -> str:
                               comparison.cell_status(scope, metric)])
     out += _md_table(["cand", "set", "metric", "base", "cand", "change (pts)", f"{CONFIDENCE:.0%} CI (pts)", "p",
                       "p Holm", f"{EQUIVALENCE_CONFIDENCE:.0%} CI (pts)", "status"], cell_rows)
-    out += [""] + [f"- {_md(line)}" for line in method_lines(suite)]
+    out += [""] + [f"- {markdown_text(line)}" for line in method_lines(suite)]
     out += ["", "### Per-query movement and latency", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        out += [f"- **{letter}** {_md(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
+        out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
     out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         rows = []
@@ -326,7 +326,7 @@ def render_pair_text(comparison: Comparison) -> str:
     lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed}, resampling by query group; "
                  f"p adjusted with Holm across the {family} headline tests (each set's overall value of each "
                  f"tested metric); category and split rows are exploratory: p unadjusted, marked (expl.)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(terminal_line(line) for line in lines) + "\n"  # text from the reports shown inert
 
 
 def _test_cell(scope: ScopeComparison, metric: str) -> str:

@@ -1,4 +1,9 @@
-"""The console output of a run: who and against what, a table per set, failures first, the verdict last."""
+"""The console output of a run: who and against what, a table per set, failures first, the verdict last.
+
+Text from outside (banner, baseline, category names, gate messages that quote them) is shown with
+`terminal_line` (harness/report/escape.py) before any colour is added: it can add no line and send
+the terminal no control.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from harness.records import SetResult
 from harness.report import evidence
+from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import backend_identity, baseline_text, ordered_gates, plural, verdict
@@ -51,20 +57,20 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     if written:
         lines.append("  ".join(f"{what}: {path}" for what, path in written))
     final = verdict(report)
-    lines.append(style.paint(final.status, final.line))
+    lines.append(style.paint(final.status, terminal_line(final.line)))
     return "\n".join(lines) + "\n"
 
 
 def _header_lines(report: Report) -> list[str]:
     """`backend: ...  condition: ...` (condition only when given) and the baseline file when known."""
     provenance = report.provenance
-    head = f"backend: {backend_identity(provenance)}"
+    head = f"backend: {terminal_line(backend_identity(provenance))}"
     if provenance.condition:
-        head += f"  condition: {provenance.condition}"
+        head += f"  condition: {terminal_line(provenance.condition)}"
     lines = [head]
     baseline = baseline_text(provenance)
     if baseline:
-        lines.append(f"baseline: {baseline}")
+        lines.append(f"baseline: {terminal_line(baseline)}")
     return lines
 
 
@@ -79,8 +85,8 @@ def latency_text(latency: Mapping[str, float], baseline: Mapping[str, float] | N
 def _set_lines(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
     answered = len(result.queries)
     status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
-    lines = [f"set {result.name} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
-    rows = scope_rows(result)
+    lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
+    rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
     width = max(len(label) for label, _ in rows) + 2
     lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))
     for label, values in rows:
@@ -114,7 +120,7 @@ def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -
         if gate.status == "pass" and not verbose:
             passed.append(gate)
             continue
-        lines.append(f"{style.status(gate.status)} {gate.gate:<11} {gate.message}")
+        lines.append(f"{style.status(gate.status)} {gate.gate:<11} {terminal_line(gate.message)}")
     if passed:
         kinds: dict[str, int] = {}
         for gate in passed:

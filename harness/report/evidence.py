@@ -8,6 +8,7 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.records import QueryResult, SetResult
+from harness.report.escape import markdown_text
 
 # (visible-excerpt name, whole-document name), in the order every table shows them.
 PAIRS = (("answer_hit@10", "full_answer_hit@10"), ("ku@1", "full_ku@1"),
@@ -58,7 +59,7 @@ def markdown_lines(sets: Sequence[SetResult]) -> list[str]:
     lines = ["", "Exposed evidence (window / whole document; n judged; null: unjudgeable or nothing to judge, left out of means):", "",
              "| set | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for name, summary in rows:
-        lines.append(f"| {name} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")  # type: ignore[union-attr]
+        lines.append(f"| {markdown_text(name)} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")  # type: ignore[union-attr]
     return lines
 
 

@@ -3,8 +3,9 @@
 GitHub-flavoured Markdown: the verdict and counts first, then failures and warnings with their
 flipped queries, a table of every gated value (baseline, current, change), category rows folded
 in `<details>` (blank lines around a folded table, or GitHub shows it as text), an adapter's
-stderr tail as a fenced block. Every table cell goes through `_cell`, so a `|` in a message
-cannot split a row.
+stderr tail as a fenced block. Text from outside (banner, baseline, error, categories, queries)
+goes through harness/report/escape.py, so it stays text: it cannot close its code span or fence,
+split a table row, or plant a link, an image, HTML or a heading.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from harness.records import GateResult, SetResult
 from harness.report.console import cell, scope_rows
 from harness.report import evidence
 from harness.report.document import Report
+from harness.report.escape import markdown_code, markdown_fence, markdown_text
 from harness.report.verdict import (backend_identity, baseline_text, counts_line, error_parts, plural, points, verdict)
 from harness.scoring.evaluate import TABLE_METRICS
 
@@ -26,7 +28,7 @@ STATUS_WORDS = {"fail": "❌ FAIL", "warn": "⚠️ WARN", "pass": "✅ pass"}
 def render_markdown(report: Report) -> str:
     """The summary, from the report alone: the gates' numbers fill the baseline and change columns."""
     final = verdict(report)
-    lines = [f"### retrieval-gate: {final.word}", "", f"**{_inline(final.line)}**"]
+    lines = [f"### retrieval-gate: {final.word}", "", f"**{markdown_text(final.line)}**"]
     if report.gates:
         lines += ["", f"Gates: {counts_line(report)}."]
     lines += ["", *_identity_lines(report)]
@@ -50,28 +52,16 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _inline(text: str) -> str:
-    """Text safe inside emphasis or a table cell: no pipes, backslashes kept, one line."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    """Inline code that survives backticks in the text."""
-    fence = "``" if "`" in text else "`"
-    body = text.replace("|", "\\|")
-    return f"{fence}{body}{fence}"
-
-
 def _cell(text: str) -> str:
-    return _inline(text) if text else " "
+    return markdown_text(text) if text else " "
 
 
 def _identity_lines(report: Report) -> list[str]:
     provenance = report.provenance
-    lines = [f"- Backend: {_code(backend_identity(provenance))}"]
+    lines = [f"- Backend: {markdown_code(backend_identity(provenance))}"]
     baseline = baseline_text(provenance)
     if baseline:
-        lines.append(f"- Baseline: {_code(baseline)}")
+        lines.append(f"- Baseline: {markdown_code(baseline)}")
     elif report.gates:
         lines.append("- Baseline: not recorded in this report")
     facts = []
@@ -82,16 +72,15 @@ def _identity_lines(report: Report) -> list[str]:
     if provenance.started:
         facts.append(f"started {provenance.started}")
     if facts:
-        lines.append(f"- Run: {_inline(', '.join(facts))}")
+        lines.append(f"- Run: {markdown_text(', '.join(facts))}")
     return lines
 
 
 def _error_lines(error: str) -> list[str]:
     first, tail = error_parts(error)
-    lines = [f"**Error:** {_inline(first)}"]
+    lines = [f"**Error:** {markdown_text(first)}"]
     if tail:
-        fence = "````" if "```" in tail else "```"
-        lines += ["", f"{fence}text", tail, fence]
+        lines += ["", *markdown_fence(tail)]
     return lines
 
 
@@ -99,7 +88,7 @@ def _gate_items(gates: Sequence[GateResult], report: Report) -> list[str]:
     """One bullet per gate, its flipped (or contract-breaking) queries as sub-bullets with their text."""
     lines = []
     for gate in gates:
-        lines.append(f"- **{gate.gate}** {_inline(gate.message)}")
+        lines.append(f"- **{gate.gate}** {markdown_text(gate.message)}")
         if not gate.flipped:
             continue
         queries = _queries_by_qid(report, gate.set_name)
@@ -108,12 +97,12 @@ def _gate_items(gates: Sequence[GateResult], report: Report) -> list[str]:
             row = queries.get(qid)
             detail = ""
             if lost_ids.get(qid):
-                detail = " lost " + ", ".join(_code(d) for d in lost_ids[qid])
+                detail = " lost " + ", ".join(markdown_code(d) for d in lost_ids[qid])
             if row is not None and gate.gate == "contract":
                 broken = [c for c in row.contracts if not c.passed]
-                detail = " " + "; ".join(_inline(f"{c.name}: {c.detail}") for c in broken)
-            text = f" — “{_inline(row.query)}”" if row is not None and row.query else ""
-            lines.append(f"  - {_code(qid)}{detail}{text}")
+                detail = " " + "; ".join(markdown_text(f"{c.name}: {c.detail}") for c in broken)
+            text = f" — “{markdown_text(row.query)}”" if row is not None and row.query else ""
+            lines.append(f"  - {markdown_code(qid)}{detail}{text}")
         if len(gate.flipped) > MAX_QUERIES_LISTED:
             lines.append(f"  - and {len(gate.flipped) - MAX_QUERIES_LISTED} more")
     return lines
@@ -195,7 +184,7 @@ def _metrics_block(result: SetResult, baseline_latency: Mapping[str, float] | No
     p95 = result.latency_ms.get("p95")
     was = (baseline_latency or {}).get("p95")
     latency = (f", p95 {p95:.1f} ms" + (f" (baseline {was:.1f} ms)" if was is not None else "")) if p95 is not None else ""
-    lines = [f"#### set {_inline(result.name)} (revision {result.revision}, {result.query_count} queries, "
+    lines = [f"#### set {markdown_text(result.name)} (revision {result.revision}, {result.query_count} queries, "
              f"k={result.k}{latency}{status})", ""]
     head = ["| scope | n | " + " | ".join(TABLE_METRICS) + " |", "|---|---:|" + "---:|" * len(TABLE_METRICS)]
     rows = [f"| {_cell(label.strip())} | {values.get('n', 0)} | " + " | ".join(cell(values, m) for m in TABLE_METRICS)

@@ -226,7 +226,7 @@ def test_first_line_not_a_banner_when_one_is_expected(tmp_path):
     ("ids-not-strings", ["invalid response: 'ids' must be a list of strings"]),
     ("too-many", ["invalid response: 'ids' has 4 entries, more than k=3"]),
     ("duplicate", ["invalid response: 'ids' repeats 'doc-1'"]),
-    ("error", ["adapter answered with an error: index not loaded"]),
+    ("error", ["adapter answered with an error: 'index not loaded'"]),
 ])
 def test_bad_replies(tmp_path, mode, fragments):
     error = failure(tmp_path, "bad_reply.py", mode)

@@ -202,9 +202,9 @@ def test_read_json_file_refuses_nan_infinity_and_huge_integers(tmp_path):
 
 def test_xml_safe_strips_colour_codes_and_forbidden_characters():
     import xml.dom.minidom
-    text = "\x1b[31mFAIL\x1b[0m \x1b]0;title\x07done\x00\x08\x1f\ud800\ufffe tab\tok \U0001f600"
+    text = "\x1b[31mFAIL\x1b[0m \x1b]0;title\x07done\x00\x08\x1f\ud800\ufffe tab\tok \U0001f600 \x9b2J\x85\x7f é"
     cleaned = xml_safe(text)
-    assert cleaned == "FAIL done\ufffd\ufffd\ufffd\ufffd\ufffd tab\tok \U0001f600"
+    assert cleaned == "FAIL done\ufffd\ufffd\ufffd\ufffd\ufffd tab\tok \U0001f600 \ufffd2J\ufffd\ufffd é"
     xml.dom.minidom.parseString(f"<a>{cleaned}</a>".encode("utf-8", "surrogatepass"))  # well-formed
     json.dumps(cleaned)
 

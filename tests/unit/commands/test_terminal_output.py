@@ -12,6 +12,7 @@ import pytest
 from harness.commands import arguments
 from harness.report.terminal import CLEAR_LINE, ProgressLine, Style, progress_text, wants_colour
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
+from tests.process_helpers import on_a_terminal
 from tests.reports import GOOD
 
 # the tiny set answered perfectly: each query's relevant ids
@@ -182,24 +183,9 @@ def test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked(scripted_
 
 def run_on_a_terminal(scripted_args, term, expect=0, **extra_env):
     """The run command with stdout and stderr on a pseudo-terminal, as a user at a shell sees it."""
-    import pty
-    leader, follower = pty.openpty()
-    env = dict(os.environ, TERM=term, **extra_env)
-    env.pop("NO_COLOR", None)
-    process = subprocess.Popen(scripted_args, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    assert process.wait(timeout=60) == expect
-    return b"".join(chunks).decode("utf-8", "replace")
+    code, text = on_a_terminal(scripted_args, term, **extra_env)
+    assert code == expect
+    return text
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from harness.report.console import render_text
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.terminal import Style
+from tests.gfm import assert_valid_gfm
 from tests.golden import assert_matches_golden
 from tests.output_reports import crashed_with_tail, gated_with_baseline
 from tests.reports import crashed_report, gated_report
@@ -118,37 +119,6 @@ def test_markdown_without_gates_or_baseline():
     text = render_markdown(crashed_report())
     assert "Gated values" not in text and "Baseline" not in text
     assert_valid_gfm(text)
-
-
-def assert_valid_gfm(text: str) -> None:
-    """What GitHub needs for our constructs: fences closed; every table row with its header's cell
-    count and a delimiter row second; blank lines around <details> content so tables inside render."""
-    lines = text.splitlines()
-    fence = None
-    table: list[str] = []
-    for number, line in enumerate(lines + [""]):
-        if fence is None and line.startswith("```"):
-            fence = line.rstrip("`abcdefghijklmnopqrstuvwxyz") or "```"
-            continue
-        if fence is not None:
-            if line == fence:
-                fence = None
-            continue
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        if table:
-            cells = [len(re.split(r"(?<!\\)\|", row.strip())) - 2 for row in table]
-            assert len(set(cells)) == 1, (table, cells)
-            assert re.fullmatch(r"\|(-+:?\|)+", table[1]), table[1]
-            assert number - len(table) == 0 or lines[number - len(table) - 1] == "", table[0]
-            table = []
-        if line.startswith("<details>"):
-            assert lines[number + 1] == "", line
-        if line == "</details>":
-            assert lines[number - 1] == "", number
-    assert fence is None, "unclosed code fence"
-    assert text.count("<details>") == text.count("</details>")
 
 
 def test_junit_counts_gates_and_errors():

@@ -147,7 +147,7 @@ def test_text_markdown_and_junit_say_the_same_verdict():
     assert rows == [["a", "base.json (base)", "1.000 >c"], ["b", "b.json", "1.000"], ["c", "c.json", "0.000 v"]]
     markdown = render_markdown(suite)
     assert markdown.startswith("## retrieval-gate comparison: **WORSE**\n")
-    assert "| a | base.json (base) | 1.000 >c |" in markdown
+    assert "| a | base.json (base) | 1.000 &gt;c |" in markdown  # `>` as an entity: our text is never markup
     assert "<details><summary>Exploratory rows" in markdown and "(unadjusted)" in markdown
     root = ET.fromstring(render_junit(suite))
     assert (root.get("tests"), root.get("failures")) == ("2", "1")
