@@ -369,11 +369,30 @@ def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateR
     if drop * 100 <= policy.judged_warn_drop_points + FLOAT_SLACK:
         return GateResult(result.name, "judged", True,
                           f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})", **numbers)
-    unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in result.queries if q.scored)
     return GateResult(result.name, "judged", True,
-                      f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}"
-                      f" ({unjudged} unjudged documents in the top 10s); the backend now returns documents the set "
-                      f"never judged: judge them and bump the set's revision", warning=True, **numbers)
+                      f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}; "
+                      f"{_why_judged_fell(result, entry)}", warning=True, **numbers)
+
+
+def _why_judged_fell(result: SetResult, entry: Mapping) -> str:
+    """The cause of a judged@10 fall in words: documents the set never judged, or fewer documents returned.
+
+    judged@10 is judged hits / 10: a backend returning nothing (or fewer than 10) lowers it too, and
+    judging more documents cannot help that.
+    """
+    scored = [q for q in result.queries if q.scored]
+    unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in scored)
+    returned = sum(min(len(q.ids), 10) for q in scored)
+    before = [row for row in entry["queries"].values() if row.get("scored", True)]
+    empty = sum(1 for q in scored if not q.ids)
+    causes = []
+    if unjudged:
+        causes.append(f"{unjudged} unjudged documents in the top 10s: the backend returns documents the set never "
+                      f"judged (judge them and bump the set's revision)")
+    if empty or returned < 10 * len(scored):
+        causes.append(f"fewer documents returned: {returned} in the top 10s of {len(scored)} scored queries"
+                      + (f", {empty} answered with nothing" if empty else "") + " (not a judging gap)")
+    return "; ".join(causes) or f"the judged share of {len(before)} baseline queries' answers moved"
 
 
 def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> GateResult:

@@ -14,7 +14,9 @@ from harness.report import evidence
 from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
-from harness.report.verdict import backend_identity, baseline_text, ordered_gates, plural, verdict
+from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems,
+                                    change_text, improvement_text, improvements, ordered_gates, plural, value_text,
+                                    verdict)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -111,7 +113,9 @@ def pooled_lines(report: Report) -> list[str]:
 
 
 def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -> list[str]:
-    """FAIL lines, then WARN lines, then one line counting the passes (or a PASS line each, `verbose`)."""
+    """A set's FAIL and WARN lines, then each set's categories beyond the limit as one compact table,
+    then what improved (with the re-baseline hint), then one line counting the passes (or, `verbose`,
+    a PASS line each)."""
     if not report.gates:
         return []
     lines = [""]
@@ -119,14 +123,35 @@ def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -
     for gate in ordered_gates(report):
         if gate.status == "pass" and not verbose:
             passed.append(gate)
-            continue
-        lines.append(f"{style.status(gate.status)} {gate.gate:<11} {terminal_line(gate.message)}")
+        elif gate.category is None or verbose:
+            lines.append(f"{style.status(gate.status)} {gate.gate:<11} {terminal_line(gate.message)}")
+    for name, gates in category_problems(report).items() if not verbose else ():
+        lines.extend(_category_table(name, gates, style))
+    better = improvements(report)
+    for gate in better:
+        lines.append(f"{style.paint('pass', 'IMPROVED')} {terminal_line(improvement_text(gate))}")
+    if better:
+        lines.append(f"         {REBASELINE_HINT}")
     if passed:
         kinds: dict[str, int] = {}
         for gate in passed:
             kinds[gate.gate] = kinds.get(gate.gate, 0) + 1
         listing = ", ".join(f"{kind} {n}" for kind, n in kinds.items())
         lines.append(style.paint("pass", f"passed: {plural(len(passed), 'gate')}") + f" ({listing}); -v lists them")
+    return lines
+
+
+def _category_table(name: str, gates: list, style: Style) -> list[str]:
+    """One set's categories that failed or warned: `status category metric baseline current change`."""
+    rows = [(terminal_line(gate.category or ""), terminal_line(gate.metric or gate.gate), value_text(gate, gate.baseline),
+             value_text(gate, gate.current), change_text(gate), gate.status) for gate in gates]
+    width = max(len("category"), *(len(row[0]) for row in rows))
+    metric_width = max(len("gate"), *(len(row[1]) for row in rows))
+    lines = [f"categories of {terminal_line(name)} beyond the limit (details: -v or the report):",
+             f"     {'category':<{width}}  {'gate':<{metric_width}} {'baseline':>9} {'current':>9} {'change':>10}"]
+    for category, metric, before, now, change, status in rows:
+        lines.append(f"{style.status(status)} {category:<{width}}  {metric:<{metric_width}} {before:>9} {now:>9} "
+                     f"{change:>10}")
     return lines
 
 

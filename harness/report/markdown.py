@@ -1,8 +1,10 @@
 """The Markdown summary of a run, for CI job pages and pull-request comments (`--summary`, `$GITHUB_STEP_SUMMARY`).
 
-GitHub-flavoured Markdown: the verdict and counts first, then failures and warnings with their
-flipped queries, a table of every gated value (baseline, current, change), category rows folded
-in `<details>` (blank lines around a folded table, or GitHub shows it as text), an adapter's
+GitHub-flavoured Markdown, a few KB however large the sets: the verdict and counts first, then the
+set-level failures and warnings, each set's categories beyond the limit as one compact table,
+what improved (with the re-baseline hint), each set's queries that lost a relevant document
+listed once and folded in `<details>` (blank lines around it, or GitHub shows it as text), a
+table of every gated value (baseline, current, change), one metrics row per set, an adapter's
 stderr tail as a fenced block. Text from outside (banner, baseline, error, categories, queries)
 goes through harness/report/escape.py, so it stays text: it cannot close its code span or fence,
 split a table row, or plant a link, an image, HTML or a heading.
@@ -10,15 +12,17 @@ split a table row, or plant a link, an image, HTML or a heading.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
-from harness.records import GateResult, SetResult
-from harness.report.console import cell, scope_rows
+from harness.gating.gates import FRACTION, MILLISECONDS
+from harness.records import GateResult
+from harness.report.console import cell
 from harness.report import evidence
 from harness.report.document import Report
 from harness.report.escape import markdown_code, markdown_fence, markdown_text
-from harness.report.verdict import (backend_identity, baseline_text, counts_line, error_parts, plural, points, verdict)
+from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems, change_text,
+                                    counts_line, error_parts, improvement_text, improvements, plural, set_level,
+                                    value_text, verdict)
 from harness.scoring.evaluate import TABLE_METRICS
 
 MAX_QUERIES_LISTED = 10  # per failed gate; the rest are counted
@@ -34,20 +38,22 @@ def render_markdown(report: Report) -> str:
     lines += ["", *_identity_lines(report)]
     if report.error:
         lines += ["", *_error_lines(report.error)]
-    failed, warned = report.failed_gates, report.warned_gates
+    failed, warned = set_level(report.failed_gates), set_level(report.warned_gates)
     if failed:
         lines += ["", "#### Failures", ""] + _gate_items(failed, report)
     if warned:
         lines += ["", "#### Warnings", ""] + _gate_items(warned, report)
+    for name, gates in category_problems(report).items():
+        lines += ["", f"#### Categories of {markdown_text(name)} beyond the limit", "", *_category_table(gates)]
+    better = improvements(report)
+    if better:
+        lines += ["", "#### Improvements", "", *(f"- {markdown_text(improvement_text(g))}" for g in better),
+                  f"- {markdown_text(REBASELINE_HINT)}"]
+    lines.extend(_flipped_lines(report))
     if report.gates:
         lines += ["", "#### Gated values", ""] + _gated_values(report)
-    for result in report.sets:
-        lines += ["", *_metrics_block(result, (report.baseline_latency or {}).get(result.name))]
-    if report.pooled is not None and len(report.sets) > 1:  # one row: every scored query of every set
-        pooled = report.pooled
-        lines += ["", f"#### pooled over {len(report.sets)} sets", "",
-                  "| scope | n | " + " | ".join(TABLE_METRICS) + " |", "|---|---:|" + "---:|" * len(TABLE_METRICS),
-                  f"| all sets | {pooled.get('n', 0):.0f} | " + " | ".join(cell(pooled, m) for m in TABLE_METRICS) + " |"]
+    if report.sets:
+        lines += ["", "#### Metrics", "", *_metrics_table(report)]
     lines.extend(evidence.markdown_lines(report.sets))  # nothing for sets without evidence
     return "\n".join(lines) + "\n"
 
@@ -85,26 +91,49 @@ def _error_lines(error: str) -> list[str]:
 
 
 def _gate_items(gates: Sequence[GateResult], report: Report) -> list[str]:
-    """One bullet per gate, its flipped (or contract-breaking) queries as sub-bullets with their text."""
+    """One bullet per set-level gate; a contract failure lists its queries (flips are listed once, apart)."""
     lines = []
     for gate in gates:
         lines.append(f"- **{gate.gate}** {markdown_text(gate.message)}")
-        if not gate.flipped:
+        if gate.gate != "contract" or not gate.flipped:
             continue
         queries = _queries_by_qid(report, gate.set_name)
-        lost_ids = {flip.qid: flip.lost for flip in (report.flips or {}).get(gate.set_name, ())}
         for qid in gate.flipped[:MAX_QUERIES_LISTED]:
             row = queries.get(qid)
-            detail = ""
-            if lost_ids.get(qid):
-                detail = " lost " + ", ".join(markdown_code(d) for d in lost_ids[qid])
-            if row is not None and gate.gate == "contract":
-                broken = [c for c in row.contracts if not c.passed]
-                detail = " " + "; ".join(markdown_text(f"{c.name}: {c.detail}") for c in broken)
+            broken = [c for c in row.contracts if not c.passed] if row is not None else []
+            detail = " " + "; ".join(markdown_text(f"{c.name}: {c.detail}") for c in broken) if broken else ""
             text = f" — “{markdown_text(row.query)}”" if row is not None and row.query else ""
             lines.append(f"  - {markdown_code(qid)}{detail}{text}")
         if len(gate.flipped) > MAX_QUERIES_LISTED:
             lines.append(f"  - and {len(gate.flipped) - MAX_QUERIES_LISTED} more")
+    return lines
+
+
+def _category_table(gates: Sequence[GateResult]) -> list[str]:
+    """A set's categories that failed or warned, one compact row each."""
+    rows = ["| category | gate | baseline | current | change | result |", "|---|---|---:|---:|---:|---|"]
+    rows += [f"| {_cell(g.category or '')} | {_cell(g.metric or g.gate)} | {value_text(g, g.baseline)} | "
+             f"{value_text(g, g.current)} | {change_text(g)} | {STATUS_WORDS[g.status]} |" for g in gates]
+    return rows
+
+
+def _flipped_lines(report: Report) -> list[str]:
+    """Each set's queries that lost a relevant document against the baseline, each listed once, folded."""
+    lines = []
+    for name, flips in (report.flips or {}).items():
+        lost = [flip for flip in flips if flip.lost]
+        if not lost:
+            continue
+        queries = _queries_by_qid(report, name)
+        lines += ["", f"<details><summary>{markdown_text(name)}: {plural(len(lost), 'query', 'queries')} lost a "
+                      f"relevant document</summary>", ""]
+        for flip in lost[:MAX_QUERIES_LISTED]:
+            row = queries.get(flip.qid)
+            text = f" — “{markdown_text(row.query)}”" if row is not None and row.query else ""
+            lines.append(f"- {markdown_code(flip.qid)} lost " + ", ".join(markdown_code(d) for d in flip.lost) + text)
+        if len(lost) > MAX_QUERIES_LISTED:
+            lines.append(f"- and {len(lost) - MAX_QUERIES_LISTED} more (all in the JSON report)")
+        lines += ["", "</details>"]
     return lines
 
 
@@ -121,25 +150,15 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 def _gated_values(report: Report) -> list[str]:
     """Per set: each gated value overall (metrics, p95 latency, query count, contracts) as baseline /
-    current / change / gate, from the gates' own numbers; each set's category rows folded below it."""
-    header = ["| set | value | baseline | current | change | gate |", "|---|---|---:|---:|---:|---|"]
-    lines = list(header)
-    folded: list[str] = []
-    for result in report.sets:
-        gates = [g for g in report.gates if g.set_name == result.name and g.metric is not None]
-        for gate in gates:
-            if gate.category is None:
-                lines.append(_value_row(result.name, _value_label(gate), gate))
-        categories = [g for g in gates if g.category is not None]
-        if categories:
-            folded += ["", f"<details><summary>{_html(result.name)}: {plural(len(categories), 'category row')} "
-                           f"({sum(not g.passed for g in categories)} failed)</summary>", "",
-                       "| category | value | baseline | current | change | gate |",
-                       "|---|---|---:|---:|---:|---|"]
-            for gate in sorted(categories, key=lambda g: (g.passed, g.category or "")):
-                folded.append(_value_row(gate.category or "", gate.metric or gate.gate, gate))
-            folded += ["", "</details>"]
-    return lines + folded
+    current / change / gate, from the gates' own numbers; categories beyond the limit are tabled above,
+    and every category's figure is in the JSON and HTML reports."""
+    lines = ["| set | value | baseline | current | change | gate |", "|---|---|---:|---:|---:|---|"]
+    for gate in report.gates:
+        # the relative p95 gate repeats the budget gate's numbers: shown when it said something
+        if gate.metric is not None and gate.category is None and not (gate.gate == "latency-relative" and gate.passed
+                                                                      and not gate.warning):
+            lines.append(_value_row(gate.set_name, _value_label(gate), gate))
+    return lines
 
 
 def _value_label(gate: GateResult) -> str:
@@ -152,45 +171,23 @@ def _value_label(gate: GateResult) -> str:
 
 
 def _value_row(label: str, value: str, gate: GateResult) -> str:
-    def shown(x: float | None) -> str:
-        if x is None:
-            return "-"
-        if gate.unit == COUNT:
-            return f"{x:g}"
-        return _number(float(x), 1 if gate.unit == MILLISECONDS else 3)
-
-    change = "-"
-    delta = gate.change
-    if delta is not None:
-        if gate.unit == FRACTION:
-            change = points(delta) + " pts"
-        elif gate.unit == MILLISECONDS:
-            rounded = round(delta, 1)
-            change = "0.0 ms" if rounded == 0 else f"{rounded:+.1f} ms"
-        else:
-            change = "0" if delta == 0 else f"{delta:+g}"
-    return (f"| {_cell(label)} | {_cell(value)} | {shown(gate.baseline)} | {shown(gate.current)} | {change} | "
-            f"{STATUS_WORDS[gate.status]} |")
+    return (f"| {_cell(label)} | {_cell(value)} | {value_text(gate, gate.baseline)} | {value_text(gate, gate.current)} | "
+            f"{change_text(gate)} | {STATUS_WORDS[gate.status]} |")
 
 
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _metrics_block(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
-    """Every metric of the run for a set: overall visible, categories and splits folded."""
-    answered = len(result.queries)
-    status = "" if result.complete else f", **incomplete**: {answered} of {result.query_count} answered"
-    p95 = result.latency_ms.get("p95")
-    was = (baseline_latency or {}).get("p95")
-    latency = (f", p95 {p95:.1f} ms" + (f" (baseline {was:.1f} ms)" if was is not None else "")) if p95 is not None else ""
-    lines = [f"#### set {markdown_text(result.name)} (revision {result.revision}, {result.query_count} queries, "
-             f"k={result.k}{latency}{status})", ""]
-    head = ["| scope | n | " + " | ".join(TABLE_METRICS) + " |", "|---|---:|" + "---:|" * len(TABLE_METRICS)]
-    rows = [f"| {_cell(label.strip())} | {values.get('n', 0)} | " + " | ".join(cell(values, m) for m in TABLE_METRICS)
-            + " |" for label, values in scope_rows(result)]
-    lines += head + rows[:1]
-    if len(rows) > 1:
-        lines += ["", f"<details><summary>{_html(result.name)}: categories and splits ({len(rows) - 1} rows)"
-                      "</summary>", "", *head, *rows[1:], "", "</details>"]
+def _metrics_table(report: Report) -> list[str]:
+    """One row per set (its overall means, p95 beside the baseline's), and the pooled row of several sets;
+    categories and splits are in the JSON and HTML reports (a summary stays a few KB)."""
+    lines = ["| set | n | " + " | ".join(TABLE_METRICS) + " | p95 ms (baseline) |",
+             "|---|---:|" + "---:|" * (len(TABLE_METRICS) + 1)]
+    for result in report.sets:
+        overall = result.aggregates.get("overall") or {}
+        status = "" if result.complete else f" (incomplete: {len(result.queries)} of {result.query_count} answered)"
+        p95, was = result.latency_ms.get("p95"), (report.baseline_latency or {}).get(result.name, {}).get("p95")
+        latency = "-" if p95 is None else f"{p95:.1f}" + (f" ({was:.1f})" if was is not None else "")
+        lines.append(f"| {markdown_text(result.name)}{status} | {overall.get('n', 0):.0f} | "
+                     + " | ".join(cell(overall, m) for m in TABLE_METRICS) + f" | {latency} |")
+    if report.pooled is not None and len(report.sets) > 1:  # every scored query of every set, each weighing the same
+        lines.append(f"| all sets | {report.pooled.get('n', 0):.0f} | "
+                     + " | ".join(cell(report.pooled, m) for m in TABLE_METRICS) + " | - |")
     return lines

@@ -8,7 +8,7 @@ the baseline file's identity is `provenance.extra["baseline"]` (`{"path", "backe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.gating.gates import FRACTION
@@ -35,6 +35,57 @@ def ordered_gates(report: Report) -> list[GateResult]:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+REBASELINE_HINT = ("re-baseline to keep them: python -m harness --update-baseline, then review what moved with "
+                   "python -m harness baselines diff OLD NEW")
+
+
+def set_level(gates: Sequence[GateResult]) -> list[GateResult]:
+    """The gates about a whole set (a category's are grouped apart, `category_problems`)."""
+    return [gate for gate in gates if gate.category is None]
+
+
+def category_problems(report: Report) -> dict[str, list[GateResult]]:
+    """Per set, its categories' gates that failed or warned, failures first: one compact table each."""
+    grouped: dict[str, list[GateResult]] = {}
+    for gate in ordered_gates(report):
+        if gate.category is not None and gate.status != "pass":
+            grouped.setdefault(gate.set_name, []).append(gate)
+    return grouped
+
+
+def improvements(report: Report) -> list[GateResult]:
+    """The set-level figures that moved the good way, largest first."""
+    return sorted((gate for gate in report.gates if gate.improved and gate.category is None),
+                  key=lambda gate: -abs(gate.change or 0.0))
+
+
+def improvement_text(gate: GateResult) -> str:
+    """`code overall recall@10 +5.0 points (0.800 -> 0.850)`."""
+    return (f"{scope_label(gate)} {gate.metric} {points(gate.change or 0.0)} points "
+            f"({gate.baseline:.3f} -> {gate.current:.3f})")
+
+
+def change_text(gate: GateResult) -> str:
+    """A gate's change in its unit: `-33.3 pts`, `+243.0 ms`, `+1`; `-` without both values."""
+    if gate.change is None:
+        return "-"
+    if gate.unit == FRACTION:
+        return points(gate.change) + " pts"
+    if gate.unit == "ms":
+        rounded = round(gate.change, 1)
+        return "0.0 ms" if rounded == 0 else f"{rounded:+.1f} ms"
+    return "0" if gate.change == 0 else f"{gate.change:+g}"
+
+
+def value_text(gate: GateResult, value: float | None) -> str:
+    """A gate's baseline or current value as tables show it."""
+    if value is None:
+        return "-"
+    if gate.unit == "count":
+        return f"{value:g}"
+    return f"{value + 0.0:.{1 if gate.unit == 'ms' else 3}f}"
 
 
 def scope_label(gate: GateResult) -> str:

@@ -186,3 +186,24 @@ def test_the_identity_check_refuses_alike_in_a_run_and_in_merge(tmp_path, capsys
     assert code == 0
     for path in ("whole.json", "merged.json"):
         assert json.loads((tmp_path / path).read_text())["provenance"]["backend_change_allowed"] is True
+
+
+# --- the summary of a failing run: one headline, each flipped query once, under 5 KB ------------------
+
+def test_the_summary_of_a_failing_two_set_run_is_compact(workspace, tmp_path):
+    summary = tmp_path / "summary.md"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCRIPTED_ANSWERS", str(workspace / "current.json"))
+        patch.setenv("SCRIPTED_BANNER", "1")
+        code = main(["--set", "memory", "--set", "dedupe", "--sets-dir", str(REPO_ROOT / "sets"), "--offline",
+                     "--out", str(tmp_path / "r.json"), "--budgets", str(workspace / "budgets.json"),
+                     "--baseline", str(workspace / "baseline.json"), "--quiet", "--summary", str(summary),
+                     "--adapter", "--expect-banner", "--", sys.executable, str(SCRIPTED_ADAPTER)])
+    text = summary.read_text()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert code == 1 and len(text.encode()) < 5 * 1024, len(text.encode())
+    lost = {(name, flip["qid"]) for name, flips in report["flips"].items() for flip in flips if flip["lost"]}
+    assert lost  # every 17th query answers nothing: some lost their documents
+    for _, qid in lost:
+        assert text.count(f"`{qid}` lost") <= 1  # listed once, never under each gate
+    assert text.count("**FAILED:") == 1 and text.index("**FAILED:") < text.index("#### Failures")

@@ -31,8 +31,11 @@ def test_console_of_a_failing_run():
     # returned); tiny-02, 03, 05 found theirs and the negative probe tiny-07 returned nothing: 4 pass.
     assert "queries: 2 fail, 4 pass, 1 xfail" in lines
     gates = [line for line in lines if line[:5] in ("FAIL ", "WARN ", "PASS ")]
-    assert [line.split()[:2] for line in gates] == [["FAIL", "recall"], ["FAIL", "recall"], ["FAIL", "latency"],
-                                                    ["FAIL", "contract"]]  # failures only, first
+    # the set's failures first, each a line; then the category that failed, as a row of its set's table
+    assert [line.split()[:2] for line in gates] == [["FAIL", "recall"], ["FAIL", "latency"], ["FAIL", "contract"],
+                                                    ["FAIL", "a"]]
+    assert "categories of tiny beyond the limit (details: -v or the report):" in lines
+    assert "FAIL a         recall@10     1.000     0.667  -33.3 pts" in lines
     assert gates[0].startswith("FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, "
                                "now 0.8000")
     assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms; baseline 7.0 ms" in lines
@@ -92,7 +95,10 @@ def test_markdown_of_a_failing_run():
     assert "- Baseline: `baselines/current.json (recorded 2026-11-30T09:15:00+00:00 for bm25 at 1a2b3c4d5e6f)`" in lines
     # failures (with their queries) come before the tables
     assert text.index("#### Failures") < text.index("#### Gated values")
-    assert "  - `tiny-01` lost `doc-01` — “how is the config file parsed”" in lines
+    # each flipped query once, folded under its set (not under every gate naming it)
+    assert text.count("`tiny-01` lost `doc-01`") == 1
+    assert "- `tiny-01` lost `doc-01` — “how is the config file parsed”" in lines
+    assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines  # the category table
     # baseline, current and change for each gated value; p95 baseline 7 ms (tiny-07), now 250 ms (tiny-04)
     assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | ❌ FAIL |" in lines
     assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | ❌ FAIL |" in lines

@@ -174,8 +174,19 @@ def test_the_judged_gate_warns_when_coverage_falls():
     warned = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert warned[0].status == "warn"
     # unjudged in the top 10s of the scored queries: 4 new ids each (5 queries) + doc-08 (01) + doc-01, doc-02 (03)
-    assert "(23 unjudged documents in the top 10s)" in warned[0].message
+    assert "23 unjudged documents in the top 10s" in warned[0].message
     assert "judge them and bump the set's revision" in warned[0].message
+
+
+def test_a_judged_fall_from_answering_nothing_names_that_cause_not_a_judging_gap():
+    base = evaluate_set(TINY, GOOD, k=10)
+    entry = build_baseline([base], {"started": None, "sets": {}})["sets"]["tiny"]
+    entry["aggregates"]["overall"]["judged@10"] = 0.30
+    nothing = {qid: answer() for qid in GOOD}
+    (judged,) = [g for g in check([evaluate_set(TINY, nothing, k=10)], {"tiny": entry}) if g.gate == "judged"]
+    assert judged.status == "warn" and "judge them" not in judged.message
+    # 5 scored queries answered with nothing: 0 documents in their top 10s
+    assert "fewer documents returned: 0 in the top 10s of 5 scored queries, 5 answered with nothing" in judged.message
 
 
 def test_a_run_under_a_policy_computes_and_records_its_measures(tmp_path):
