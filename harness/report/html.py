@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from harness.records import GateResult, QueryResult, SetResult
 from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
-from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, counts_line,
-                                    error_parts, ordered_gates)
+from harness.report.verdict import (REBASELINE_HINT, Verdict, backend_identity, baseline_identity, baseline_text,
+                                    change_text, counts_line, error_parts, improvement_text, improvements,
+                                    ordered_gates, short_message, value_text)
 from harness.report.verdict import verdict as run_verdict
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
@@ -46,10 +47,18 @@ def render_run_html(report: Report) -> str:
     indexes = {s.name: i for i, s in enumerate(report.sets)}
     if report.gates:
         body.append("<h2>Gates</h2>")
-        body.append(_table(("result", "set", "gate", "message", "queries"), (
-            (f'<span class="status {g.status}">{g.status.upper()}</span>', _text(g.set_name), _text(g.gate),
-             _text(g.message), _gate_query_links(g, indexes.get(g.set_name)))
+        # the sets' own figures with their whole message; a category's as a compact row (the message is its title)
+        body.append(_table(("result", "set", "scope", "gate", "baseline", "current", "change", "message", "queries"), (
+            (f'<span class="status {g.status}">{g.status.upper()}</span>', _text(g.set_name), _text(g.scope),
+             _text(g.metric or g.gate), ("num", _text(value_text(g, g.baseline))),
+             ("num", _text(value_text(g, g.current))), ("num", _text(change_text(g))),
+             _text(g.message if g.category is None else short_message(g)), _gate_query_links(g, indexes.get(g.set_name)))
             for g in ordered_gates(report)), "gates"))
+    better = improvements(report)
+    if better:
+        body.append("<h2>Improvements</h2>")
+        body.append("<ul>" + "".join(f'<li class="pass">{_text(improvement_text(g))}</li>' for g in better)
+                    + f"<li>{_text(REBASELINE_HINT)}</li></ul>")
     body.append("<h2>Run details</h2>")
     body.append(_provenance_table(report))
     for index, result in enumerate(report.sets):
