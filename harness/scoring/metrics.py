@@ -379,6 +379,12 @@ def percentile(values: Sequence[float], p: float) -> float:
         raise ValueError("percentile of an empty list of values")
     if any(math.isnan(value) for value in values):
         raise ValueError("percentile of values containing NaN")
-    ordered = sorted(values)
-    rank_ = math.ceil(Fraction(str(p)) * len(ordered) / 100)
-    return ordered[max(rank_, 1) - 1]
+    return sorted(values)[nearest_rank(len(values), p) - 1]
+
+
+def nearest_rank(n: int, p: float) -> int:
+    """The 1-based rank `percentile` reads among n sorted values: ceil(p/100 * n), at least 1.
+
+    Exact: p is read as the decimal it prints as (p = 55 over 100 values is rank 55).
+    """
+    return max(math.ceil(Fraction(str(p)) * n / 100), 1)
