@@ -27,8 +27,8 @@ CHUNK_VALUES = 4_000_000   # drawn values held at once (32 MB of doubles), whate
 CACHED_DRAWS = 40_000_000  # drawn indices kept for reuse (int16 below 32,768 groups: 80 MB)
 
 
-def bootstrap_statistics(clusters: Sequence[tuple[float, int]], resamples: int, seed: int) -> list[float]:
-    """Each resample's (sum of the drawn groups' differences) / (their query count), in draw order.
+def sorted_bootstrap_statistics(clusters: Sequence[tuple[float, int]], resamples: int, seed: int) -> list[float]:
+    """Each resample's (sum of the drawn groups' differences) / (their query count), sorted.
 
     The draws of `random.Random(seed).choices(range(len(clusters)), k=len(clusters))`, repeated.
     """
@@ -38,7 +38,7 @@ def bootstrap_statistics(clusters: Sequence[tuple[float, int]], resamples: int, 
     for indices in draws(seed, len(clusters), resamples):  # (size, chunk): one row per drawn position
         totals = builtin_sum_rows(diffs[indices])
         statistics.append(totals / counts[indices].sum(axis=0))
-    return np.concatenate(statistics).tolist()
+    return np.sort(np.concatenate(statistics)).tolist()
 
 
 def randomization_extremes(moving: Sequence[float], n_queries: int, observed: float, tolerance: float,
@@ -51,9 +51,7 @@ def randomization_extremes(moving: Sequence[float], n_queries: int, observed: fl
     values = np.array([float(diff) for diff in moving])
     extreme = 0
     for signs in sign_bits(seed, len(moving), resamples):  # (len(moving), chunk) booleans
-        total = np.zeros(signs.shape[1])
-        for position, flipped in enumerate(signs):
-            total += np.where(flipped, -values[position], values[position])
+        total = sequential_sum_rows(np.where(signs, -values[:, None], values[:, None]))
         extreme += int(np.count_nonzero(np.abs(total) / n_queries >= observed - tolerance))
     return extreme
 
@@ -68,19 +66,27 @@ def percentile_differences(base: Sequence[float], candidate: Sequence[float], ra
     columns: list[list[np.ndarray]] = [[] for _ in ranks]
     kth = sorted({rank - 1 for rank in ranks})
     for indices in draws(seed, len(left), resamples):
-        drawn_left, drawn_right = np.partition(left[indices], kth, axis=0), np.partition(right[indices], kth, axis=0)
+        drawn_left, drawn_right = left[indices.T], right[indices.T]  # (chunk, n): one resample a row
+        drawn_left.partition(kth, axis=1)
+        drawn_right.partition(kth, axis=1)
         for column, rank in zip(columns, ranks):
-            column.append(drawn_right[rank - 1] - drawn_left[rank - 1])
+            column.append(drawn_right[:, rank - 1] - drawn_left[:, rank - 1])
     return [np.concatenate(column).tolist() for column in columns]
+
+
+def sequential_sum_rows(values: np.ndarray) -> np.ndarray:
+    """Per column, 0.0 + row 0 + row 1 + ... in that order (a Python `total += x` loop)."""
+    total = np.zeros(values.shape[1])
+    for row in values:
+        total += row
+    return total
 
 
 def builtin_sum_rows(values: np.ndarray) -> np.ndarray:
     """Per column, `sum(column)` as the builtin computes it over floats, row 0 first."""
-    total = np.zeros(values.shape[1])
     if not COMPENSATED_SUM:
-        for row in values:
-            total += row
-        return total
+        return sequential_sum_rows(values)
+    total = np.zeros(values.shape[1])
     compensation = np.zeros(values.shape[1])
     for row in values:  # CPython's Objects/bltinmodule.c builtin_sum_impl, since 3.12
         running = total + row

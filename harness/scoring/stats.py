@@ -102,7 +102,7 @@ def bootstrap_statistics(clusters: tuple[tuple[float, int], ...], resamples: int
     """The sorted statistics of bootstrap_ci; cached, as a comparison asks for the 95% and the 90% CI of one draw."""
     if engine == "numpy":
         from harness.scoring import numpy_engine
-        return tuple(sorted(numpy_engine.bootstrap_statistics(clusters, resamples, seed)))
+        return tuple(numpy_engine.sorted_bootstrap_statistics(clusters, resamples, seed))
     rng = random.Random(seed)
     size = len(clusters)
     diffs = [diff for diff, _ in clusters]

@@ -193,3 +193,11 @@ def test_both_engines_agree_with_an_independent_numpy_bootstrap_within_monte_car
         narrower = bootstrap_ci(clusters, resamples=resamples, seed=0, confidence=0.90, engine=engine)
         reference_90 = _independent_bootstrap(np, clusters, resamples, seed=7, confidence=0.90)
         assert abs(narrower[0] - reference_90[0]) < 0.05 * spread
+
+
+def test_the_engine_adds_as_the_builtin_sum_of_this_python_does(np):
+    from harness.scoring import numpy_engine
+    # 1e16 + 1.0 is lost to rounding in a plain left-to-right sum; compensated summation (3.12+) keeps it.
+    columns = [[1e16, 1.0, -1e16], [0.1, 0.2, 0.3], [1 / 3, -1e-17, 2 / 3], [-0.0, 0.0, 0.0]]
+    rows = np.array(columns).T
+    assert numpy_engine.builtin_sum_rows(rows).tolist() == [sum(column) for column in columns]
