@@ -1,7 +1,11 @@
 """`--executor ray`: the run's `--workers N` adapter workers as Ray actors across a cluster (optional extra [ray]).
 
-The only harness module that imports a third-party package, and only inside functions, when a
-run asks for this executor (tests/test_imports.py allows exactly this module to).
+It imports Ray only inside functions, when a run asks for this executor
+(tests/architecture/test_imports.py allows this module, and numpy's statistics engine, a third-party import).
+
+Without --ray-address, the run starts its own one-node instance (`start_local_instance`): `ray
+start --head` as a child in a session of its own, its session files and logs in a guarded temp
+folder; the run connects to it, and stops it and removes the folder when it ends, Ctrl-C included.
 
 Each worker is one Ray actor (`--worker-cpus`, `--worker-gpus` reserved per actor, spread over
 the nodes, so a GPU adapter lands on a GPU node). The actor writes the corpora the driver sends
@@ -10,8 +14,9 @@ starts and owns one `AdapterProcess` there, and asks it one request at a time: t
 returned is `AdapterProcess.ask`'s, measured in the actor at the adapter's process boundary
 (request line written -> response line read), so Ray's own transport never enters a latency
 and the definition is the local run's. The driver sends each worker's queries to its actor in
-set order, one at a time (Ray runs one caller's calls to an actor in submission order), so
-request order per adapter is the local run's too.
+set order, in batches of BATCH_QUERIES with the next batch already queued (Ray runs one
+caller's calls to an actor in submission order), so request order per adapter is the local
+run's too, and Ray's round trip is paid once a batch, while the adapter answers the one before.
 
 Failure: an `AdapterError` in the actor (crash, time-out, protocol, `error` reply) comes back
 as the same AdapterError text; an actor or node that dies, or a driver that hears nothing within
@@ -33,19 +38,26 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.adapter.asking import CORPUS_DIR_ENV, RunOptions, worker_log
 from harness.adapter.driver import AdapterProcess
-from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
+from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS, ChildProcess
 from harness.adapter.protocol import Request, Response
 from harness.errors import AdapterError, Interrupted, UsageError
-from harness.watchdog import guard_folder, release_folder
+from harness.watchdog import guard_folder, guarded_temp_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
+# Queries per Ray call, and calls queued at an actor at once: one Ray round trip (1-2 ms) per 32
+# queries, hidden behind the batch the adapter is answering (benchmarks/workers.py).
+BATCH_QUERIES = 32
+BATCHES_IN_FLIGHT = 2
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024  # a local instance holds only the corpora; Ray's default is 30% of RAM
+LOCAL_START_SECONDS = 120.0        # `ray start` of a local instance, on a busy machine
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
 def _import_ray():
@@ -109,27 +121,102 @@ class RayWorkers:
         if ray.is_initialized():
             return
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # tests and CI never talk to the network
-        # ray.init may install its own handlers; the run's SIGINT/SIGTERM handling must stay the CLI's.
-        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-        settings: dict[str, object] = {"log_to_driver": False, "logging_level": "ERROR", "include_dashboard": False}
-        if self.address is None:
-            # Like local --workers, N workers fit on this machine whatever its core count.
-            settings.update(num_cpus=max(os.cpu_count() or 1, math.ceil(options.workers * self.worker_cpus)),
-                            object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                            runtime_env={"env_vars": {"PYTHONPATH": _python_path()}})
+        address = self.address
+        if address is None:
+            address = start_local_instance(stack, cpus=max(os.cpu_count() or 1,
+                                                           math.ceil(options.workers * self.worker_cpus)))
             self._started_instance = True
-        else:
-            settings["address"] = self.address
+        settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
-            ray.init(**settings)
+            with signals_deferred():
+                ray.init(**settings)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad cluster
             what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address}"
             raise AdapterError(f"--executor ray: cannot {what}: {_first_line(exc)}") from None
-        finally:
-            for signum, handler in handlers.items():
-                if handler is not None:
-                    signal.signal(signum, handler)
         stack.callback(ray.shutdown)
+
+
+def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
+    """Start a one-node Ray instance as our own child; its GCS address. Stopped when `stack` unwinds.
+
+    Why not `ray.init()`: a signal raised inside its start-up is caught by Ray's code (the run
+    hung, or ended as a backend failure with Ray's agents left running), and its session logs
+    stayed in the temp folder. Here `ray start --head --block` runs in a session of our own,
+    with its session files in a guarded temp folder (harness/watchdog.py), and we wait for it in
+    plain sleeps a signal can end: Ctrl-C stops the instance and removes the folder, as any
+    child's, and so does the guard if the harness is killed outright.
+    """
+    folder = stack.enter_context(guarded_temp_folder("retrieval-gate-ray-"))
+    argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={_free_port()}",
+            f"--temp-dir={folder}", f"--num-cpus={cpus}", f"--object-store-memory={LOCAL_OBJECT_STORE_BYTES}",
+            "--include-dashboard=false", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
+    # Workers inherit the instance's environment: the driver's harness first on their path.
+    head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log", env={"PYTHONPATH": _python_path()},
+                              stderr="file", talk=False)
+    stack.callback(_stop_instance, head)
+    address_file = folder / "ray_current_cluster"  # written by `ray start` once every Ray process is up
+    deadline = time.monotonic() + LOCAL_START_SECONDS
+    while not (address_file.exists() and address_file.read_text().strip()):
+        ended = head.how_it_ended(timeout=0)
+        if ended is not None or time.monotonic() > deadline:
+            why = ended or f"not ready within {LOCAL_START_SECONDS:g} s"
+            tail = head.stderr_tail(max_lines=3).strip().replace("\n", " | ")
+            raise AdapterError(f"--executor ray: cannot start a local Ray instance: `ray start` {why}"
+                               + (f": {tail}" if tail else ""))
+        time.sleep(0.1)
+    return address_file.read_text().strip()
+
+
+def _stop_instance(head: ChildProcess) -> None:
+    """Stop the instance's process group, then whatever Ray started in the session (its workers
+    take process groups of their own, within our session)."""
+    session = head.pid
+    head.stop(grace_seconds=0)
+    for pid in _session_members(session):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + TERM_GRACE_SECONDS
+    while _session_members(session) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _session_members(session: int) -> list[int]:
+    """Live processes (not zombies) whose session id is `session`, from /proc (empty where there is none)."""
+    members = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if fields[0] != "Z" and int(fields[3]) == session:  # state ppid pgrp session ...
+            members.append(int(entry.name))
+    return members
+
+
+def _free_port() -> int:
+    """A TCP port free on loopback now, for the instance's GCS (the default 6379 may be another's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Hold SIGINT/SIGTERM while Ray's connect runs (about a second, the instance already up): Ray
+    catches what a handler raises inside it. The held signal is raised as Interrupted on leaving."""
+    held: list[int] = []
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in handlers.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(signum, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():  # ray.init may install its own: the run's stay the CLI's
+            if handler is not None:
+                signal.signal(signum, handler)
+    if held:
+        raise Interrupted(held[0])
 
 
 def _python_path() -> str:
@@ -180,7 +267,30 @@ class RayWorker:
                               adapter_pid=reply["adapter_pid"])
 
     def ask(self, request: Request) -> tuple[Response, float]:
-        reply = self._get(self._actor.ask.remote(tuple(request)), self._reply_seconds, request.qid or "?")
+        """One request, one Ray round trip (warm-up); the run's queries go through ask_stream."""
+        reply = self._get(self._actor.ask.remote([tuple(request)]), self._reply_seconds, request.qid or "?")
+        return self._answer(reply[0])
+
+    def ask_stream(self, requests: Sequence[Request]) -> Iterator[tuple[Response, float]]:
+        """(response, latency) per request, in order, the requests sent in batches of BATCH_QUERIES.
+
+        The next batch is already queued at the actor while the driver reads one (Ray runs one
+        caller's calls to an actor in submission order), so the adapter never waits on Ray's round
+        trip; each batch ends at its first failure, which is raised after the replies before it.
+        """
+        batches = [[tuple(request) for request in requests[start:start + BATCH_QUERIES]]
+                   for start in range(0, len(requests), BATCH_QUERIES)]
+        in_flight = [self._actor.ask.remote(batch) for batch in batches[:BATCHES_IN_FLIGHT]]
+        for number, batch in enumerate(batches):
+            ref = in_flight.pop(0)
+            if number + BATCHES_IN_FLIGHT < len(batches):
+                in_flight.append(self._actor.ask.remote(batches[number + BATCHES_IN_FLIGHT]))
+            # Every query of the batch may take the whole query time-out; a first one, the start-up too.
+            timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
+            for reply in self._get(ref, timeout, batch[0][3] or "?"):
+                yield self._answer(reply)
+
+    def _answer(self, reply: tuple) -> tuple[Response, float]:
         if reply[0] == "error":
             self._failed = True
             _, message, qid, tail = reply
@@ -271,13 +381,18 @@ class _AdapterActor:
                 "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid(), "adapter_pid": adapter.pid}
 
-    def ask(self, request: tuple) -> tuple:
-        try:
-            response, latency = self.adapter.ask(Request(*request))
-        except AdapterError as error:
-            return ("error", str(error), error.qid, error.stderr_tail)
-        return ("ok", (list(response.ids), list(response.scores) if response.scores is not None else None,
-                       response.error), latency)
+    def ask(self, requests: list[tuple]) -> list[tuple]:
+        """Ask the requests in order; a reply per request up to the first failure, which ends the list."""
+        replies = []
+        for request in requests:
+            try:
+                response, latency = self.adapter.ask(Request(*request))
+            except AdapterError as error:
+                replies.append(("error", str(error), error.qid, error.stderr_tail))
+                break
+            replies.append(("ok", (list(response.ids), list(response.scores) if response.scores is not None
+                                   else None, response.error), latency))
+        return replies
 
     def stop(self) -> str | None:
         """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""

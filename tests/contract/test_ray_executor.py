@@ -5,6 +5,7 @@ Skipped, with the reason, when Ray is not importable; under CI=true it must run 
 the [ray] extra), so CI can never pass without it.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -184,3 +185,42 @@ def test_a_signal_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path
     for adapter, actor, grandchild, corpus in rows:
         assert _gone(adapter, within=30) and _gone(grandchild, within=30), (adapter, grandchild)
         assert _until(lambda: not corpus.exists(), 30)
+
+
+def _carrying(marker: str) -> list[int]:
+    """Live processes whose environment holds `marker` (this test's TMPDIR): only what this test started."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (entry / "environ").read_bytes() and _alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_while_a_local_instance_starts_exits_130_and_leaves_no_ray_process_or_file(tmp_path):
+    """A real run starting its own Ray instance, a real SIGINT once Ray's session folder appears."""
+    _require_ray()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    marker = f"TMPDIR={scratch}"
+    command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
+               "--out", str(tmp_path / "report.json"), "--executor", "ray", "--backend", "bm25"]
+    driver = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_signals)
+    try:
+        if not _until(lambda: driver.poll() is not None or any(scratch.rglob("session_*")), 180):
+            pytest.fail("Ray's session folder never appeared")
+        assert driver.poll() is None, driver.communicate()
+        driver.send_signal(signal.SIGINT)
+        code, err = _finish(driver)
+        assert code == 130, err
+        assert json.loads((tmp_path / "report.json").read_text())["error"] == "interrupted by SIGINT"
+        assert list(scratch.iterdir()) == []  # no corpus folder, no Ray session files or logs
+        assert _until(lambda: not _carrying(marker), 30), [Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
+                                                           for pid in _carrying(marker)]
+    finally:
+        for pid in _carrying(marker):  # on a failure, what this test started, and only that
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
