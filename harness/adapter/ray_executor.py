@@ -33,8 +33,10 @@ adapter.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -126,6 +128,9 @@ class RayWorkers:
             address = start_local_instance(stack, cpus=max(os.cpu_count() or 1,
                                                            math.ceil(options.workers * self.worker_cpus)))
             self._started_instance = True
+            stack.callback(_reload_ray_authentication)  # on leaving, after the environment is restored
+            _set_environment(stack, instance_token())  # the driver presents the instance's token
+            _reload_ray_authentication()
         settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
             with signals_deferred():
@@ -151,8 +156,8 @@ def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
             f"--temp-dir={folder}", f"--num-cpus={cpus}", f"--object-store-memory={LOCAL_OBJECT_STORE_BYTES}",
             "--include-dashboard=false", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
     # Workers inherit the instance's environment: the driver's harness first on their path.
-    head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log", env={"PYTHONPATH": _python_path()},
-                              stderr="file", talk=False)
+    head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log",
+                              env={"PYTHONPATH": _python_path(), **instance_token()}, stderr="file", talk=False)
     stack.callback(_stop_instance, head)
     address_file = folder / "ray_current_cluster"  # written by `ray start` once every Ray process is up
     deadline = time.monotonic() + LOCAL_START_SECONDS
@@ -165,6 +170,39 @@ def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
                                + (f": {tail}" if tail else ""))
         time.sleep(0.1)
     return address_file.read_text().strip()
+
+
+@functools.cache
+def instance_token() -> dict[str, str]:
+    """The token authentication of the instances this process starts: a random token of their own.
+
+    Ray's default shares ~/.ray/auth_token among every instance of the user, so another run
+    starting at the same moment could replace it under ours (a driver then refused). One token
+    per process: Ray's driver side reads it once.
+    """
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+
+
+def _set_environment(stack: contextlib.ExitStack, values: dict[str, str]) -> None:
+    """os.environ updated with `values` until `stack` unwinds."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+
+    def restore() -> None:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    stack.callback(restore)
+
+
+def _reload_ray_authentication() -> None:
+    """Make Ray read RAY_AUTH_MODE and RAY_AUTH_TOKEN again: it caches them when first imported."""
+    with contextlib.suppress(ImportError, AttributeError):  # Ray's private API; without it, the cached values
+        from ray._raylet import AuthenticationTokenLoader, Config
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _stop_instance(head: ChildProcess) -> None:
@@ -315,8 +353,11 @@ class RayWorker:
             self._ray.kill(self._actor, no_restart=True)
 
     def _where(self) -> str:
-        host = self.placement.get("host")
-        return f"worker {self.index + 1} (ray actor{' on ' + str(host) if host else ''})"
+        """"worker 2 (ray actor on node 3f2a9c1b04de, host gpu-7)": simulated nodes share a host name."""
+        node, host = self.placement.get("node_id"), self.placement.get("host")
+        where = ", ".join(part for part in (f"node {str(node)[:12]}" if node else "",
+                                            f"host {host}" if host else "") if part)
+        return f"worker {self.index + 1} (ray actor{' on ' + where if where else ''})"
 
     def _get(self, ref, timeout: float, label: str):
         ray = self._ray
