@@ -115,6 +115,7 @@ def _forget_draws() -> None:
     if stats.default_engine() == "numpy":
         from harness.scoring import numpy_engine
         numpy_engine._DRAWS.clear()
+        numpy_engine.order_statistics.cache_clear()
 
 
 def headline_values(views: list[RunView]) -> list[list[float]]:
