@@ -35,3 +35,16 @@ def require_default_model() -> Path:
             pytest.fail(message + " (CI=true: .ci/run must fetch it before the tests)")
         pytest.skip(message)
     return model_store.verify(folder=folder)
+
+
+def require_optional(module: str, extra: str):
+    """`module` imported; when it is missing, skip (saying which extra to install), except under
+    CI=true, where the test fails: CI can never pass without the tests that need it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        message = f"{module} is not importable ({exc}); install the extra: pip install -e '.[{extra}]'"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
+        pytest.skip(message)

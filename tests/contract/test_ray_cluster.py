@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, TINY_SET
-from tests.contract.test_ray_executor import SLOW_WORKER, _default_signals, _finish, _gone, _require_ray, _until
+from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET, require_optional
+from tests.process_helpers import alive, default_signals, wait_for
+
+SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"  # an answer every argv[2] s; writes its pids to argv[1]
 
 NODE_STORE_BYTES = 80 * 1024 * 1024
 
@@ -23,7 +25,7 @@ NODE_STORE_BYTES = 80 * 1024 * 1024
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(cluster, [worker node, worker node], scratch): every node's temp folders under `scratch`."""
-    _require_ray()
+    require_optional("ray", "ray")
     from ray.cluster_utils import Cluster
     scratch = tmp_path_factory.mktemp("nodes")
     saved = {name: os.environ.get(name) for name in ("TMPDIR", "RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED",
@@ -78,21 +80,26 @@ def test_removing_a_node_mid_run_fails_with_exit_3_naming_worker_and_node_and_le
                "--out", str(tmp_path / "report.json"), "--executor", "ray", "--ray-address", simulated.address,
                "--workers", "2", "--adapter", "--expect-banner", "--", sys.executable, str(SLOW_WORKER), str(folder), "2"]
     driver = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              preexec_fn=_default_signals)
-    if not _until(lambda: driver.poll() is not None or len(list(folder.glob("*.pids"))) == 2, 180):
+                              preexec_fn=default_signals)
+    if not wait_for(lambda: driver.poll() is not None or len(list(folder.glob("*.pids"))) == 2, 180):
         driver.kill()
         pytest.fail(f"the adapters did not start: {driver.communicate()}")
     assert driver.poll() is None, driver.communicate()
     rows = [path.read_text().split() for path in folder.glob("*.pids")]
     simulated.remove_node(nodes[0], allow_graceful=False)  # the node and everything Ray runs on it die
-    code, err = _finish(driver)
+    try:
+        _, err = driver.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        pytest.fail("the driver did not end")
+    code, err = driver.returncode, err.decode()
     report = json.loads((tmp_path / "report.json").read_text())
     assert code == 3, err
     assert report["complete"] is False and len(report["sets"][0]["queries"]) < 7  # a partial report
     assert "died" in report["error"] and f"node {nodes[0].node_id[:12]}" in report["error"]
     assert "worker 1" in report["error"] or "worker 2" in report["error"]
     for adapter, actor, grandchild, corpus in rows:  # on the lost node and on the surviving one
-        assert _gone(int(adapter), within=30) and _gone(int(grandchild), within=30), (adapter, grandchild)
-        assert _until(lambda: not Path(corpus).exists(), 30), corpus
-    assert _until(lambda: not list(scratch.glob("retrieval-gate-*")), 30), list(scratch.iterdir())
+        assert wait_for(lambda: not alive(int(adapter)) and not alive(int(grandchild)), 30), (adapter, grandchild)
+        assert wait_for(lambda: not Path(corpus).exists(), 30), corpus
+    assert wait_for(lambda: not list(scratch.glob("retrieval-gate-*")), 30), list(scratch.iterdir())
     simulated.add_node(num_cpus=1, object_store_memory=NODE_STORE_BYTES)  # the module's cluster as it was

@@ -19,7 +19,7 @@ import pytest
 import harness
 from harness.api import GateOptions
 from harness.errors import SetError, UsageError
-from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT
+from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT, require_optional
 
 ROOT = REPO_ROOT
 SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"
@@ -27,14 +27,7 @@ HANG = FIXTURES / "adapters" / "hang.py"
 
 
 def _require_ray():
-    try:
-        import ray
-    except ImportError as exc:
-        message = f"ray is not importable ({exc}); install the extra: pip install -e '.[ray]'"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
-        pytest.skip(message)
-    return ray
+    return require_optional("ray", "ray")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ numpy comes with the [test] extra; without it these tests skip, except under CI=
 """
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -16,24 +15,13 @@ from harness.scoring import stats
 from harness.scoring.compare import RunView, compare, compare_many
 from harness.scoring.stats import bootstrap_ci, group_differences, paired_test, randomization_p_value
 from tests.builders import make_report
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_optional
 from tests.reports import GOOD
-
-
-def _require_numpy():
-    try:
-        import numpy
-    except ImportError as exc:
-        message = f"numpy is not importable ({exc}); install the extra: pip install -e '.[test]'"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
-        pytest.skip(message)
-    return numpy
 
 
 @pytest.fixture
 def np():
-    return _require_numpy()
+    return require_optional("numpy", "test")
 
 
 def _runs(rng: random.Random, n: int, *, grouped: bool):
