@@ -60,6 +60,9 @@ BATCH_QUERIES = 32
 BATCHES_IN_FLIGHT = 2
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024  # a local instance holds only the corpora; Ray's default is 30% of RAM
 LOCAL_START_SECONDS = 120.0        # `ray start` of a local instance, on a busy machine
+LOCAL_FOLDER_PREFIX = "rg-ray-"    # short: Ray's socket paths live under it (_short_temp_dir)
+RAY_SOCKET_PATH_BYTES = 107        # the longest unix socket path Linux takes
+RAY_SESSION_SOCKET_CHARS = 64      # "/session_2026-12-02_07-41-53_509974_2017812/sockets/plasma_store"
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
 def _import_ray():
@@ -151,7 +154,7 @@ def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
     plain sleeps a signal can end: Ctrl-C stops the instance and removes the folder, as any
     child's, and so does the guard if the harness is killed outright.
     """
-    folder = stack.enter_context(guarded_temp_folder("retrieval-gate-ray-"))
+    folder = stack.enter_context(guarded_temp_folder(LOCAL_FOLDER_PREFIX, dir=_short_temp_dir()))
     argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={_free_port()}",
             f"--temp-dir={folder}", f"--num-cpus={cpus}", f"--object-store-memory={LOCAL_OBJECT_STORE_BYTES}",
             "--include-dashboard=false", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
@@ -164,7 +167,7 @@ def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
     while not (address_file.exists() and address_file.read_text().strip()):
         ended = head.how_it_ended(timeout=0)
         if ended is not None or time.monotonic() > deadline:
-            why = ended or f"not ready within {LOCAL_START_SECONDS:g} s"
+            why = ended.replace("adapter ", "", 1) if ended else f"not ready within {LOCAL_START_SECONDS:g} s"
             tail = head.stderr_tail(max_lines=3).strip().replace("\n", " | ")
             raise AdapterError(f"--executor ray: cannot start a local Ray instance: `ray start` {why}"
                                + (f": {tail}" if tail else ""))
@@ -231,6 +234,18 @@ def _session_members(session: int) -> list[int]:
     return members
 
 
+def _short_temp_dir() -> str | None:
+    """The temp folder, or /tmp when the temp folder's path is too long for Ray's sockets.
+
+    Ray puts unix sockets in its session folder (`session_<date>_<pid>/sockets/plasma_store`,
+    about 64 characters), and a socket path may not exceed 107 bytes: a long $TMPDIR (macOS
+    gives about 50 characters) would stop `ray start`. None: the default temp folder.
+    """
+    base = tempfile.gettempdir()
+    room = RAY_SOCKET_PATH_BYTES - RAY_SESSION_SOCKET_CHARS - len(LOCAL_FOLDER_PREFIX) - 10  # "/", 8 random, "/"
+    return None if len(os.fsencode(base)) <= room or not os.path.isdir("/tmp") else "/tmp"
+
+
 def _free_port() -> int:
     """A TCP port free on loopback now, for the instance's GCS (the default 6379 may be another's)."""
     with socket.socket() as probe:
@@ -289,20 +304,24 @@ class RayWorker:
     def __enter__(self) -> RayWorker:
         return self
 
-    def start_remote(self, corpora, *, cwd: str | None):
+    def start_remote(self, corpora, *, cwd: str | None) -> tuple:
+        """Ask the actor where it runs, then to start its adapter (run in that order by the actor)."""
         options = self.options
-        return self._actor.start.remote(list(options.argv), corpora, str(self._log_path), options.expect_banner,
-                                        options.startup_timeout, options.query_timeout, cwd)
+        return (self._actor.where.remote(),
+                self._actor.start.remote(list(options.argv), corpora, str(self._log_path), options.expect_banner,
+                                         options.startup_timeout, options.query_timeout, cwd))
 
-    def finish_start(self, ref) -> None:
-        reply = self._get(ref, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
+    def finish_start(self, refs: tuple) -> None:
+        """Its node first, so that a node lost while the adapter starts is named too."""
+        where, start = refs
+        self.placement.update(self._get(where, RAY_GRACE_SECONDS, "start"))
+        reply = self._get(start, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
         if "error" in reply:
             self._failed = True
             raise AdapterError(reply["error"], argv=list(self.options.argv), stderr_tail=reply.get("stderr_tail", ""))
         self.banner = reply["banner"]
         self.startup_seconds = reply["startup_seconds"]
-        self.placement.update(node_id=reply["node_id"], host=reply["host"], actor_pid=reply["pid"],
-                              adapter_pid=reply["adapter_pid"])
+        self.placement["adapter_pid"] = reply["adapter_pid"]
 
     def ask(self, request: Request) -> tuple[Response, float]:
         """One request, one Ray round trip (warm-up); the run's queries go through ask_stream."""
@@ -402,7 +421,6 @@ class _AdapterActor:
         self.folder: str | None = None
 
     def start(self, argv, corpora, log_path, expect_banner, startup_timeout, query_timeout, cwd) -> dict:
-        import ray
         if cwd and os.path.isdir(cwd):
             os.chdir(cwd)  # a local instance: the adapter starts where the driver's local run would
         self.folder = tempfile.mkdtemp(prefix="retrieval-gate-corpus-")
@@ -418,9 +436,13 @@ class _AdapterActor:
             self._remove_folder()
             return {"error": str(error), "stderr_tail": error.stderr_tail}
         self.adapter = adapter
-        return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds,
-                "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "pid": os.getpid(), "adapter_pid": adapter.pid}
+        return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds, "adapter_pid": adapter.pid}
+
+    def where(self) -> dict:
+        """The node, host and pid this actor runs on (the driver's `placement`)."""
+        import ray
+        return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "actor_pid": os.getpid()}
 
     def ask(self, requests: list[tuple]) -> list[tuple]:
         """Ask the requests in order; a reply per request up to the first failure, which ends the list."""

@@ -81,7 +81,8 @@ def test_removing_a_node_mid_run_fails_with_exit_3_naming_worker_and_node_and_le
                "--workers", "2", "--adapter", "--expect-banner", "--", sys.executable, str(SLOW_WORKER), str(folder), "2"]
     driver = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               preexec_fn=default_signals)
-    if not wait_for(lambda: driver.poll() is not None or len(list(folder.glob("*.pids"))) == 2, 180):
+    # Both adapters asked a query: the run is past its start, each worker's node known to the driver.
+    if not wait_for(lambda: driver.poll() is not None or len(list(folder.glob("*.asked"))) == 2, 180):
         driver.kill()
         pytest.fail(f"the adapters did not start: {driver.communicate()}")
     assert driver.poll() is None, driver.communicate()
@@ -96,8 +97,8 @@ def test_removing_a_node_mid_run_fails_with_exit_3_naming_worker_and_node_and_le
     report = json.loads((tmp_path / "report.json").read_text())
     assert code == 3, err
     assert report["complete"] is False and len(report["sets"][0]["queries"]) < 7  # a partial report
-    assert "died" in report["error"] and f"node {nodes[0].node_id[:12]}" in report["error"]
-    assert "worker 1" in report["error"] or "worker 2" in report["error"]
+    assert "died" in report["error"] and f"node {nodes[0].node_id[:12]}" in report["error"], report["error"]
+    assert "worker 1" in report["error"] or "worker 2" in report["error"], report["error"]
     for adapter, actor, grandchild, corpus in rows:  # on the lost node and on the surviving one
         assert wait_for(lambda: not alive(int(adapter)) and not alive(int(grandchild)), 30), (adapter, grandchild)
         assert wait_for(lambda: not Path(corpus).exists(), 30), corpus

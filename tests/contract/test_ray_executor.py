@@ -8,9 +8,11 @@ the [ray] extra), so CI can never pass without it.
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -180,6 +182,17 @@ def test_a_signal_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path
         assert _until(lambda: not corpus.exists(), 30)
 
 
+@pytest.fixture
+def short_tmp():
+    """An empty folder to be a run's TMPDIR, short enough that Ray's socket paths fit under it
+    (a pytest tmp_path is not; the harness would then put Ray's folder in /tmp, out of sight)."""
+    folder = Path(tempfile.mkdtemp(prefix="rg-t-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _carrying(marker: str) -> list[int]:
     """Live processes whose environment holds `marker` (this test's TMPDIR): only what this test started."""
     found = []
@@ -192,11 +205,10 @@ def _carrying(marker: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_while_a_local_instance_starts_exits_130_and_leaves_no_ray_process_or_file(tmp_path):
+def test_ctrl_c_while_a_local_instance_starts_exits_130_and_leaves_no_ray_process_or_file(tmp_path, short_tmp):
     """A real run starting its own Ray instance, a real SIGINT once Ray's session folder appears."""
     _require_ray()
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    scratch = short_tmp
     marker = f"TMPDIR={scratch}"
     command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
                "--out", str(tmp_path / "report.json"), "--executor", "ray", "--backend", "bm25"]
@@ -217,3 +229,32 @@ def test_ctrl_c_while_a_local_instance_starts_exits_130_and_leaves_no_ray_proces
         for pid in _carrying(marker):  # on a failure, what this test started, and only that
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_run_with_its_own_local_instance_leaves_no_ray_process_or_session_log(tmp_path, short_tmp):
+    _require_ray()
+    scratch = short_tmp
+    marker = f"TMPDIR={scratch}"
+    command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
+               "--out", str(tmp_path / "report.json"), "--executor", "ray", "--workers", "2", "--backend", "bm25"]
+    try:
+        completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
+                                   capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["complete"] and report["provenance"]["executor"]["local_instance"] is True
+        assert list(scratch.iterdir()) == []  # Ray's session files and logs went with its temp folder
+        assert _until(lambda: not _carrying(marker), 30), [Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
+                                                           for pid in _carrying(marker)]
+    finally:
+        for pid in _carrying(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_temp_folder_too_long_for_rays_sockets_gives_way_to_tmp(monkeypatch, tmp_path):
+    from harness.adapter import ray_executor
+    monkeypatch.setattr(ray_executor.tempfile, "gettempdir", lambda: str(tmp_path / ("x" * 60)))
+    assert ray_executor._short_temp_dir() == "/tmp"
+    monkeypatch.setattr(ray_executor.tempfile, "gettempdir", lambda: "/tmp/rg-t-abcdefgh")
+    assert ray_executor._short_temp_dir() is None  # the default temp folder is short enough
