@@ -344,7 +344,8 @@ class RayWorker:
                 in_flight.append(self._actor.ask.remote(batches[number + BATCHES_IN_FLIGHT]))
             # Every query of the batch may take the whole query time-out; a first one, the start-up too.
             timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
-            for reply in self._get(ref, timeout, batch[0][3] or "?"):
+            label = (batch[0][3] or "?") if len(batch) == 1 else f"{batch[0][3]}..{batch[-1][3]}"
+            for reply in self._get(ref, timeout, label):
                 yield self._answer(reply)
 
     def _answer(self, reply: tuple) -> tuple[Response, float]:
