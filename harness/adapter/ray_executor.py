@@ -3,9 +3,8 @@
 It imports Ray only inside functions, when a run asks for this executor
 (tests/architecture/test_imports.py allows this module, and numpy's statistics engine, a third-party import).
 
-Without --ray-address, the run starts its own one-node instance (`start_local_instance`): `ray
-start --head` as a child in a session of its own, its session files and logs in a guarded temp
-folder; the run connects to it, and stops it and removes the folder when it ends, Ctrl-C included.
+Without --ray-address, the run starts its own one-node instance (harness.adapter.ray_instance)
+and connects to it.
 
 Each worker is one Ray actor (`--worker-cpus`, `--worker-gpus` reserved per actor, spread over
 the nodes, so a GPU adapter lands on a GPU node). The actor writes the corpora the driver sends
@@ -33,36 +32,29 @@ adapter.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
-import secrets
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from harness.adapter import ray_instance
 from harness.adapter.asking import CORPUS_DIR_ENV, RunOptions, worker_log
 from harness.adapter.driver import AdapterProcess
-from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS, ChildProcess
+from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 from harness.adapter.protocol import Request, Response
 from harness.errors import AdapterError, Interrupted, UsageError
-from harness.watchdog import guard_folder, guarded_temp_folder, release_folder
+from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
 # Queries per Ray call, and calls queued at an actor at once: one Ray round trip (1-2 ms) per 32
 # queries, hidden behind the batch the adapter is answering (benchmarks/workers.py).
 BATCH_QUERIES = 32
 BATCHES_IN_FLIGHT = 2
-LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024  # a local instance holds only the corpora; Ray's default is 30% of RAM
-LOCAL_START_SECONDS = 120.0        # `ray start` of a local instance, on a busy machine
-LOCAL_FOLDER_PREFIX = "rg-ray-"    # short: Ray's socket paths live under it (_short_temp_dir)
-RAY_SOCKET_PATH_BYTES = 107        # the longest unix socket path Linux takes
-RAY_SESSION_SOCKET_CHARS = 64      # "/session_2026-12-02_07-41-53_509974_2017812/sockets/plasma_store"
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
 def _import_ray():
@@ -128,11 +120,11 @@ class RayWorkers:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # tests and CI never talk to the network
         address = self.address
         if address is None:
-            address = start_local_instance(stack, cpus=max(os.cpu_count() or 1,
+            address = ray_instance.start(stack, cpus=max(os.cpu_count() or 1,
                                                            math.ceil(options.workers * self.worker_cpus)))
             self._started_instance = True
             stack.callback(_reload_ray_authentication)  # on leaving, after the environment is restored
-            _set_environment(stack, instance_token())  # the driver presents the instance's token
+            _set_environment(stack, ray_instance.token())  # the driver presents the instance's token
             _reload_ray_authentication()
         settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
@@ -142,48 +134,6 @@ class RayWorkers:
             what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address}"
             raise AdapterError(f"--executor ray: cannot {what}: {_first_line(exc)}") from None
         stack.callback(ray.shutdown)
-
-
-def start_local_instance(stack: contextlib.ExitStack, *, cpus: int) -> str:
-    """Start a one-node Ray instance as our own child; its GCS address. Stopped when `stack` unwinds.
-
-    Why not `ray.init()`: a signal raised inside its start-up is caught by Ray's code (the run
-    hung, or ended as a backend failure with Ray's agents left running), and its session logs
-    stayed in the temp folder. Here `ray start --head --block` runs in a session of our own,
-    with its session files in a guarded temp folder (harness/watchdog.py), and we wait for it in
-    plain sleeps a signal can end: Ctrl-C stops the instance and removes the folder, as any
-    child's, and so does the guard if the harness is killed outright.
-    """
-    folder = stack.enter_context(guarded_temp_folder(LOCAL_FOLDER_PREFIX, dir=_short_temp_dir()))
-    argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={_free_port()}",
-            f"--temp-dir={folder}", f"--num-cpus={cpus}", f"--object-store-memory={LOCAL_OBJECT_STORE_BYTES}",
-            "--include-dashboard=false", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
-    # Workers inherit the instance's environment: the driver's harness first on their path.
-    head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log",
-                              env={"PYTHONPATH": _python_path(), **instance_token()}, stderr="file", talk=False)
-    stack.callback(_stop_instance, head)
-    address_file = folder / "ray_current_cluster"  # written by `ray start` once every Ray process is up
-    deadline = time.monotonic() + LOCAL_START_SECONDS
-    while not (address_file.exists() and address_file.read_text().strip()):
-        ended = head.how_it_ended(timeout=0)
-        if ended is not None or time.monotonic() > deadline:
-            why = ended.replace("adapter ", "", 1) if ended else f"not ready within {LOCAL_START_SECONDS:g} s"
-            tail = head.stderr_tail(max_lines=3).strip().replace("\n", " | ")
-            raise AdapterError(f"--executor ray: cannot start a local Ray instance: `ray start` {why}"
-                               + (f": {tail}" if tail else ""))
-        time.sleep(0.1)
-    return address_file.read_text().strip()
-
-
-@functools.cache
-def instance_token() -> dict[str, str]:
-    """The token authentication of the instances this process starts: a random token of their own.
-
-    Ray's default shares ~/.ray/auth_token among every instance of the user, so another run
-    starting at the same moment could replace it under ours (a driver then refused). One token
-    per process: Ray's driver side reads it once.
-    """
-    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def _set_environment(stack: contextlib.ExitStack, values: dict[str, str]) -> None:
@@ -208,51 +158,6 @@ def _reload_ray_authentication() -> None:
         AuthenticationTokenLoader.instance().reset_cache()
 
 
-def _stop_instance(head: ChildProcess) -> None:
-    """Stop the instance's process group, then whatever Ray started in the session (its workers
-    take process groups of their own, within our session)."""
-    session = head.pid
-    head.stop(grace_seconds=0)
-    for pid in _session_members(session):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + TERM_GRACE_SECONDS
-    while _session_members(session) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def _session_members(session: int) -> list[int]:
-    """Live processes (not zombies) whose session id is `session`, from /proc (empty where there is none)."""
-    members = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended meanwhile
-        if fields[0] != "Z" and int(fields[3]) == session:  # state ppid pgrp session ...
-            members.append(int(entry.name))
-    return members
-
-
-def _short_temp_dir() -> str | None:
-    """The temp folder, or /tmp when the temp folder's path is too long for Ray's sockets.
-
-    Ray puts unix sockets in its session folder (`session_<date>_<pid>/sockets/plasma_store`,
-    about 64 characters), and a socket path may not exceed 107 bytes: a long $TMPDIR (macOS
-    gives about 50 characters) would stop `ray start`. None: the default temp folder.
-    """
-    base = tempfile.gettempdir()
-    room = RAY_SOCKET_PATH_BYTES - RAY_SESSION_SOCKET_CHARS - len(LOCAL_FOLDER_PREFIX) - 10  # "/", 8 random, "/"
-    return None if len(os.fsencode(base)) <= room or not os.path.isdir("/tmp") else "/tmp"
-
-
-def _free_port() -> int:
-    """A TCP port free on loopback now, for the instance's GCS (the default 6379 may be another's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def signals_deferred():
     """Hold SIGINT/SIGTERM while Ray's connect runs (about a second, the instance already up): Ray
@@ -270,13 +175,6 @@ def signals_deferred():
                 signal.signal(signum, handler)
     if held:
         raise Interrupted(held[0])
-
-
-def _python_path() -> str:
-    """The driver's harness and working directory first, so the local instance's workers import this harness."""
-    here = str(Path(__file__).resolve().parent.parent.parent)
-    parts = [here, os.getcwd(), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-    return os.pathsep.join(dict.fromkeys(parts))
 
 
 def _first_line(exc: BaseException) -> str:

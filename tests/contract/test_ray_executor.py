@@ -251,10 +251,3 @@ def test_a_run_with_its_own_local_instance_leaves_no_ray_process_or_session_log(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-
-def test_a_temp_folder_too_long_for_rays_sockets_gives_way_to_tmp(monkeypatch, tmp_path):
-    from harness.adapter import ray_executor
-    monkeypatch.setattr(ray_executor.tempfile, "gettempdir", lambda: str(tmp_path / ("x" * 60)))
-    assert ray_executor._short_temp_dir() == "/tmp"
-    monkeypatch.setattr(ray_executor.tempfile, "gettempdir", lambda: "/tmp/rg-t-abcdefgh")
-    assert ray_executor._short_temp_dir() is None  # the default temp folder is short enough
