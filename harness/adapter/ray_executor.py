@@ -128,8 +128,10 @@ class RayWorkers:
             _reload_ray_authentication()
         settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
-            with signals_deferred():
+            with signals_deferred(hold=self._started_instance):
                 ray.init(**settings)
+        except (Interrupted, KeyboardInterrupt):
+            raise  # Interrupted is an Exception too: never a "cannot join" backend failure
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad cluster
             what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address}"
             raise AdapterError(f"--executor ray: cannot {what}: {_first_line(exc)}") from None
@@ -159,13 +161,17 @@ def _reload_ray_authentication() -> None:
 
 
 @contextlib.contextmanager
-def signals_deferred():
-    """Hold SIGINT/SIGTERM while Ray's connect runs (about a second, the instance already up): Ray
-    catches what a handler raises inside it. The held signal is raised as Interrupted on leaving."""
+def signals_deferred(hold: bool = True):
+    """The run's SIGINT/SIGTERM handlers kept over Ray's connect (ray.init may install its own).
+
+    With `hold`, a signal meanwhile is held and raised as Interrupted on leaving: Ray catches
+    what a handler raises inside its connect. Only for our own local instance, already up, whose
+    connect takes about a second; a remote cluster's connect may retry for a minute, and stays
+    interruptible (what Ray does with the Interrupted then is Ray's)."""
     held: list[int] = []
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     for signum, handler in handlers.items():
-        if handler not in (signal.SIG_IGN, None):
+        if hold and handler not in (signal.SIG_IGN, None):
             signal.signal(signum, lambda number, frame: held.append(number))
     try:
         yield
