@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import sys
 import time
 from array import array
@@ -344,11 +345,21 @@ def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, s
     """The index for this corpus and settings: from the cache when a verified file exists, else built.
 
     A built index is written to the cache atomically. A cache file that fails any check is
-    reported on stderr and replaced. `cache_folder=None` bypasses the cache (provenance
-    "cache": "off"). Sets `index.provenance` for the ready banner.
+    reported on stderr and replaced; a directory (or FIFO) where the file belongs is one stderr
+    line and an index built in memory only ("cache": "unusable"): an unusable cache costs speed,
+    never the start. `cache_folder=None` bypasses the cache ("cache": "off"). Sets
+    `index.provenance` for the ready banner.
     """
     key = cache_key(content_hash, settings)
     path = cache_folder / f"{key}.bm25" if cache_folder is not None else None
+    if path is not None and os.path.lexists(path) and not _regular_file(path):
+        # A directory (or a FIFO, a dangling link) where the index file belongs: an unusable cache costs
+        # this start its speed, never the start; one line, and the index lives in memory only.
+        print(f"bm25: cache path {path} is not a regular file; building the index in memory, uncached "
+              f"(remove it to cache again)", file=sys.stderr)
+        path, cache_state = None, "unusable"
+    else:
+        cache_state = "miss" if path is not None else "off"
     if path is not None and path.exists():
         started = time.monotonic()
         try:
@@ -364,15 +375,22 @@ def load_or_build(ids: Sequence[str], texts: Sequence[str], content_hash: str, s
             return index
     started = time.monotonic()
     index = BM25Index.build(ids, texts, settings, progress)
-    index.provenance = _provenance(index, content_hash, "miss" if path is not None else "off",
-                                   "build_seconds", started)
+    index.provenance = _provenance(index, content_hash, cache_state, "build_seconds", started)
     if path is not None:
+        from harness.errors import HarnessError
         from harness.fsutil import atomic_write_bytes
         try:
             atomic_write_bytes(path, index.to_bytes(key))
-        except OSError as exc:  # a read-only cache must not stop the adapter
+        except (OSError, HarnessError) as exc:  # a read-only cache, a path refused: never the start
             print(f"bm25: cannot write cache file {path}: {exc}", file=sys.stderr)
     return index
+
+
+def _regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)  # a link to an index file reads as the file
+    except OSError:
+        return False
 
 
 def _provenance(index: BM25Index, content_hash: str, cache: str, seconds_field: str,

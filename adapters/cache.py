@@ -17,6 +17,8 @@ and numpy only (onnxruntime, when installed, for the model graphs' keys).
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -25,6 +27,7 @@ from harness.fsutil import cache_dir
 
 NAME = "cache"
 ABANDONED_SECONDS = 3600.0  # a temp file of an atomic write untouched this long is a write that never finished
+MAX_DAYS = 36500  # --older-than beyond a century (or inf, nan) is a typo, not an age
 
 
 def _mb(size: int) -> str:
@@ -160,11 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print(f"{NAME}: error: missing numpy; install with: pip install 'retrieval-gate[onnx]'", file=sys.stderr)
         return 2
-    if args.command == "prune" and args.older_than < 0:
-        print(f"{NAME}: error: --older-than {args.older_than:g}: must be 0 or more", file=sys.stderr)
+    if args.command == "prune" and not 0 <= args.older_than <= MAX_DAYS:  # NaN fails both comparisons
+        print(f"{NAME}: error: --older-than {args.older_than:g}: must be a number of days from 0 to {MAX_DAYS}",
+              file=sys.stderr)
         return 2
     try:
         return info() if args.command == "info" else prune(args.older_than)
+    except BrokenPipeError:
+        # `info | head -1`: the reader left; end as SIGPIPE would, as the harness's commands do
+        # (harness/commands/guard.py), with stdout pointed at devnull so the final flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + signal.SIGPIPE
     except OSError as exc:  # a cache folder that cannot be made or read ($RETRIEVAL_GATE_CACHE)
         where = exc.filename or "the cache folder ($RETRIEVAL_GATE_CACHE, $XDG_CACHE_HOME or ~/.cache)"
         print(f"{NAME}: error: {where}: cannot be used as a cache folder ({exc.strerror or exc})", file=sys.stderr)

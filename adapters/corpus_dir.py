@@ -78,7 +78,10 @@ def read_corpus(kind: str, path: Path, *, memory_check: bool = True) -> CorpusFi
     ids: list[str] = []
     texts: list[str] = []
     seen: set[str] = set()
-    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+    text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")  # a byte-order mark, as the harness reads sets
+    # Split on "\n" only (a CRLF's "\r" is JSON whitespace): str.splitlines would also cut at U+2028,
+    # U+0085 and the like, which JSON strings may hold raw.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

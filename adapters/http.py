@@ -5,9 +5,10 @@ whose field names are configurable, and the answer's ids (and scores) are read a
 configurable paths such as `results.*.id`. Standard library only (urllib).
 
 Safety rules, because a CI job must never reach past the machine it runs on: the URL's
-host must resolve to loopback addresses only (checked at start and again at every
-connection, and the connection goes to the checked address); proxy environment
-variables are ignored; redirects are never followed (a 3xx is an error reply); every
+host is resolved once, at start, and must resolve to loopback addresses only (a name that
+also resolves to a LAN address is refused); every call then connects to those pinned
+addresses and never resolves the name again, so a name that re-binds later (DNS rebinding)
+cannot send a call elsewhere; proxy environment variables are ignored; redirects are never followed (a 3xx is an error reply); every
 call has a timeout. Failures become `error` replies; the bridge itself keeps running.
 """
 
@@ -24,6 +25,7 @@ import urllib.parse
 import urllib.request
 
 from adapters.startup import AdapterStartupError
+from adapters.wait import MAX_WAIT_SECONDS, URL_WAIT_SECONDS, parse_wait_for, wait_for_service
 
 NAME = "http"
 VERSION = "1.0.0"
@@ -67,12 +69,21 @@ def loopback_addresses(host: str, port: int) -> list[tuple[int, tuple]]:
     return addresses
 
 
-class _LoopbackConnection(http.client.HTTPConnection):
-    """An HTTP connection that resolves and checks its host at connect time, then connects to that address."""
+Addresses = list[tuple[int, tuple]]
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP connection to the loopback addresses checked at start, whatever the name resolves to now.
+
+    `pinned` is set on a subclass per bridge (`_pinned_connection`); the Host header still
+    names the URL's host, so a virtual-host service answers as it would by name.
+    """
+
+    pinned: Addresses = []
 
     def connect(self) -> None:
         last_error: OSError | None = None
-        for family, sockaddr in loopback_addresses(self.host, self.port):
+        for family, sockaddr in self.pinned:
             sock = socket.socket(family, socket.SOCK_STREAM)
             if isinstance(self.timeout, (int, float)):  # urllib passes ours; never block forever
                 sock.settimeout(self.timeout)
@@ -87,9 +98,16 @@ class _LoopbackConnection(http.client.HTTPConnection):
         raise last_error or OSError("no address to connect to")
 
 
-class _LoopbackHandler(urllib.request.HTTPHandler):
+class _PinnedHandler(urllib.request.HTTPHandler):
+    def __init__(self, addresses: Addresses) -> None:
+        super().__init__()
+        for _, sockaddr in addresses:  # the rule, restated where the sockets are made
+            if not ipaddress.ip_address(sockaddr[0].split("%", 1)[0]).is_loopback:
+                raise NotLoopback(f"{sockaddr[0]} is not a loopback address")
+        self.connection = type("PinnedConnection", (_PinnedConnection,), {"pinned": list(addresses)})
+
     def http_open(self, req: urllib.request.Request):
-        return self.do_open(_LoopbackConnection, req)
+        return self.do_open(self.connection, req)
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -99,9 +117,10 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def build_opener() -> urllib.request.OpenerDirector:
-    """urllib without proxies (an empty ProxyHandler ignores *_proxy variables), redirects or non-loopback hosts."""
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects(), _LoopbackHandler())
+def build_opener(addresses: Addresses) -> urllib.request.OpenerDirector:
+    """urllib without proxies (an empty ProxyHandler ignores *_proxy variables) or redirects, every
+    connection made to `addresses` (the loopback addresses `check_url` returned), never to a fresh lookup."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects(), _PinnedHandler(addresses))
 
 
 def values_at(document: object, path: str) -> list[object]:
@@ -137,7 +156,8 @@ def values_at(document: object, path: str) -> list[object]:
 class Bridge:
     """Turns (kind, query, k) into one HTTP call and its JSON answer into ranked ids."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, addresses: Addresses | None = None) -> None:
+        """`addresses`: the loopback addresses `check_url(args.url)` returned (resolved here when None)."""
         self.url = args.url
         self.method = args.method
         self.fields = {"query": args.query_field, "k": args.k_field, "kind": args.kind_field}
@@ -146,7 +166,7 @@ class Bridge:
         self.ids_path = args.ids_path
         self.scores_path = args.scores_path
         self.timeout = args.timeout
-        self.opener = build_opener()
+        self.opener = build_opener(addresses if addresses is not None else check_url(args.url))
 
     def search(self, kind: str, query: str, k: int) -> list[str] | list[tuple[str, float]]:
         request = self._request(kind, query, k)
@@ -226,8 +246,11 @@ def _error_body(error: urllib.error.HTTPError) -> str:
     return repr(text[:ERROR_BODY_CHARS] + ("..." if len(text) > ERROR_BODY_CHARS else "")) if text else "(empty body)"
 
 
-def check_url(url: str) -> None:
-    """Reject anything but an http:// URL whose host resolves to loopback only (UrlError, NotLoopback)."""
+def check_url(url: str) -> Addresses:
+    """The loopback addresses to pin for an http:// URL whose host resolves to loopback only.
+
+    Raises UrlError (scheme, host, port) or NotLoopback (any address outside loopback).
+    """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http":
         raise UrlError(f"--url {url!r}: only http:// URLs are supported")
@@ -239,7 +262,7 @@ def check_url(url: str) -> None:
         port = parts.port or 80
     except ValueError:
         raise UrlError(f"--url {url!r}: the port is not a number from 0 to 65535") from None
-    loopback_addresses(parts.hostname, port)
+    return loopback_addresses(parts.hostname, port)
 
 
 def _header(text: str) -> tuple[str, str]:
@@ -290,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_SECONDS, metavar="S",
                         help=f"seconds allowed per HTTP call (default: {DEFAULT_TIMEOUT_SECONDS:g}); keep it "
                              "below the harness's --timeout so a slow call becomes an error reply")
+    parser.add_argument("--wait-for", type=parse_wait_for, default=None, metavar="SECONDS|URL",
+                        help=f"before the banner, wait until the --url's server answers (at most SECONDS, "
+                             f"{MAX_WAIT_SECONDS:g} at most) or until a GET of URL answers 2xx (at most "
+                             f"{URL_WAIT_SECONDS:g} s); exit 3 if it never does (adapters/wait.py)")
     parser.add_argument("--name", default=NAME, help="backend name for the ready banner (default: http)")
     parser.add_argument("--version", dest="backend_version", default=VERSION,
                         help="backend version for the ready banner")
@@ -308,8 +335,11 @@ def prepare(args: argparse.Namespace):
     """Check the options and the URL; returns (search, banner). Raises AdapterStartupError."""
     if not args.query_field:
         raise AdapterStartupError("--query-field cannot be empty")
-    check_url(args.url)
-    bridge = Bridge(args)
+    bridge = Bridge(args, check_url(args.url))  # resolved once, here; every call goes to these addresses
+    if args.wait_for is not None:
+        # a health URL elsewhere on this machine gets its own pinned loopback addresses
+        opener = bridge.opener if args.wait_for.url is None else build_opener(check_url(args.wait_for.url))
+        wait_for_service(args.wait_for, args.url, opener)
     banner = {"name": args.name, "version": args.backend_version,
               "index": {"url": args.url, "method": args.method}, "bridge": f"adapters.http {VERSION}"}
     return bridge.search, banner

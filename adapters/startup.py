@@ -2,7 +2,8 @@
 
 An adapter's `prepare()` loads what it needs and returns `(search, banner)`; any problem it
 finds raises `AdapterStartupError` (or a subclass) with a one-line message. `run_adapter`
-turns that into `NAME: error: MESSAGE` on stderr and exit status 2, and otherwise hands the
+turns that into `NAME: error: MESSAGE` on stderr and exit status 2 (or the error's own
+`exit_code`: 3 for a service that never came up, adapters/wait.py), and otherwise hands the
 search function to `serve()`. `require` checks optional packages up front, so a missing
 one is an install hint, not a traceback from deep inside a loader.
 """
@@ -63,9 +64,9 @@ def one_line(exc: BaseException) -> str:
 
 
 def fail(name: str, exc: BaseException) -> int:
-    """Print `NAME: error: MESSAGE` and return the start-up exit status."""
+    """Print `NAME: error: MESSAGE` and return the start-up exit status (the error's own `exit_code` if it has one)."""
     print(f"{name}: error: {one_line(exc)}", file=sys.stderr, flush=True)
-    return EXIT_STARTUP_ERROR
+    return getattr(exc, "exit_code", EXIT_STARTUP_ERROR)
 
 
 def run_adapter(name: str, prepare: Callable[[], tuple[Callable[[str, str, int], Any], dict[str, object]]]) -> int:

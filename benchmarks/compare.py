@@ -21,7 +21,7 @@ computes recall@10 from the qrels and runs itself, and tests every pair of the 4
 
     python -m benchmarks.compare [--resamples 10000] [--python-resamples 1000] [--seed 0]
 
-Targets (issue 31): shipped under 2 s, 1,000 queries under 5 s, on the 2-core machine.
+Targets (docs/performance.md): shipped under 2 s, 1,000 queries under 5 s, on the 2-core machine.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ validate). Measurements alternate in blocks so machine noise hits both alike.
 
     python -m benchmarks.overhead [--queries 20000] [--warmup 2000] [--block 1000]
 
-Target (issue 2): the harness adds at most 20 us at p50 over the floor.
+Target: the harness adds at most 20 us at p50 over the floor (docs/performance.md, "Per-query
+overhead of the harness").
 """
 
 from __future__ import annotations

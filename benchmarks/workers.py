@@ -13,7 +13,7 @@ median rate is shown (the machine is shared: one run can be 10-20% off).
 
 Run: python -m benchmarks.workers [--repeats 3] [--rounds 3] [--service-ms 5] [--executors local,ray]
 
-Targets (issue 31): BM25 on Ray at 1 worker at least 0.9x of one local worker, scaling with
+Targets (docs/performance.md, docs/scale.md): BM25 on Ray at 1 worker at least 0.9x of one local worker, scaling with
 workers; the 5 ms backend on Ray at 2 and 4 workers at least 1.9x and 3.6x of one local worker.
 """
 

@@ -36,10 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.fsutil import open_log
-from harness.watchdog import guard_group, release_group
+from harness.watchdog import TERM_GRACE_SECONDS, guard_group, release_group
 
 STOP_GRACE_SECONDS = 5.0          # stdin closed -> child expected to have exited by itself
-TERM_GRACE_SECONDS = 2.0          # SIGTERM sent to the group -> SIGKILL
+# TERM_GRACE_SECONDS (SIGTERM sent to the group -> SIGKILL) is the watchdog's: its guard stops groups the same way.
 EXIT_WAIT_SECONDS = 2.0           # stdout hit EOF -> wait this long for an exit status to report
 STDERR_JOIN_SECONDS = 2.0         # group gone -> stderr thread expected to have seen EOF
 MAX_LINE_BYTES = 16 * 1024 * 1024  # longest stdout line accepted

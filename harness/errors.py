@@ -29,6 +29,15 @@ class BaselineError(HarnessError):
     """A baseline file is missing, corrupt, of the wrong format or not comparable."""
 
 
+class GatesFailed(HarnessError):
+    """A run's verdict was not a pass (`raise_for_gates`): its message is the verdict's few lines, its exit
+    code the run's (1 a gate failed, 3 the backend failed, 128+n interrupted)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 class ProtocolError(HarnessError):
     """A line from the adapter breaks wire protocol v1."""
 

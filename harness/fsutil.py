@@ -7,10 +7,12 @@ output naming one of the run's inputs is refused before the first query (`check_
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -100,15 +102,43 @@ def _own_stream(target: Path) -> bool:
     return text in _OWN_STREAMS or text.startswith(_OWN_STREAM_PREFIXES)
 
 
+def _own_descriptor(target: Path) -> int | None:
+    """The descriptor `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or `/proc/self/fd/N` names, or None."""
+    text = str(target)
+    if text in _OWN_STREAMS:
+        return _OWN_STREAMS.index(text) + 1
+    for prefix in _OWN_STREAM_PREFIXES:
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return int(text[len(prefix):])
+    return None
+
+
 def _write_into(target: Path, data: bytes) -> None:
-    # O_NONBLOCK only for the open: a FIFO with no reader fails at once (ENXIO) instead of hanging.
-    # O_APPEND: /dev/stdout redirected to a file keeps what the shell already wrote there.
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND | os.O_NOCTTY)
-    except OSError as exc:
-        if exc.errno == 6:  # ENXIO
-            raise UsageError(f"{target}: is a FIFO with no reader; start the reader first") from None
-        raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+    own = _own_descriptor(target)
+    if own is not None:
+        # Our own descriptor, written through a duplicate rather than reopened by name: reopening
+        # /proc/self/fd/1 is refused to a non-root user when the pipe or terminal belongs to another.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # what we printed before comes first
+            except (OSError, ValueError, AttributeError):
+                pass
+        try:
+            fd = os.dup(own)
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+                os.close(fd)
+                raise UsageError(f"{target}: cannot write: it is open for reading only")
+        except OSError as exc:
+            raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+    else:
+        # O_NONBLOCK only for the open: a FIFO with no reader fails at once (ENXIO) instead of hanging.
+        # O_APPEND: a device or FIFO opened by name keeps what others wrote there.
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND | os.O_NOCTTY)
+        except OSError as exc:
+            if exc.errno == 6:  # ENXIO
+                raise UsageError(f"{target}: is a FIFO with no reader; start the reader first") from None
+            raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
     try:
         os.set_blocking(fd, True)
         view = memoryview(data)
@@ -221,7 +251,7 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
         reason = _length_refusal(target) or output_refusal(target)
         if reason is not None:
             raise UsageError(f"{label}: {target}: {reason}")
-        if _own_stream(target) or _is_existing_stream(target):
+        if names_a_stream(target):
             continue
         reason = _folder_refusal(target)
         if reason is not None:
@@ -233,6 +263,12 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
                                  f"refusing to overwrite it (give another path)")
         for key in keys:
             seen[key] = label
+
+
+def names_a_stream(target: Path) -> bool:
+    """True when an output at `target` is written into a stream (/dev/stdout, /dev/fd/N, an existing
+    device or FIFO), so its folder is no place for companion files (logs, tracebacks)."""
+    return _own_stream(target) or _is_existing_stream(target)
 
 
 def _is_existing_stream(target: Path) -> bool:

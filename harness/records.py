@@ -61,7 +61,7 @@ class Query:
     measure_only: bool = False
     max_score: float | None = None
     line: int = 0  # line number in queries.jsonl, for error messages
-    # Evidence (issue 17; harness/sets/evidence.py): reviewed spans, intent, canonical pages.
+    # Evidence (docs/sets.md, "Evidence"; harness/sets/evidence.py): reviewed spans, intent, canonical pages.
     evidence: tuple[EvidenceSpan, ...] = ()
     intent: str | None = None  # "current" | "historical"
     canonical: tuple[str, ...] = ()
@@ -132,14 +132,14 @@ class QueryResult:
     outcome: str  # pass | fail | xfail | xpass
     scored: bool
     group: str | None = None
-    # Evidence (issue 17): the window shown per hit ((start, end) or None for the whole
+    # Evidence (docs/adapters.md, "Passages"): the window shown per hit ((start, end) or None for the whole
     # document), and the evidence metrics (a value None = unjudgeable, left out of means).
     passages: tuple[tuple[int, int] | None, ...] | None = None
     evidence: dict[str, float | None] | None = None
     # The first hit's window when it did not expose current evidence, for the HTML report:
     # {"doc", "start", "end", "text", "spans": [[start, end, label], ...] relative to the window}.
     window: dict[str, object] | None = None
-    # Positions whose score equals the previous position's (issue 14): the order between those
+    # Positions whose score equals the previous position's (docs/adapters.md, "Scores and ties"): the order between those
     # documents is the adapter's choice, not its scores'. 0 without scores; written only when > 0.
     tied: int = 0
 
@@ -196,7 +196,13 @@ class GateResult:
     """One gate outcome; a failed gate is a result, not an exception.
 
     Three verdicts: PASS, WARN (`passed` and `warning`: printed after the failures, counted
-    in every output, never fails CI) and FAIL (not `passed`).
+    in every output, never fails CI) and FAIL (not `passed`). The numbers the gate decided on
+    travel with it, so every output reads the report alone: `metric` (what was compared:
+    `recall@10`, `p95`, `queries`, `broken contracts`, ...), `baseline` and `current` values,
+    the `limit` it was held to and its `unit` ("fraction": a [0, 1] mean whose limit is a
+    drop, shown in points; "ms"; "count"), and for a metric drop the paired 95% CI of the change
+    (`ci`, in the value's unit) and its p-value when computed; for a metric, what one query is
+    worth and the smallest change the scope can detect, and whether it `improved`.
     """
 
     set_name: str
@@ -206,6 +212,16 @@ class GateResult:
     category: str | None = None
     flipped: tuple[str, ...] = ()
     warning: bool = False
+    metric: str | None = None
+    baseline: float | None = None
+    current: float | None = None
+    limit: float | None = None
+    unit: str | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    one_query: float | None = None    # what one query is worth in the scope (1/n), in the value's unit
+    detectable: float | None = None   # the smallest change the scope can detect (harness/scoring/detectability.py)
+    improved: bool = False            # the figure moved the good way
 
     @property
     def status(self) -> str:
@@ -214,6 +230,29 @@ class GateResult:
             return "fail"
         return "warn" if self.warning else "pass"
 
+    @property
+    def scope(self) -> str:
+        """`overall` or the category the gate is about."""
+        return self.category or "overall"
+
+    @property
+    def change(self) -> float | None:
+        """current - baseline, when the gate has both."""
+        if self.baseline is None or self.current is None:
+            return None
+        return self.current - self.baseline
+
     def to_dict(self) -> dict[str, object]:
-        return {"set": self.set_name, "gate": self.gate, "passed": self.passed, "status": self.status,
-                "category": self.category, "message": self.message, "flipped": list(self.flipped)}
+        row: dict[str, object] = {"set": self.set_name, "gate": self.gate, "passed": self.passed,
+                                  "status": self.status, "category": self.category, "message": self.message,
+                                  "flipped": list(self.flipped)}
+        for key in ("metric", "baseline", "current", "limit", "unit", "p_value", "one_query", "detectable"):
+            value = getattr(self, key)
+            if value is not None:
+                row[key] = value
+        if self.ci is not None:
+            row["ci"] = list(self.ci)
+        if self.improved:
+            row["improved"] = True
+        return row
+

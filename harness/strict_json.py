@@ -8,6 +8,7 @@ so a value one side writes is a value the other side reads.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from harness.fsutil import open_regular
@@ -35,6 +36,40 @@ def _bounded_int(text: str) -> int:
 strict_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bounded_int).decode
 
 
+# A \uD800-\uDFFF escape in raw JSON text: the only way it can carry a lone surrogate (UTF-8 bytes
+# cannot). Searched on the raw line first, so clean lines (nearly all) pay one regex scan, no walk.
+SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate_at(value: object, path: str = "") -> str | None:
+    """Where in a decoded JSON value a string (or key) holds a lone surrogate: `'ids'[2]`, or None.
+
+    Such a string cannot be written as UTF-8 (reports, corpora, the wire): callers refuse it
+    where it enters, naming this path.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "the value"
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = lone_surrogate_at(item, f"{path}[{index}]")
+            if found:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            label = f"{path}.{key}" if path else repr(key)
+            if lone_surrogate_at(key, "") is not None:
+                return f"a key of {path or 'the object'}"
+            found = lone_surrogate_at(item, label if path else repr(key))
+            if found:
+                return found
+    return None
+
+
 def strict_json_dumps(document: object, *, what: str = "document", **options: object) -> str:
     """json.dumps that refuses what strict JSON readers reject: NaN and Infinity, lone surrogates.
 
@@ -51,11 +86,6 @@ def strict_json_dumps(document: object, *, what: str = "document", **options: ob
         raise ValueError(f"{what}: cannot be written as strict JSON: lone surrogate near "
                          f"{text[max(0, exc.start - 30):exc.start]!r}") from None
     return text
-
-
-def strict_json_loads(text: str) -> object:
-    """json.loads refusing NaN/Infinity literals and integers too large for a float (ValueError)."""
-    return strict_decode(text)
 
 
 def read_json_file(path: Path, error: type[Exception], label: str | None = None, what: str = "JSON") -> object:

@@ -11,7 +11,7 @@ clean-up of our children reaches it. It reads JSON lines from a pipe whose other
 process holds: `["+", "group", PGID]`, `["-", "group", PGID]`, and the same with "folder" and a
 path. When the pipe closes, because this process ended however it ended or because nothing is
 guarded any more, the guard acts on what is still guarded: SIGTERM to every group,
-harness/child.py's TERM_GRACE_SECONDS for them to go, SIGKILL, then every folder removed. A harness that cleaned
+TERM_GRACE_SECONDS for them to go, SIGKILL, then every folder removed. A harness that cleaned
 up has released everything, so then it does nothing.
 
 `ChildProcess.spawn` guards every child's group; `guarded_temp_folder` every temp folder.
@@ -30,6 +30,8 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+TERM_GRACE_SECONDS = 2.0  # SIGTERM sent to a group -> SIGKILL (the harness's stop sequence and the guard's alike)
 
 GUARD = r"""
 import json, os, shutil, signal, sys, time
@@ -93,8 +95,6 @@ class Watchdog:
                 self._close()
 
     def _start(self) -> None:
-        from harness.child import TERM_GRACE_SECONDS  # child imports this module: import it late
-
         self._close()
         self._guarded.clear()
         try:

@@ -12,7 +12,7 @@ from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 
 def set_result(rows, which: int) -> SetResult:
-    """A SetResult built directly, as tests/test_gates.py does; `which` 2 = baseline hits, 3 = now."""
+    """A SetResult built directly, as tests/unit/gating/test_gates.py does; `which` 2 = baseline hits, 3 = now."""
     queries = []
     for index, row in enumerate(rows):
         category, relevant, hits = row[0], row[1], row[which]

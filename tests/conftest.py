@@ -12,6 +12,73 @@ FIXTURES = TESTS / "fixtures"
 TINY_SET = FIXTURES / "sets" / "tiny"
 SCRIPTED_ADAPTER = FIXTURES / "cli_adapters" / "scripted.py"
 
+# Every process a test starts imports this checkout's `harness` and `adapters`, whether or not it
+# was installed (`pip install -e`), and never another copy installed in the same environment: a
+# script in tmp_path doing `from harness.adapter import serve`, or `python -m harness` run from
+# another folder, finds them through PYTHONPATH. Set once, here, for the whole session.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO_ROOT)] + [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                        if part and Path(part).resolve() != REPO_ROOT])
+
+
+# The slow groups: skipped by default so `python -m pytest` stays fast on a 2-core machine, run
+# under CI=true (so `.ci/run` runs everything) or with `--slow`. Node-id prefixes; tests/README.md
+# gives each group's measured time. The one place that decides what is slow.
+SLOW_GROUPS = (
+    # the fuzz pass (its regression tests stay in the default)
+    "tests/properties/test_fuzz.py::test_fuzz_",
+    # every command's worked example, run in the README's order
+    "tests/contract/test_worked_examples.py::test_every_example_works_in_the_readmes_order",
+    # the hypothesis sweeps and the trec_eval / ir_measures equivalence on generated runs (the hand
+    # tables of unit/scoring stay in the default)
+    "tests/properties/test_properties.py", "tests/properties/test_metrics_properties.py",
+    "tests/properties/test_metrics_trec_eval.py", "tests/properties/test_metrics_ir_measures.py",
+    # the embedding adapters on real ONNX models (tiny and default): building, fusing and running them
+    "tests/unit/adapters/test_onnx_adapter.py", "tests/unit/adapters/test_model_optimise.py",
+    "tests/unit/adapters/test_model_store.py", "tests/unit/adapters/test_hybrid.py",
+    "tests/unit/adapters/test_long_documents.py", "tests/unit/adapters/test_embedding_cache.py",
+    "tests/unit/adapters/test_embedder.py",
+    "tests/unit/adapter/test_passages.py::test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit",
+    "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.onnx",
+    "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.hybrid",
+    # tests that wait out a timeout, a grace period or a kill by design (the quick fault, signal and
+    # watchdog cases stay in the default)
+    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[slow_start",
+    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[half_line",
+    "tests/contract/test_child.py::test_two_signals_to_the_harness_while_it_stops_a_hung_adapter",
+    "tests/contract/test_check_adapter.py::test_a_slow_answer_past_the_timeout_is_caught_and_the_checks_go_on",
+    "tests/contract/test_check_adapter.py::test_an_adapter_that_never_prints_nor_reads_fails_once_after_the_start",
+    "tests/contract/test_runner.py::test_slow_progress_keeps_each_silence_under_the_timeout_and_succeeds",
+    "tests/contract/test_watchdog.py::test_a_sigkilled_harness_has_its_adapter_group_stopped_and_its_folder_removed",
+    "tests/contract/test_watchdog.py::test_guards_running_sees_the_guard_of_its_own_run_and_no_other",
+    # Ray starting instances of its own: a simulated two-node cluster (about 40 s), and runs that start
+    # their own local instance (about 10-15 s each)
+    "tests/contract/test_ray_cluster.py",
+    "tests/contract/test_ray_executor.py::test_ctrl_c_while_a_local_instance_starts",
+    "tests/contract/test_ray_executor.py::test_a_run_with_its_own_local_instance",
+    # real pip and concurrent writers
+    "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
+    "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
+)
+SLOW_REASON = "slow group: runs under CI=true or with --slow (tests/README.md)"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the slow groups (on under CI=true)")
+
+
+def run_slow_groups(config) -> bool:
+    return os.environ.get("CI") == "true" or config.getoption("--slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason=SLOW_REASON)
+    for item in items:
+        if item.nodeid.startswith(SLOW_GROUPS):
+            item.add_marker(pytest.mark.slow)
+            if not run_slow_groups(config):
+                item.add_marker(skip)
+
 
 @pytest.fixture
 def tiny_copy(tmp_path: Path) -> Path:
@@ -37,14 +104,26 @@ def require_default_model() -> Path:
     return model_store.verify(folder=folder)
 
 
-def require_optional(module: str, extra: str):
-    """`module` imported; when it is missing, skip (saying which extra to install), except under
-    CI=true, where the test fails: CI can never pass without the tests that need it."""
-    import importlib
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        message = f"{module} is not importable ({exc}); install the extra: pip install -e '.[{extra}]'"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
-        pytest.skip(message)
+def require_modules(*names: str, extra: str = "test") -> None:
+    """Skip the calling test (or module) when an optional package (of the [test] extra, or `extra`)
+    is missing, naming it; under CI=true fail instead, so CI can never pass without the tests that need it.
+
+    The one place that decides this for optional imports (onnxruntime, tokenizers, onnx,
+    pytrec_eval ...), as `require_default_model` does for the model.
+    """
+    import importlib.util
+
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    message = f"needs {', '.join(missing)}: pip install -e '.[{extra}]'"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + f" (CI=true: .ci/run installs the [{extra}] extra before the tests)", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def pytrec_eval_required() -> None:
+    """For `@pytest.mark.usefixtures("pytrec_eval_required")`: trec_eval itself (pytrec-eval-terrier,
+    the [test] extra), skipped with the reason outside CI=true and failed under it."""
+    require_modules("pytrec_eval")

@@ -38,3 +38,24 @@ def adapter_pid(log: Path) -> int:
     match = re.search(r": pid=(\d+)", log.read_text(errors="replace")[:4096])
     assert match, f"the fixture did not log its pid in {log}"
     return int(match.group(1))
+
+
+def without_file_privileges() -> list[str]:
+    """An argv prefix that runs a command as file permissions bind an ordinary user.
+
+    Empty for a non-root user. For root: `setpriv` keeping uid 0 but dropping every capability
+    (CAP_DAC_OVERRIDE above all), so a read-only folder refuses the write as it refuses any user,
+    while this interpreter (often under /root, out of nobody's reach) still starts. Skips when
+    setpriv (util-linux) is missing.
+    """
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux) to drop the file capabilities")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]

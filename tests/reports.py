@@ -7,8 +7,13 @@ harness output for a known input, and the expected values in the tests are worke
 
 from __future__ import annotations
 
-from harness.gating.baseline import build_baseline
-from harness.gating.gates import check
+from pathlib import Path
+
+from harness.gating.baseline import Baseline, build_baseline
+from harness.gating.budgets import Budgets
+from harness.gating.gates import decide
+from harness.gating.inputs import GateInputs
+from harness.gating.policy import GatePolicy
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
@@ -43,16 +48,34 @@ def tiny_result(answers):
                         query_set.k)
 
 
+def tiny_baseline() -> Baseline:
+    """The BASE_ANSWERS baseline, as a run reads it (never written to disk)."""
+    document = build_baseline([tiny_result(BASE_ANSWERS)], provenance().to_dict())
+    return Baseline(Path("baselines/tiny.json"), document["sets"], Baseline.read_identity(document),
+                    document["created"], document["git_commit"], document)
+
+
 def tiny_baseline_entries():
-    base = tiny_result(BASE_ANSWERS)
-    return build_baseline([base], provenance().to_dict())["sets"]
+    return dict(tiny_baseline().entries)
+
+
+# One lost query fails its category under this policy (the default only warns: categories.discount_queries 1),
+# so the failing report below fails in a category too, as a renderer's worst case.
+STRICT_CATEGORIES = GatePolicy(discount_queries=0)
+
+
+def tiny_inputs(**fields) -> GateInputs:
+    """The tiny set's gating inputs: the BASE_ANSWERS baseline, a 200 ms budget, STRICT_CATEGORIES."""
+    return GateInputs((load_set(TINY_SET),), budgets=Budgets({"tiny": 200.0}), baseline=tiny_baseline(),
+                      **{"policy": STRICT_CATEGORIES, **fields})
 
 
 def gated_report(answers=None) -> Report:
     """The tiny set gated against the BASE_ANSWERS baseline (recall, latency, count and contract gates)."""
     result = tiny_result(CURRENT_ANSWERS if answers is None else answers)
-    gates = check([result], tiny_baseline_entries(), {"tiny": 200.0})
-    return Report(provenance=provenance(), sets=(result,), gates=tuple(gates), exit_code=verdict(None, gates))
+    decision = decide([result], tiny_inputs())
+    return Report(provenance=provenance(), sets=(result,), gates=decision.gates,
+                  exit_code=verdict(None, decision.gates), flips=decision.flips)
 
 
 def crashed_report() -> Report:

@@ -17,48 +17,31 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import __version__
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
-from harness.scoring.evaluate import METRIC_DEFINITIONS, Answer, evaluate_set, ranking_change
+from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
 from harness.adapter.protocol import Request, Response
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
-from harness.adapter.process import (CORPUS_DIR_ENV, QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS,
-                                     STARTUP_TIMEOUT_SECONDS, ProgressCallback)
+from harness.adapter.options import RunOptions
+from harness.adapter.process import CORPUS_DIR_ENV
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    argv: list[str]
-    label: str
-    log_path: Path
-    expect_banner: bool = False
-    k: int | None = None
-    query_timeout: float = QUERY_TIMEOUT_SECONDS
-    startup_timeout: float = STARTUP_TIMEOUT_SECONDS  # longest silence before the banner; progress restarts it
-    warmup: int = 0
-    repeats: int = 1
-    condition: str | None = None
-    workers: int = 1
-    startup_limit: float = STARTUP_LIMIT_SECONDS     # longest start-up however much progress is shown
-    # Each start-up progress line of each worker's adapter, as it arrives (from the thread reading it).
-    on_startup_progress: ProgressCallback | None = None
-    # Called with every worker's ready banner (None without one) once all have started, before
-    # any query (warm-up included) is asked: the identity check against the baseline. It may
-    # raise a HarnessError to stop the run.
-    on_started: Callable[[list[dict | None]], None] | None = None
-    max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (issue 17)
-    metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
-
-
 @dataclass
 class RunOutcome:
+    """What asking produced: each set's results, and the facts of the run a report's provenance records."""
+
     results: list[SetResult]
-    provenance: dict[str, object]
+    started: str  # UTC, ISO 8601 to the second
     error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
+    workers: int = 1
+    banner: dict | None = None
+    startup_seconds: float | None = None
+    warmup_seconds: float | None = None
+    asking_seconds: float | None = None
+    duration_seconds: float | None = None
     nondeterministic: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     tied_order_changed: list[str] = field(default_factory=list)  # `--repeats`: only tied documents moved
@@ -81,16 +64,12 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
     run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
     """
-    provenance = base_provenance(options, query_sets)
-    results: list[SetResult] = []
-    nondeterministic: list[str] = []
-    tied: list[str] = []  # SET/QID whose repeats reordered only documents with equal scores
-    warnings: list[str] = []
     workers = worker_count(options.workers, query_sets)
+    outcome = RunOutcome([], _now(), workers=workers)
     if workers < options.workers:
-        warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
-                        f"adapter{'s' if workers != 1 else ''} started")
-    provenance["settings"].update(workers=workers, latency_under_concurrency=workers > 1)  # type: ignore[union-attr]
+        outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
+                                f"adapter{'s' if workers != 1 else ''} started")
+    results, nondeterministic, tied = outcome.results, outcome.nondeterministic, outcome.tied_order_changed
     started = time.monotonic()
     pending = list(query_sets)
     try:
@@ -98,8 +77,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
             adapters = (start_workers or local_workers)(dataclasses.replace(options, workers=workers), corpus_dir, stack)
             if options.on_started is not None:
                 options.on_started([adapter.banner for adapter in adapters])
-            provenance["adapter"]["warmup_seconds"] = max(  # type: ignore[index]
-                _warm_up(adapter, query_sets, options) for adapter in adapters)
+            outcome.warmup_seconds = max(_warm_up(adapter, query_sets, options) for adapter in adapters)
             asking_started = time.monotonic()
             while pending:
                 query_set = pending[0]
@@ -111,21 +89,19 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 finally:
                     results.append(evaluate_set(query_set, answers, k, options.metrics))
                     pending.pop(0)
-            provenance["asking_seconds"] = round(time.monotonic() - asking_started, 6)
-            provenance["adapter"]["banner"] = adapters[0].banner  # type: ignore[index]
+            outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
+            outcome.banner = adapters[0].banner
             startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
-            provenance["adapter"]["startup_seconds"] = max(startups) if startups else None  # type: ignore[index]
+            outcome.startup_seconds = max(startups) if startups else None
     except KeyboardInterrupt:
-        return _partial(results, pending, options, provenance, started, Interrupted(signal.SIGINT), nondeterministic,
-                        warnings + tied_warning(tied))
+        outcome.error = Interrupted(signal.SIGINT)
     except (AdapterError, Interrupted) as error:
-        return _partial(results, pending, options, provenance, started, error, nondeterministic,
-                        warnings + tied_warning(tied))
-    provenance["duration_seconds"] = round(time.monotonic() - started, 3)
-    provenance["nondeterministic_queries"] = nondeterministic
-    if tied:
-        provenance["tied_order_changed"] = tied
-    return RunOutcome(results, provenance, None, nondeterministic, warnings + tied_warning(tied), tied)
+        outcome.error = error
+    for query_set in pending:  # a run cut short: the sets not reached are present, with no answers
+        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
+    outcome.duration_seconds = round(time.monotonic() - started, 3)
+    outcome.warnings += tied_warning(tied)
+    return outcome
 
 
 def tied_warning(tied: Sequence[str]) -> list[str]:
@@ -175,8 +151,6 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         names = ", ".join(s.name for s in query_sets)
         raise UsageError(f"{run_path}: none of its {len(run)} query ids is a query of {names} "
                          f"(first: {sorted(run)[0]!r}); is it the run of another set?")
-    provenance = base_provenance(options, query_sets)
-    provenance["run_file"] = str(run_path)
     results = []
     warnings = ["latency gates skipped: the rankings come from a run file, not a timed adapter"]
     for query_set in query_sets:
@@ -191,7 +165,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
     if unknown:
         warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "
                         f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
-    return RunOutcome(results, provenance, None, [], warnings)
+    return RunOutcome(results, _now(), warnings=warnings)
 
 
 def worker_log(log_path: Path, index: int, workers: int) -> Path:
@@ -252,14 +226,6 @@ def _capture(function, argument, errors: list[BaseException]):
     return run
 
 
-def _partial(results, pending, options, provenance, started, error, nondeterministic, warnings) -> RunOutcome:
-    """The outcome of a run cut short: the sets not reached are present, with no answers."""
-    for query_set in pending:
-        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
-    provenance["duration_seconds"] = round(time.monotonic() - started, 3)
-    return RunOutcome(results, provenance, error, nondeterministic, warnings)
-
-
 def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
     """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
     if options.warmup <= 0:
@@ -295,31 +261,17 @@ def _answer(replies: Sequence[tuple[Response, float]]) -> tuple[Answer, str | No
                   passages=first.passages), change
 
 
-def base_provenance(options: RunOptions, query_sets: Sequence[QuerySet]) -> dict[str, object]:
-    """Who ran what, where: enough to reproduce the run and to know what a baseline measured."""
-    return {
-        "harness_version": __version__,
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
-        "backend": {"label": options.label, "argv": list(options.argv)},
-        "adapter": {"expect_banner": options.expect_banner, "banner": None, "startup_seconds": None,
-                    "log": str(options.log_path)},
-        "condition": options.condition,
-        "metric_definitions": METRIC_DEFINITIONS,
-        "settings": {"k": options.k, "query_timeout_s": options.query_timeout,
-                     "startup_timeout_s": options.startup_timeout, "startup_limit_s": options.startup_limit,
-                     "warmup": options.warmup,
-                     "repeats": options.repeats, "workers": options.workers,
-                     "latency_under_concurrency": options.workers > 1},
-        "sets": {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "path": s.path,
-                          "source": s.corpus_source, "documents": len(s.documents),
-                          "judgments_hash": s.judgments_hash} for s in query_sets},
-        "machine": {"platform": platform.platform(), "machine": platform.machine(),
-                    "cpus": os.cpu_count(), "python": sys.version.split()[0]},
-    }
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _git_commit() -> str | None:
+def machine() -> dict[str, object]:
+    """Where a run asked: enough to tell two machines' latencies apart."""
+    return {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "python": sys.version.split()[0]}
+
+
+def git_commit() -> str | None:
     try:
         completed = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):

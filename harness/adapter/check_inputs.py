@@ -67,7 +67,7 @@ class Corpus:
     ids: frozenset[str] | None      # None: not judged (no file for the kind, or a stand-in corpus)
     not_judged_why: str = ""
     queries: tuple[str, ...] = PLAIN_QUERIES
-    lengths: dict[str, int] | None = None  # document text lengths, for the passages' bounds (issue 17)
+    lengths: dict[str, int] | None = None  # text lengths, the passages' bounds (docs/adapters.md, "Passages")
 
 
 

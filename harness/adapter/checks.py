@@ -285,7 +285,7 @@ def check_known_ids(suite: Suite) -> None:
 
 
 def check_passages(suite: Suite) -> None:
-    """Answers that carry `passages` (issue 17): bounds against the corpus and DEFAULT_MAX_WINDOW."""
+    """`passages` in answers: bounds against the corpus and DEFAULT_MAX_WINDOW (docs/adapters.md, "Passages")."""
     shown = problems = 0
     details: list[str] = []
     for exchange in suite.adapter.exchanges:

@@ -20,6 +20,7 @@ from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECOND
                                      ProgressCallback, StartupTimeout, read_startup_line)
 from harness.adapter.protocol import (Request, Response, decode_banner, decode_progress, decode_response,
                                       encode_request)
+from harness.quoting import preview
 
 __all__ = ["AdapterProcess", "QUERY_TIMEOUT_SECONDS", "STARTUP_LIMIT_SECONDS", "STARTUP_TIMEOUT_SECONDS"]
 
@@ -86,7 +87,7 @@ class AdapterProcess:
             # so the run's answers cannot be trusted.
             raise self._error(self._last_label, f"adapter printed {len(lines)} line(s) on stdout after "
                               f"its last answer, answering no request (answers out of step?): "
-                              f"{_preview(lines[0])}")
+                              f"{preview(lines[0], 200)}")
 
     def _unasked_lines(self, unread: bytes) -> list[bytes]:
         """Unread stdout lines that answer nothing; a never-asked adapter's banner and progress are not such lines."""
@@ -127,7 +128,7 @@ class AdapterProcess:
         except ProtocolError as exc:
             raise self._failed(None, str(exc)) from None
         if banner is None:
-            raise self._failed(None, f"first line was not a banner: {_preview(line)}")
+            raise self._failed(None, f"first line was not a banner: {preview(line, 200)}")
         self.banner = banner
         self.startup_seconds = time.perf_counter() - self._spawned_at
 
@@ -204,7 +205,7 @@ class AdapterProcess:
         if stray:
             first = stray.split(b"\n", 1)[0]
             raise self._failed(label, "adapter printed a line on stdout that answers no request "
-                                      f"(answers out of step?): {_preview(first)}")
+                                      f"(answers out of step?): {preview(first, 200)}")
 
     def _allowed(self, stage: str) -> float:
         """Seconds allowed for a stage; a first answer may also pay the adapter's start-up."""
@@ -300,11 +301,8 @@ def _violation(raw: bytes, message: str, label: str) -> str:
         message = message[len(prefix):]
     if message.startswith(("line is not JSON", "line is not a JSON object", "line is not valid")):
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
-                f"{_preview(raw)}")
+                f"{preview(raw, 200)}")
     return f"invalid response: {message}"
 
 
-def _preview(line: bytes, limit: int = 200) -> str:
-    text = line.decode("utf-8", errors="replace").rstrip("\r")
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 

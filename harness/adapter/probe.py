@@ -19,6 +19,7 @@ from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, Stre
 from harness.errors import ProtocolError, UsageError
 from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
 from harness.adapter.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
+from harness.quoting import preview
 
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
 MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
@@ -55,7 +56,7 @@ class Exchange:
         if reply.get("error") is not None:
             return f"answered with an error: {shorten(str(reply['error']))}"
         if not isinstance(reply.get("ids"), list):
-            return f"answer has no 'ids' list: {_preview(self.line)}"
+            return f"answer has no 'ids' list: {preview(self.line, 120)}"
         return None
 
     def ranking(self) -> tuple | None:
@@ -244,7 +245,7 @@ class LiveAdapter:
             raise self._lost(failure, f"no answer within {self.query_timeout:g} s") from None
         if not _is_json_object(line):
             raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
-                        f"{_preview(line)}")
+                        f"{preview(line, 120)}")
         return line
 
     def _lost(self, failure: StreamFailure, late: str) -> _Lost:
@@ -295,7 +296,7 @@ def _not_a_banner(line: bytes) -> str:
         obj = None
     if isinstance(obj, dict) and "ready" in obj:
         return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
-    return f"first line is neither a ready banner nor an answer: {_preview(line)}"
+    return f"first line is neither a ready banner nor an answer: {preview(line, 120)}"
 
 
 def _is_json_object(line: bytes) -> bool:
@@ -311,11 +312,6 @@ def _is_answer(line: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and ("ids" in obj or "error" in obj)
-
-
-def _preview(line: bytes, limit: int = 120) -> str:
-    text = line.decode("utf-8", errors="replace")
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def shorten(text: str, limit: int = 160) -> str:

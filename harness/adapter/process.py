@@ -20,6 +20,18 @@ CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"  # the folder of <kind>.jsonl files given 
 STARTUP_TIMEOUT_SECONDS = 120.0   # longest silence before the banner (or first answer); progress restarts it
 STARTUP_LIMIT_SECONDS = 3600.0    # process start -> banner (or first answer), however much progress
 QUERY_TIMEOUT_SECONDS = 30.0      # request written -> full response line read
+# The longest wait any of the three may be given (about 11.6 days): poll() and the clocks take no
+# more than a C time value holds, and --timeout 1e10 is a typo, not a wait.
+MAX_WAIT_SECONDS = 1e6
+
+
+def wait_problem(value: object) -> str | None:
+    """Why `value` cannot be a timeout in seconds (a number in (0, MAX_WAIT_SECONDS]), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number of seconds, got {value!r}"
+    if not 0 < value <= MAX_WAIT_SECONDS:  # NaN fails both comparisons
+        return f"must be a positive number of seconds up to {MAX_WAIT_SECONDS:g}, got {value:g}"
+    return None
 
 ProgressCallback = Callable[[Progress], None]
 

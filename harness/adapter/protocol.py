@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from json.encoder import encode_basestring
 from typing import NamedTuple
 
 from harness.errors import ProtocolError
-from harness.strict_json import MAX_INT_DIGITS, NotStrictJSON, strict_decode
+from harness.strict_json import (MAX_INT_DIGITS, SURROGATE_ESCAPE_BYTES, SURROGATE_ESCAPE_TEXT, NotStrictJSON,
+                                 lone_surrogate_at, strict_decode)
+from harness.quoting import preview
 
 PROTOCOL_VERSION = 1
 
@@ -31,10 +32,6 @@ PROTOCOL_VERSION = 1
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-# A \uD800-\uDFFF escape in the raw line: the only way JSON text can carry a lone surrogate (UTF-8
-# bytes cannot). Searched on the raw line, so clean lines (nearly all) pay one regex scan, no walk.
-_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 BANNER_TEXT_FIELDS = ("name", "version", "model")  # formatted as text by check-adapter and reports
 _STRING = encode_basestring  # a JSON string literal, non-ASCII kept (as ensure_ascii=False)
 
@@ -54,7 +51,7 @@ class Response(NamedTuple):
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None = None
     error: str | None = None
-    passages: tuple[tuple[int, int] | None, ...] | None = None  # issue 17: the window shown per hit
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # per hit (docs/adapters.md, "Passages")
 
 
 def encode_request(request: Request) -> bytes:
@@ -112,15 +109,15 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     raises ProtocolError naming the query.
     """
     obj = _load_object(line, qid)
-    if (_SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else _SURROGATE_ESCAPE_TEXT).search(line):
-        where = _lone_surrogate(obj)
+    if (SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else SURROGATE_ESCAPE_TEXT).search(line):
+        where = lone_surrogate_at(obj)
         if where is not None:
             raise ProtocolError(f"query {qid}: {where} holds a lone surrogate escape (\\ud800-\\udfff), "
                                 f"not text (a string cut inside a UTF-16 pair?)")
     echoed = obj.get("qid")
     if echoed is not None and echoed != qid:
         # An adapter that echoes the qid lets a desync (answers lagging by one) be caught here.
-        raise ProtocolError(f"query {qid}: answer is for query {_preview(str(echoed))} "
+        raise ProtocolError(f"query {qid}: answer is for query {preview(str(echoed))} "
                             f"(answers out of step with requests?)")
     error = obj.get("error")
     if error is not None:
@@ -170,16 +167,16 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
         raise ProtocolError(f"banner: {_refused_field(line)}{exc}") from None
     except UnicodeDecodeError:
         # json.loads read the bytes with 'surrogatepass': an encoded lone surrogate got this far.
-        raise ProtocolError(f"banner: line is not valid UTF-8: {_preview(repr(line))}") from None
-    where = _lone_surrogate(obj)
+        raise ProtocolError(f"banner: line is not valid UTF-8: {preview(repr(line))}") from None
+    where = lone_surrogate_at(obj)
     if where is not None:
         raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")
     if check_fields:
         for name in BANNER_TEXT_FIELDS:
             if name in obj and not isinstance(obj[name], str):
-                raise ProtocolError(f"banner: {name!r} must be a string, got {_preview(json.dumps(obj[name]))}")
+                raise ProtocolError(f"banner: {name!r} must be a string, got {preview(json.dumps(obj[name]))}")
         if "protocol" in obj and (type(obj["protocol"]) is not int or obj["protocol"] != PROTOCOL_VERSION):
-            raise ProtocolError(f"banner: 'protocol' is {_preview(json.dumps(obj['protocol']))}; "
+            raise ProtocolError(f"banner: 'protocol' is {preview(json.dumps(obj['protocol']))}; "
                                 f"this harness speaks {PROTOCOL_VERSION}")
     return obj
 
@@ -205,30 +202,6 @@ def _refused_field(text: bytes | str) -> str:
 
     found = walk(obj, "")
     return f"{found}: " if found else ""
-
-
-def _lone_surrogate(value: object, path: str = "") -> str | None:
-    """Where in a decoded JSON value a string (or key) holds a lone surrogate: `'ids'[2]`, or None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "the value"
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _lone_surrogate(item, f"{path}[{index}]")
-            if found:
-                return found
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            label = f"{path}.{key}" if path else repr(key)
-            if _lone_surrogate(key, "") is not None:
-                return f"a key of {path or 'the object'}"
-            found = _lone_surrogate(item, label if path else repr(key))
-            if found:
-                return found
-    return None
 
 
 class Progress(NamedTuple):
@@ -274,9 +247,9 @@ def decode_progress(line: bytes | str) -> Progress | None:
     if not isinstance(stage, str) or not stage:
         raise ProtocolError("progress line: 'stage' must be a non-empty string")
     if isinstance(done, bool) or not isinstance(done, int) or done < 0:
-        raise ProtocolError(f"progress line: 'done' must be an integer >= 0, got {_preview(json.dumps(done))}")
+        raise ProtocolError(f"progress line: 'done' must be an integer >= 0, got {preview(json.dumps(done))}")
     if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < done):
-        raise ProtocolError(f"progress line: 'total' must be an integer >= done, got {_preview(json.dumps(total))}")
+        raise ProtocolError(f"progress line: 'total' must be an integer >= done, got {preview(json.dumps(total))}")
     return Progress(stage, done, total)
 
 
@@ -292,17 +265,17 @@ def _load_object(line: bytes | str, qid: str | None) -> dict[str, object]:
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError:
-        raise ProtocolError(f"{where}: line is not valid UTF-8: {_preview(repr(line))}") from None
+        raise ProtocolError(f"{where}: line is not valid UTF-8: {preview(repr(line))}") from None
     try:
         obj = strict_decode(text)
     except NotStrictJSON as exc:
-        raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {_preview(text)}") from None
+        raise ProtocolError(f"{where}: {_refused_field(text)}{exc}: {preview(text)}") from None
     except RecursionError:
         raise ProtocolError(f"{where}: JSON nested too deeply for the parser") from None
     except ValueError:
-        raise ProtocolError(f"{where}: line is not JSON: {_preview(text)}") from None
+        raise ProtocolError(f"{where}: line is not JSON: {preview(text)}") from None
     if not isinstance(obj, dict):
-        raise ProtocolError(f"{where}: line is not a JSON object: {_preview(text)}")
+        raise ProtocolError(f"{where}: line is not a JSON object: {preview(text)}")
     return obj
 
 
@@ -337,11 +310,8 @@ def _check_passages(passages: object, n_ids: int, qid: str) -> tuple[tuple[int, 
         if (type(passage) is not dict or set(passage) != {"start", "end"} or type(start) is not int
                 or type(end) is not int or not 0 <= start < end):
             raise ProtocolError(f"query {qid}: 'passages'[{index}] must be null or "
-                                f'{{"start": s, "end": e}} with integers 0 <= s < e, got {_preview(json.dumps(passage))}')
+                                f'{{"start": s, "end": e}} with integers 0 <= s < e, got {preview(json.dumps(passage))}')
         windows.append((start, end))
     return tuple(windows)
 
 
-def _preview(text: str, limit: int = 80) -> str:
-    text = text.rstrip("\n")
-    return repr(text if len(text) <= limit else text[:limit] + "...")

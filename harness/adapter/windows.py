@@ -1,8 +1,8 @@
-"""Check the windows an answer shows (issue 17) against the corpus and the --max-window limit.
+"""Check the windows an answer shows against the corpus and the --max-window limit.
 
 The protocol module checks their shape; only here is the document text known. A window past
 the end of its document, or longer than the limit (so a backend cannot earn exposed-evidence
-credit by showing everything), is a protocol error of the adapter: exit 3.
+credit by showing everything), is a protocol error of the adapter: exit 3 (docs/adapters.md, "Passages").
 """
 
 from __future__ import annotations

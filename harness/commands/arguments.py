@@ -8,10 +8,21 @@ import difflib
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 from harness.errors import HarnessError
 
 DEFAULT_PROGRAM = "retrieval-gate"
+# Subcommand -> its module (harness.commands.cli dispatches argv to them); anything else is the run command.
+SUBCOMMANDS = {
+    "sets": "harness.commands.sets",
+    "metrics": "harness.commands.metrics",
+    "check-adapter": "harness.commands.check_adapter",
+    "compare": "harness.commands.compare",
+    "export": "harness.commands.export",
+    "baselines": "harness.commands.baselines",
+    "merge": "harness.commands.merge",
+}
 
 
 class ArgumentsExit(HarnessError):
@@ -108,10 +119,10 @@ EXIT_CODES: dict[str, dict[str, str]] = {
     "run": {
         "0": "every gate passed (or --no-gate / --update-baseline / --shard: measured, nothing failed)",
         "1": "a gate failed (each failure one line)",
-        "2": "usage, configuration, set, budgets, policy, baseline or output error",
+        "2": "usage, configuration, set, budgets, policy, baseline or output error (stdout included)",
         "3": "the backend failed (crash, timeout, protocol error); partial report written",
-        "70": "internal error (a bug): one line, the traceback in <--out stem>.traceback.txt, partial report "
-              "written",
+        "70": "internal error (a bug): one line, the traceback in <--out stem>.traceback.txt "
+              "(.retrieval-gate/report.traceback.txt when --out is a stream), partial report written",
         "128+n": f"{SIGNALS}: adapter stopped, partial report written (a closed stdout keeps the run's code)",
     },
     "sets": {
@@ -146,7 +157,7 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "128+n": f"{SIGNALS}; {PIPE}",
     },
     "baselines": {
-        "0": "the table was printed",
+        "0": "the table (or with diff, what moved) was printed",
         "2": "usage error, or a baseline that cannot be read",
         "70": INTERNAL.format(command="baselines"),
         "128+n": f"{SIGNALS}; {PIPE}",
@@ -248,3 +259,29 @@ def add_timeout_options(group, *, answer_help: str = "seconds to wait for each a
     group.add_argument("--startup-limit", type=float, default=STARTUP_LIMIT_SECONDS, metavar="S",
                        help=f"longest start-up allowed however much progress the adapter reports "
                             f"(default: {STARTUP_LIMIT_SECONDS:g})")
+
+
+def add_gating_options(parser: argparse.ArgumentParser, title: str = "gating") -> None:
+    """The options that decide a verdict, worded once for the run and `merge` (they gate alike)."""
+    from harness.gating.baseline import DEFAULT_BASELINE_PATH
+    from harness.gating.budgets import DEFAULT_BUDGETS_PATH
+    from harness.gating.policy import DEFAULT_POLICY_FILE
+
+    gate = parser.add_argument_group(title)
+    gate.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE_PATH,
+                      help=f"baseline to gate against (default: {DEFAULT_BASELINE_PATH})")
+    gate.add_argument("--budgets", type=Path, default=None,
+                      help=f"latency budgets file (default: {DEFAULT_BUDGETS_PATH}, 300 ms p95 when absent)")
+    gate.add_argument("--policy", type=Path, default=None,
+                      help=f"gate policy file: gated metrics, drop limit, category and significance rules "
+                           f"(default: {DEFAULT_POLICY_FILE} when present, else recall@10 may drop 2.0 points)")
+    gate.add_argument("--allow-backend-change", action="store_true",
+                      help="gate against a baseline recorded for another backend or model (the report records it)")
+    gate.add_argument("--update-baseline", action="store_true",
+                      help="write these numbers to --baseline (atomically; complete runs only)")
+    gate.add_argument("--yes", action="store_true",
+                      help="with --update-baseline: write without asking (asked only when stdin is a terminal)")
+    gate.add_argument("--known-contract-failures", action="store_true",
+                      help="contracts the baseline already records as broken (same query) are reported, not "
+                           "failed; only new breaks fail (for backends with known, tracked limitations)")
+    gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")

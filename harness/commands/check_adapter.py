@@ -7,7 +7,6 @@ prepares the corpus folder given to the adapter as $HARNESS_CORPUS_DIR and print
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shlex
 import sys
@@ -18,13 +17,14 @@ from typing import TextIO
 from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
 from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
                                     render_table, run_suite)
-from harness.adapter.process import (CORPUS_DIR_ENV, describe_progress)
+from harness.adapter.process import CORPUS_DIR_ENV, describe_progress, wait_problem
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
 from harness.commands.arguments import (HelpFormatter, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
+from harness.fsutil import check_outputs, names_a_stream, write_output
 from harness.interrupts import signals_raise_interrupted
 from harness.watchdog import guarded_temp_folder
 
@@ -68,14 +68,16 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
     for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout),
                         ("--startup-limit", args.startup_limit)):
-        if not (value > 0 and math.isfinite(value)):
-            raise UsageError(f"check-adapter: {name}: must be a positive number of seconds, got {value}")
+        problem = wait_problem(value)
+        if problem:
+            raise UsageError(f"check-adapter: {name}: {problem}")
     if args.queries < 1:
         raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")
     if args.kind is not None and (not args.kind or "/" in args.kind or args.kind.startswith(".")):
         raise UsageError(f"check-adapter: --kind: {args.kind!r} cannot name a <kind>.jsonl file")
     if args.set_name is not None and args.corpus_dir is not None:
         raise UsageError("check-adapter: --set and --corpus-dir are exclusive: the set brings its corpus")
+    check_outputs({"--log": args.log}, {})  # a folder, a link, an unwritable place: one line before any start
     try:
         with signals_raise_interrupted():
             return _check(args, command)
@@ -90,8 +92,8 @@ def _check(args: argparse.Namespace, command: list[str]) -> int:
         kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name,
                                       sets_dir=args.sets_dir, offline=args.offline, corpus_dir=args.corpus_dir)
         env = {CORPUS_DIR_ENV: str(corpus.folder)}
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        args.log.write_bytes(b"")  # this run's log only
+        if not names_a_stream(args.log):
+            write_output(args.log, "", "--log")  # this run's log only
         printer = StartupProgressPrinter(sys.stderr)
         adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout,
                               startup_limit=args.startup_limit, on_progress=printer)

@@ -65,6 +65,10 @@ def main(argv: list[str]) -> int:
     base = load_run(args.base)
     candidates = [load_run(path) for path in args.candidates]
     for path, candidate in zip(args.candidates, candidates):
+        if not set(base.sets) & set(candidate.sets):
+            # nothing paired: any verdict would be about no query at all
+            raise UsageError(f"{path}: no set in common with {args.base} (sets {', '.join(sorted(candidate.sets))} "
+                             f"vs {', '.join(sorted(base.sets))}); nothing to compare")
         problems = mismatches(base, candidate)
         if problems and not args.allow_mismatch:
             which = f"{path}: " if len(candidates) > 1 else ""

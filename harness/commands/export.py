@@ -10,7 +10,8 @@ from pathlib import Path
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
-from harness.report.document import Report, read_report
+from harness.report.document import Report
+from harness.report.reading import read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
 
 
@@ -72,6 +73,11 @@ def read_complete_report(path: Path) -> Report:
     if not report.complete:
         # Unanswered queries would be absent from the run, and trec_eval would score them as 0 or skip them.
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be exported")
+    shard = report.provenance.extra.get("shard")
+    if isinstance(shard, dict):
+        # A part of the set: trec_eval would average the shard's queries as if they were the set.
+        raise UsageError(f"{path}: a shard report ({shard.get('index')}/{shard.get('count')}) holds part of each set; "
+                         f"merge the shards first (python -m harness merge), then export the merged report")
     return report
 
 

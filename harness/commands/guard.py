@@ -9,6 +9,8 @@ exit code that means "a gate failed" (1) or "your config is wrong" (2) for it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import sys
 import threading
@@ -17,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.errors import EXIT_INTERNAL
+from harness.fsutil import names_a_stream
 
 TRACEBACK_FOLDER = Path(".retrieval-gate")
 
@@ -28,7 +31,16 @@ def subcommand_traceback_path(command: str) -> Path:
 
 def run_traceback_path(out: Path) -> Path:
     """Where the run command's traceback goes: `<--out stem>.traceback.txt` beside `--out`."""
-    return out.with_name(out.stem + ".traceback.txt")
+    return beside_out(out, ".traceback.txt")
+
+
+def beside_out(out: Path, suffix: str) -> Path:
+    """A run's companion file (adapter log, traceback): `<--out stem><suffix>` beside `--out`, or
+    `.retrieval-gate/report<suffix>` when --out is a stream (/dev/stdout, /dev/null, a FIFO), whose
+    folder (/dev, /proc) is no place for files."""
+    if names_a_stream(out):
+        return TRACEBACK_FOLDER / f"report{suffix}"
+    return out.with_name(out.stem + suffix)
 
 
 def internal_error_line(error: BaseException, traceback_path: Path) -> str:
@@ -64,6 +76,41 @@ def silence_closed_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass  # stdout is not a real file (a test's capture): nothing will flush into a closed pipe
+
+
+# Errors a write to stdout meets when the environment refuses it (a full disk or /dev/full, a quota,
+# an I/O error), as opposed to a bug: they carry no file name, as our own file writes always do.
+_REFUSED_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
+
+
+def stdout_refused(error: BaseException) -> str | None:
+    """`stdout: cannot write: why` when `error` is our stdout refusing a write (exit 2), else None.
+
+    Stdout opened read-only (`1</dev/null`), closed under us, or on a full device is the user's
+    environment, not a bug: one line, and the stream is pointed at devnull so the interpreter's
+    last flush does not fail again. A BrokenPipeError (the reader left) is not this.
+    """
+    if not isinstance(error, OSError) or isinstance(error, BrokenPipeError) or error.filename is not None:
+        return None
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None  # not a real stream (a test's capture): nothing to say about it
+    try:
+        flags = fcntl.fcntl(descriptor, fcntl.F_GETFL)
+    except OSError:
+        if error.errno != errno.EBADF:
+            return None
+        reason = "it is closed"
+    else:
+        if error.errno == errno.EBADF and flags & os.O_ACCMODE == os.O_RDONLY:
+            reason = "it is open for reading only"
+        elif error.errno in _REFUSED_WRITE_ERRNOS:
+            reason = error.strerror or str(error)
+        else:
+            return None
+    silence_closed_stdout()
+    return f"stdout: cannot write: {reason}"
 
 
 def stdout_is_closed() -> bool:

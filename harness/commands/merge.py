@@ -1,19 +1,21 @@
-"""`python -m harness merge REPORT... --out FILE`: the N shard reports as one report, gated like a run."""
+"""`python -m harness merge REPORT... --out FILE`: the N shard reports as one report, re-scored and gated as a run."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from harness import api
 from harness.commands import guard
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments
-from harness.commands.cli import _update_baseline, _write_outputs
+from harness.commands.arguments import (HelpFormatter, add_gating_options, example_epilog, exit_codes_epilog,
+                                       parse_arguments)
+from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
+from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.report.console import render_text
-from harness.report.document import read_report
-from harness.report.merge import gate_merged, merge_reports
+from harness.report.reading import read_report
 
 PROG = "python -m harness merge"
 
@@ -22,28 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Combine the N shard reports of one run (--shard 1/N .. N/N, e.g. one CI matrix job each) "
-                    "into the report the unsharded run writes: the same per-query records and aggregates, "
+                    "into the report the unsharded run writes: every query re-scored from the ids the shards "
+                    "recorded against the sets loaded here (a shard whose recorded metrics disagree is refused), "
                     "latency percentiles over all queries, every shard's machine in provenance; then gate it "
-                    "as a run is gated. Refuses missing, repeated, incomplete or mismatched shards "
-                    "(docs/scale.md).",
+                    "exactly as a run is gated (same policy, identity check and gates). Refuses missing, "
+                    "repeated, incomplete or mismatched shards (docs/scale.md).",
         formatter_class=HelpFormatter, epilog=example_epilog("merge") + "\n" + exit_codes_epilog("merge"))
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
-    gate = parser.add_argument_group("gating (as in a run)")
-    gate.add_argument("--baseline", type=Path, default=api.DEFAULT_BASELINE,
-                      help=f"baseline to gate against (default: {api.DEFAULT_BASELINE})")
-    gate.add_argument("--budgets", type=Path, default=None,
-                      help=f"latency budgets file (default: {api.DEFAULT_BUDGETS}, 300 ms p95 when absent)")
-    gate.add_argument("--update-baseline", action="store_true",
-                      help="write the merged numbers to --baseline (atomically)")
-    gate.add_argument("--yes", action="store_true", help="with --update-baseline: write without asking")
-    gate.add_argument("--known-contract-failures", action="store_true",
-                      help="contracts the baseline already records as broken are reported, not failed")
-    gate.add_argument("--no-gate", action="store_true", help="merge and report only")
+    parser.add_argument("--sets-dir", type=Path, default=Path("sets"),
+                        help="where the shards' sets live, to re-score them (default: sets)")
+    parser.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
+    add_gating_options(parser, "gating (as in a run)")
     output = parser.add_argument_group("output")
-    output.add_argument("--summary", type=Path, default=None, help="Markdown summary path")
-    output.add_argument("--junit", type=Path, default=None, help="JUnit XML: one test case per gate per set")
-    output.add_argument("--html", type=Path, default=None, help="self-contained HTML report")
+    add_output_options(output)
     output.add_argument("--quiet", action="store_true", help="print only gate failures")
     return parser
 
@@ -53,17 +47,20 @@ def main(argv: list[str]) -> int:
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
     # An output naming a shard report (or the budgets, or the baseline gated against) would replace it.
-    check_outputs({"--out": args.out, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
-                  {**{f"shard report {path}": path for path in args.reports}, "--budgets": args.budgets,
+    check_outputs(output_paths(args),
+                  {**{f"shard report {path}": path for path in args.reports},
+                   "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
                    "--baseline": None if args.update_baseline else args.baseline})
-    merged = merge_reports([(str(path), read_report(path)) for path in args.reports])
     gated = not args.no_gate and not args.update_baseline
-    result = gate_merged(merged, baseline=args.baseline if gated else None,
-                         budgets=args.budgets if args.budgets is not None else api.DEFAULT_BUDGETS,
-                         budgets_required=args.budgets is not None,
-                         known_contract_failures=args.known_contract_failures)
-    report = result.report
-    _write_outputs(report, args, result)
+    options = api.RunOptions(known_contract_failures=args.known_contract_failures,
+                             allow_backend_change=args.allow_backend_change)
+    report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], sets_dir=args.sets_dir,
+                            offline=args.offline, budgets=args.budgets, baseline=args.baseline if gated else None,
+                            policy=args.policy, options=options)
+    write_outputs(report, args)
+    if not args.quiet:
+        for warning in report.warnings:
+            print(f"harness: warning: {warning}", file=sys.stderr)
     try:
         if not args.quiet:
             print(render_text(report), end="")
@@ -74,5 +71,5 @@ def main(argv: list[str]) -> int:
     except BrokenPipeError:
         guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:
-        return _update_baseline(args, report)
+        return update_baseline(args, report)
     return report.exit_code

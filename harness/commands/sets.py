@@ -82,11 +82,11 @@ def export_corpus(folder: Path, target: Path, offline: bool) -> int:
 
 
 def list_sets(sets_dir: Path) -> int:
+    # Every set read before the header: a bad one is the one error line, not a table cut short.
+    rows = [read_set_metadata(folder) for folder in find_sets(["all"], sets_dir)]
     print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} description")
-    for folder in find_sets(["all"], sets_dir):
-        meta, queries = read_set_metadata(folder)
-        # str(): the corpus entry is not checked here (list loads no corpus), so its source may be anything
-        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {str(meta['corpus'].get('source')):<11} "
+    for meta, queries in rows:
+        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
               f"{meta.get('description', '')}")
     return EXIT_OK
 

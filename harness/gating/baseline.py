@@ -1,23 +1,69 @@
-"""Baseline files: build one from a run, read it back strictly, write it atomically."""
+"""Baseline files: build one from a run, read it back strictly (once, as a typed `Baseline`), write it atomically."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import math
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
 from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity
+from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
+from harness.quoting import field_key, preview
 
 BASELINE_FORMAT = "retrieval-gate-baseline"
 BASELINE_VERSION = 1
-GATED_METRIC = "recall@10"  # what the recall gate reads (gates.RECALL_METRIC); every scored scope must carry it
+DEFAULT_BASELINE_PATH = Path("baselines/current.json")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline file read once: where it is, its per-set entries, whose backend, when and at which commit.
+
+    Gating reads `entries` (through `entry_for`), the identity check `identity`, every output
+    the `gated_against` record, `--update-baseline` the `document` it replaces.
+    """
+
+    path: Path
+    entries: Mapping[str, Mapping]
+    identity: BackendIdentity
+    created: str | None
+    commit: str | None
+    document: Mapping[str, object]
+
+    @classmethod
+    def read(cls, path: Path) -> Baseline:
+        """The baseline at `path`; BaselineError naming file and field when it is not one."""
+        document = read_baseline(path)
+        return cls(path=path, entries=document["sets"], identity=cls.read_identity(document),
+                   created=_text_or_none(document.get("created")), commit=_text_or_none(document.get("git_commit")),
+                   document=document)
+
+    @staticmethod
+    def read_identity(document: Mapping[str, object]) -> BackendIdentity:
+        """Whose backend a checked baseline document (`check_baseline`) was recorded for."""
+        return BackendIdentity.from_record(document["backend"])  # type: ignore[arg-type]
+
+    def entry_for(self, query_set: SetResult | QuerySet, *, k: int | None = None) -> Mapping:
+        """The entry comparable with a set or its result (see `set_entry_for`)."""
+        return set_entry_for(self.document, query_set, str(self.path), k=k)
+
+    def gated_against(self) -> dict[str, object]:
+        """What a report says it was gated against: the file, whose backend, when, at which commit."""
+        return {"path": str(self.path), "backend": self.identity.describe(), "created": self.created,
+                "git_commit": self.commit}
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,
@@ -40,7 +86,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
                      if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
     sets = {r.name: _set_entry(r, judgments.get(r.name)) for r in set_results}
     for name, entry in sets.items():
-        _check_entry(entry, f"this run: sets.{_key(name)}")
+        _check_entry(entry, f"this run: sets.{field_key(name)}")
     return {
         "format": BASELINE_FORMAT,
         "version": BASELINE_VERSION,
@@ -73,7 +119,8 @@ def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
                             "scored": q.scored,
                             "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found),
-                            "broken": [c.key for c in q.contracts if not c.passed]}
+                            "broken": [c.key for c in q.contracts if not c.passed],
+                            **({"evidence": dict(q.evidence)} if q.evidence is not None else {})}
                     for q in result.queries},
     }
 
@@ -91,11 +138,46 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
             sets = dict(previous["sets"])
             sets.update(baseline["sets"])  # type: ignore[arg-type]
             document["sets"] = dict(sorted(sets.items()))
-        try:
-            text = strict_json_dumps(document, what=f"{path}: baseline", indent=1, ensure_ascii=False)
-        except ValueError as exc:
-            raise BaselineError(str(exc)) from None
-        atomic_write_text(path, text + "\n")
+        atomic_write_text(path, baseline_text(document, str(path)))
+
+
+# Where the layout opens an object one key a line (`*`: any key) when it holds objects; all else is one line.
+_EXPANDED = ((), ("sets",), ("sets", "*"), ("sets", "*", "aggregates"), ("sets", "*", "aggregates", "*"),
+             ("sets", "*", "queries"))
+
+
+def baseline_text(document: Mapping[str, object], label: str = "baseline") -> str:
+    """The file's text, laid out so that a re-baseline of one set is a small git diff.
+
+    The outer objects (the document, `sets`, each set, its `aggregates` and scopes, `queries`)
+    hold one key a line in the document's order; everything under them is one line with sorted
+    keys: one line per query row, per aggregate scope, per category. A query whose found ids or
+    values moved changes its own line only. Strict JSON (BaselineError naming `label` otherwise),
+    UTF-8 text kept as is; it parses to the same document.
+    """
+    try:
+        strict_json_dumps(document, what=f"{label}: baseline")
+    except ValueError as exc:
+        raise BaselineError(str(exc)) from None
+    lines: list[str] = []
+    _lay_out(document, (), "", 0, lines, last=True)
+    return "\n".join(lines) + "\n"
+
+
+def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, lines: list[str], *, last: bool) -> None:
+    comma = "" if last else ","
+    indent = " " * depth
+    expanded = isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
+        len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)
+    if not expanded:
+        lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
+        return
+    lines.append(f"{indent}{prefix}{{")
+    items = list(value.items())  # type: ignore[union-attr]
+    for index, (key, item) in enumerate(items):
+        _lay_out(item, (*path, str(key)), json.dumps(str(key), ensure_ascii=False) + ": ", depth + 1, lines,
+                 last=index == len(items) - 1)
+    lines.append(f"{indent}}}{comma}")
 
 
 @contextlib.contextmanager
@@ -145,12 +227,33 @@ def check_baseline(document: object, label: str) -> dict[str, object]:
         raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
     if document.get("version") != BASELINE_VERSION:
         raise BaselineError(f"{label}: version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
+    _check_backend(document.get("backend"), f"{label}: backend")
     sets = document.get("sets")
     if not isinstance(sets, dict):
         raise BaselineError(f"{label}: sets: missing or not an object")
     for name, entry in sets.items():
-        _check_entry(entry, f"{label}: sets.{_key(name)}")
+        _check_entry(entry, f"{label}: sets.{field_key(name)}")
+    if document.get("backend") is None:  # a removed record would gate any backend against this file
+        raise BaselineError(f"{label}: backend: missing; restore it from git, or re-baseline")
     return document
+
+
+def _check_backend(backend: object, where: str) -> None:
+    """The recorded backend: absent (refused by the caller where it must be there), or an object whose
+    text fields are text and whose command is argv; never read as "any backend"."""
+    if backend is None:
+        return
+    if not isinstance(backend, dict):
+        raise BaselineError(f"{where}: must be an object (label, name, version, command), got {preview(backend)}")
+    for field in ("label", "name", "version", "model_digest"):
+        if backend.get(field) is not None and not isinstance(backend[field], str):
+            raise BaselineError(f"{where}.{field}: must be a string, got {preview(backend[field])}")
+    for field in ("command", "argv"):
+        value = backend.get(field)
+        if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
+            raise BaselineError(f"{where}.{field}: must be a list of strings, got {preview(value)}")
+    if backend.get("settings") is not None and not isinstance(backend["settings"], dict):
+        raise BaselineError(f"{where}.settings: must be an object, got {preview(backend['settings'])}")
 
 
 def _check_entry(entry: object, where: str) -> None:
@@ -169,21 +272,26 @@ def _check_entry(entry: object, where: str) -> None:
     _check_scope(overall, f"{where}.aggregates.overall")
     for category, values in categories.items():
         if not isinstance(values, dict):
-            raise BaselineError(f"{where}.aggregates.category.{_key(category)}: must be an object")
-        _check_scope(values, f"{where}.aggregates.category.{_key(category)}")
+            raise BaselineError(f"{where}.aggregates.category.{field_key(category)}: must be an object")
+        _check_scope(values, f"{where}.aggregates.category.{field_key(category)}")
     _check_numbers(entry["latency_ms"], f"{where}.latency_ms")
     for qid, row in entry["queries"].items():
         if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
-            raise BaselineError(f"{where}.queries.{_key(qid)}: needs 'found' and 'metrics'")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}: needs 'found' and 'metrics'")
         if not all(isinstance(doc_id, str) for doc_id in row["found"]):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.found: must be a list of document ids")
-        _check_numbers(row["metrics"], f"{where}.queries.{_key(qid)}.metrics")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.found: must be a list of document ids")
+        _check_numbers(row["metrics"], f"{where}.queries.{field_key(qid)}.metrics")
         if "broken" in row and not (isinstance(row["broken"], list) and all(isinstance(k, str) for k in row["broken"])):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.broken: must be a list of contract keys")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.broken: must be a list of contract keys")
+        if "evidence" in row:  # per-query evidence values; null = unjudgeable
+            if not isinstance(row["evidence"], dict):
+                raise BaselineError(f"{where}.queries.{field_key(qid)}.evidence: must be an object")
+            _check_numbers({k: v for k, v in row["evidence"].items() if v is not None},
+                           f"{where}.queries.{field_key(qid)}.evidence")
         if not isinstance(row.get("scored", True), bool):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.scored: must be true or false")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.scored: must be true or false")
         if row.get("category") is not None and not isinstance(row["category"], str):
-            raise BaselineError(f"{where}.queries.{_key(qid)}.category: must be a string")
+            raise BaselineError(f"{where}.queries.{field_key(qid)}.category: must be a string")
 
 
 def _check_scope(values: dict, where: str) -> None:
@@ -196,14 +304,9 @@ def _check_scope(values: dict, where: str) -> None:
     count = values.get("n")
     if type(count) is not int or count < 0:
         raise BaselineError(f"{where}.n: missing or not a count of scored queries")
-    if count > 0 and GATED_METRIC not in values:
-        raise BaselineError(f"{where}.{GATED_METRIC}: missing; the recall gate needs it for every scope with "
+    if count > 0 and FOUNDING_METRIC not in values:
+        raise BaselineError(f"{where}.{FOUNDING_METRIC}: missing; the recall gate needs it for every scope with "
                             f"scored queries (restore the file from git, or remove it and re-baseline)")
-
-
-def _key(name: str) -> str:
-    """A key as it appears in an error line: as is when printable, else quoted, so the message stays one line."""
-    return name if name.isprintable() and name.strip() == name and name else repr(name)
 
 
 def _check_numbers(values: dict, where: str) -> None:
@@ -211,12 +314,7 @@ def _check_numbers(values: dict, where: str) -> None:
     for name, value in values.items():
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not -1e300 <= value <= 1e300 or not math.isfinite(value)):  # bounds first: a huge int overflows isfinite
-            raise BaselineError(f"{where}.{_key(name)}: must be a finite number, got {_preview(value)}")
-
-
-def _preview(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "..."
+            raise BaselineError(f"{where}.{field_key(name)}: must be a finite number, got {preview(value, 60)}")
 
 
 def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, label: str, *,

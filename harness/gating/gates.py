@@ -1,9 +1,11 @@
-"""The gates as one pure function: check(results, baseline entries, budgets, policy) -> GateResults.
+"""The one gating function: decide(results, inputs) -> the gates and flips every verdict is built from.
 
-Gates (docs/design.md): query count, one quality gate per gated metric (overall and per
-category), latency (absolute budget; optional relative limit), hard contracts, judged coverage.
-Each result is PASS, WARN (reported, never fails CI) or FAIL, with a message that says in words
-what moved, not only statistics.
+A run (`harness.api.run_gate`), `merge`, and the Python API all decide through `decide`, so
+one backend on one set gets one verdict whichever path gated it. Gates (docs/design.md): query
+count, one quality gate per gated metric (overall and per category), latency (absolute budget;
+optional relative limit), hard contracts, judged coverage. Each result is PASS, WARN (reported,
+never fails CI) or FAIL, with a message that says in words what moved, and the numbers it
+decided on (`GateResult.metric`, `baseline`, `current`, `limit`, `unit`, `ci`).
 
 Rounding rule (written once, here): a metric drop fails when
 `baseline - current > limit + FLOAT_SLACK`; FLOAT_SLACK absorbs binary float noise in means so
@@ -14,41 +16,70 @@ points". Latency fails when p95 > budget (equal passes).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from harness.gating.budgets import Budgets
+from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.records import GateResult, QueryResult, SetResult
+from harness.scoring.detectability import Detectability, detectability
 from harness.scoring.evidence import evidence_metric_names, evidence_value, lower_is_better
-from harness.scoring.flips import find_flips
+from harness.scoring.flips import Flip, find_flips
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 
-RECALL_METRIC = "recall@10"
-RECALL_DROP_LIMIT = GatePolicy().drop_limit
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
-DEFAULT_P95_BUDGET_MS = 300.0
 MAX_FLIPS_LISTED = 10
-DEFAULT_POLICY = GatePolicy()
+# The units a GateResult's numbers are in: a [0, 1] mean whose `limit` is the largest drop allowed
+# (shown in points); milliseconds whose `limit` is the largest value allowed; a count whose `limit`
+# is the largest change allowed.
+FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
 
 
-def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets_ms: Mapping[str, float],
-          *, default_budget_ms: float = DEFAULT_P95_BUDGET_MS, latency_gate: bool = True,
-          known_contract_failures: bool = False, policy: GatePolicy = DEFAULT_POLICY) -> list[GateResult]:
-    """Every gate for every set; `baseline_sets` maps set name -> comparable baseline entry.
+@dataclass(frozen=True)
+class Decision:
+    """The gates of a run and, per gated set, its flips against the baseline (lost and gained)."""
 
-    With `known_contract_failures`, a contract the baseline already recorded as broken for the
-    same query is reported as known instead of failing (a ratchet: only new breaks fail).
+    gates: tuple[GateResult, ...]
+    flips: Mapping[str, tuple[Flip, ...]]
+
+
+def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
+           known_contract_failures: bool = False) -> Decision:
+    """Every gate for every set against `inputs.baseline` (no baseline: no gates, no flips).
+
+    `k` is the run's --k (None: each set's own). `latency_gated` False for rankings that were not
+    timed (a run file). With `known_contract_failures`, a contract the baseline already recorded as
+    broken for the same query is reported as known instead of failing (only new breaks fail).
     """
+    if inputs.baseline is None:
+        return Decision((), {})
+    entries = {result.name: inputs.baseline.entry_for(result, k=k or result.k) for result in results}
+    gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
+                  known_contract_failures=known_contract_failures, policy=inputs.policy)
+    flips = {result.name: tuple(find_flips(result.name, _found(entries[result.name]),
+                                           {q.qid: q.found for q in result.queries},
+                                           {q.qid: q.query for q in result.queries}))
+             for result in results}
+    return Decision(tuple(gates), flips)
+
+
+def _found(entry: Mapping) -> dict[str, list[str]]:
+    return {qid: row.get("found") or [] for qid, row in entry["queries"].items()}
+
+
+def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets: Budgets = Budgets(), *,
+          latency_gated: bool = True, known_contract_failures: bool = False,
+          policy: GatePolicy = GatePolicy()) -> list[GateResult]:
+    """The gates of `decide` on baseline entries already matched to the sets (set name -> entry)."""
     gates: list[GateResult] = []
     for result in results:
         entry = baseline_sets[result.name]
         gates.extend(_count_gate(result, entry))
         for metric in policy.metrics:
-            if metric in evidence_metric_names():
-                gates.extend(_evidence_gates(result, entry, metric, policy))
-            else:
-                gates.extend(_metric_gates(result, entry, metric, policy))
-        if latency_gate:
-            gates.append(_latency_gate(result, budgets_ms.get(result.name, default_budget_ms)))
+            gates.extend(_quality_gates(result, entry, metric, policy))
+        if latency_gated:
+            gates.append(_latency_gate(result, entry, budgets.for_set(result.name)))
             relative = _relative_latency_gate(result, entry, policy)
             if relative is not None:
                 gates.append(relative)
@@ -73,120 +104,167 @@ def gate_name(metric: str) -> str:
 
 
 def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
+    numbers = dict(metric="queries", baseline=entry["query_count"], current=result.query_count, limit=0, unit=COUNT)
     gates = []
     if result.query_count != entry["query_count"]:
         gates.append(GateResult(result.name, "query-count", False,
                                 f"{result.name}: query count {result.query_count} differs from the baseline's "
-                                f"{entry['query_count']} (re-baseline deliberately if queries were added or removed)"))
+                                f"{entry['query_count']} (re-baseline deliberately if queries were added or removed)",
+                                **numbers))
     else:
-        gates.append(GateResult(result.name, "query-count", True, f"{result.name}: {result.query_count} queries, as the baseline"))
+        gates.append(GateResult(result.name, "query-count", True, f"{result.name}: {result.query_count} queries, as the baseline",
+                                **numbers))
     for category in sorted(set(entry["aggregates"]["category"]) - set(result.aggregates["category"])):
         gates.append(GateResult(result.name, "query-count", False,
                                 f"{result.name}/{category}: category in the baseline has no scored queries now",
-                                category=category))
+                                category=category, metric="scored queries",
+                                baseline=entry["aggregates"]["category"][category].get("n"), current=0, limit=0,
+                                unit=COUNT))
     return gates
 
 
-def _metric_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
-    scopes: list[tuple[str | None, Mapping, Mapping]] = [(None, entry["aggregates"]["overall"], result.aggregates["overall"])]
-    if policy.gate_categories:
-        for category, before in sorted(entry["aggregates"]["category"].items()):
-            current = result.aggregates["category"].get(category)
-            if current is not None:
-                scopes.append((category, before, current))
+def _quality_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
+    """One gate per scope (overall, then each category of the baseline) for a gated metric.
+
+    Evidence metrics (harness.scoring.evidence) are gated by the same rules: their mean is over
+    the queries judged on them (unjudgeable ones are null and left out), and for the
+    `*_before_current` rates a rise is the loss. A scope with nothing on either side passes
+    saying so; a value missing on one side only fails, naming the side.
+    """
+    evidence = metric in evidence_metric_names()
+    categories = sorted(entry["aggregates"]["category"]) if policy.gate_categories else []
+    if not evidence:  # a category gone from the run is the count gate's
+        categories = [c for c in categories if c in result.aggregates["category"]]
     gates = []
-    for category, before, current in scopes:
+    for category in [None, *categories]:
         label = result.name + (f"/{category}" if category else " overall")
-        if metric not in before or metric not in current:
-            # Never a silent pass: a scope with nothing scored on either side says so; a value
-            # missing on one side only fails the gate, naming which side lacks it.
-            if not before.get("n") and not current.get("n"):
+        (before, n_before), (now, n_now) = (_scope_mean(aggregates, metric, category, evidence)
+                                            for aggregates in (entry["aggregates"], result.aggregates))
+        if before is None or now is None:
+            if not n_before and not n_now:
+                nothing = "no query judged on it" if evidence else "no scored queries"
                 gates.append(GateResult(result.name, gate_name(metric), True,
-                                        f"{label}: no scored queries in the baseline or now; nothing to compare",
+                                        f"{label} {metric}: {nothing} in the baseline or now; nothing to compare",
                                         category=category))
                 continue
-            missing = " and ".join(side for side, values in (("the baseline", before), ("this run", current))
-                                   if metric not in values)
+            missing = " and ".join(side for side, value in (("the baseline", before), ("this run", now))
+                                   if value is None)
             gates.append(GateResult(result.name, gate_name(metric), False,
                                     f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
                                     f"(re-record the baseline with this gate policy: --update-baseline)",
                                     category=category))
             continue
-        base_value, now_value = float(before[metric]), float(current[metric])
-        drop = base_value - now_value
-        flips = flipped_queries(result, entry, category)
-        listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else "")
-        if drop <= policy.drop_limit + FLOAT_SLACK:
-            gates.append(GateResult(result.name, gate_name(metric), True,
-                                    f"{label} {metric} {now_value:.4f} (baseline {base_value:.4f})",
-                                    category=category, flipped=tuple(flips)))
-            continue
-        rows = _scope_rows(result, category)
-        test = _paired(rows, entry, metric)
-        small = category is not None and int(current.get("n", len(rows))) < policy.min_category_queries
-        not_significant = policy.require_ci_below_zero and not test.ci_high < 0
-        message = (f"{label} {metric} dropped {drop * 100:.2f} points: baseline {base_value:.4f}, now {now_value:.4f} "
-                   f"(limit {policy.drop_limit_points:.1f}; {_interval(test)}); {movement(rows, entry, metric)}; "
-                   f"flipped: {listed or 'none'}")
-        if small:
-            message += (f"; warning only: the category has {int(current.get('n', len(rows)))} scored queries, fewer "
-                        f"than the policy's min_queries {policy.min_category_queries}")
-        elif not_significant:
-            message += "; warning only: the paired 95% CI does not lie below zero (policy: require_ci_below_zero)"
-        warning = small or not_significant
-        gates.append(GateResult(result.name, gate_name(metric), warning, message, category=category,
-                                flipped=tuple(flips), warning=warning))
+        gates.append(_quality_gate(result, entry, metric, category, (before, now), (n_before, n_now), policy))
     return gates
 
 
-def _evidence_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
-    """An exposed-evidence metric (harness.scoring.evidence) gated like any other: overall and per category.
+def _quality_gate(result: SetResult, entry: Mapping, metric: str, category: str | None, means: tuple[float, float],
+                  counts: tuple[int, int], policy: GatePolicy) -> GateResult:
+    """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
+    label = result.name + (f"/{category}" if category else " overall")
+    before, now = means
+    rows = _scope_rows(result, category)
+    base_values, now_values = _paired_values(rows, entry, metric)
+    units = {q.qid: q.resampling_unit for q in rows}
+    worse_is = -1.0 if lower_is_better(metric) else 1.0  # loss = worse_is * (before - now)
+    loss = worse_is * (before - now)
+    detect = detectability({qid: worse_is * v for qid, v in now_values.items()}, units,
+                           {qid: worse_is * v for qid, v in base_values.items()})
+    numbers = dict(metric=metric, baseline=before, current=now, limit=policy.drop_limit, unit=FRACTION,
+                   one_query=detect.one_query, detectable=detect.detectable, improved=-loss > FLOAT_SLACK)
+    flips = tuple(flipped_queries(result, entry, category)) if metric not in evidence_metric_names() else ()
+    judged = (f"; judged on {counts[1]} queries, {counts[0]} in the baseline"
+              if metric in evidence_metric_names() else "")
+    if loss <= policy.drop_limit + FLOAT_SLACK:
+        change = f"; {points_text(now - before)}" if abs(now - before) > FLOAT_SLACK else ""
+        message = f"{label} {metric} {now:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
+        ratchet = policy.ratchet_improvement_points
+        if category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK:
+            return GateResult(result.name, gate_name(metric), False,
+                              f"{message}; improved by more than the ratchet's {ratchet:g} points: re-baseline "
+                              f"(--update-baseline) so the baseline follows", category=category, flipped=flips,
+                              **numbers)
+        return GateResult(result.name, gate_name(metric), True, message, category=category, flipped=flips, **numbers)
+    # per-query values on both sides (a baseline from before evidence rows were recorded has none): the
+    # paired test and the category rules need them; without them the loss fails as it stands
+    test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
+    listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)"
+                                                     if len(flips) > MAX_FLIPS_LISTED else "")
+    direction = "rose" if lower_is_better(metric) else "dropped"
+    message = (f"{label} {metric} {direction} {abs(now - before) * 100:.2f} points: baseline {before:.4f}, now "
+               f"{now:.4f} (limit {policy.drop_limit_points:.1f}; "
+               f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
+               f"{movement(rows, entry, metric) if not judged else 'unjudgeable queries left out'}"
+               + (f"; flipped: {listed or 'none'}" if not judged else "") + _below(detect, loss))
+    why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
+    if why_warn:
+        message += f"; warning only: {why_warn}"
+    return GateResult(result.name, gate_name(metric), bool(why_warn), message, category=category, flipped=flips,
+                      warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
+                      p_value=test.p_value if test else None, **numbers)
 
-    Its mean is over the queries judged on it (unjudgeable ones are null and left out); a scope
-    judged on neither side passes saying so, one judged on one side only fails. For the
-    `*_before_current` rates a rise is the loss.
-    """
-    scopes = ["overall"] + ([f"category:{c}" for c in sorted(entry["aggregates"]["category"])]
-                            if policy.gate_categories else [])
-    gates = []
-    for scope in scopes:
-        category = None if scope == "overall" else scope.split(":", 1)[1]
-        label = result.name + (f"/{category}" if category else " overall")
-        before, judged_before = evidence_value(entry["aggregates"], metric, scope)
-        now, judged_now = evidence_value(result.aggregates, metric, scope)
-        if before is None and now is None:
-            gates.append(GateResult(result.name, gate_name(metric), True,
-                                    f"{label} {metric}: no query judged on it in the baseline or now", category=category))
-            continue
-        if before is None or now is None:
-            side = "the baseline" if before is None else "this run"
-            gates.append(GateResult(result.name, gate_name(metric), False,
-                                    f"{label} {metric}: no judged value in {side}; re-record the baseline with this "
-                                    f"gate policy (--update-baseline)", category=category))
-            continue
-        loss = (now - before) if lower_is_better(metric) else (before - now)
-        passed = loss <= policy.drop_limit + FLOAT_SLACK
-        direction = "rose" if lower_is_better(metric) else "dropped"
-        message = (f"{label} {metric} {now:.4f} (baseline {before:.4f}; judged on {judged_now} queries, "
-                   f"{judged_before} in the baseline)")
-        if not passed:
-            message = (f"{label} {metric} {direction} {abs(now - before) * 100:.2f} points: baseline {before:.4f}, "
-                       f"now {now:.4f} (limit {policy.drop_limit_points:.1f}; judged on {judged_now} queries, "
-                       f"{judged_before} in the baseline; unjudgeable queries left out)")
-        gates.append(GateResult(result.name, gate_name(metric), passed, message, category=category))
-    return gates
+
+def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],
+                   now_values: Mapping[str, float], worse_is: float, test: PairedTest | None,
+                   policy: GatePolicy) -> str:
+    """Why a loss beyond the limit warns instead of failing ("" when it fails): the policy's rules."""
+    if category is not None and n < policy.min_category_queries:
+        return (f"the category has {n} scored queries, fewer than the policy's min_queries "
+                f"{policy.min_category_queries}")
+    if category is not None and policy.discount_queries:
+        losses = sorted((worse_is * (base_values[qid] - now_values[qid]) for qid in now_values), reverse=True)
+        if losses:
+            kept = sum(losses[policy.discount_queries:]) / len(losses)
+            if kept <= policy.drop_limit + FLOAT_SLACK:
+                worst = "query" if policy.discount_queries == 1 else f"{policy.discount_queries} queries"
+                return (f"without its worst {worst} the category's loss is {kept * 100:.2f} points, within the limit "
+                        f"(policy: categories.discount_queries {policy.discount_queries}; one query's noise is no "
+                        f"regression)")
+    if policy.require_ci_below_zero and test is not None and not (
+            test.ci_high < 0 if worse_is > 0 else test.ci_low > 0):
+        return "the paired 95% CI does not lie wholly on the side of a loss (policy: require_ci_below_zero)"
+    return ""
+
+
+def _below(detect: Detectability, change: float) -> str:
+    """The note a change below what the scope can detect gets (none when it is detectable or nothing moved)."""
+    if abs(change) <= FLOAT_SLACK or detect.detectable is None or detect.covers(change):
+        return ""
+    return (f"; {abs(change) * 100:.2f} points is below what this scope can detect ({detect.detectable * 100:.1f} "
+            f"points at alpha 0.05, power 0.8; one query is worth {detect.one_query * 100:.1f})")
+
+
+def points_text(change: float) -> str:
+    """A change of a [0, 1] mean in points, signed, two decimals: `+5.00 points`."""
+    return f"{change * 100:+.2f} points"
+
+
+def _scope_mean(aggregates: Mapping, metric: str, category: str | None, evidence: bool) -> tuple[float | None, int]:
+    """(mean or None, queries it is over) of a metric in one scope of a set's aggregates."""
+    if evidence:
+        value, judged = evidence_value(aggregates, metric, "overall" if category is None else f"category:{category}")
+        return value, judged or 0
+    scope = aggregates["overall"] if category is None else aggregates["category"].get(category, {})
+    value = scope.get(metric)
+    return (float(value) if value is not None else None), int(scope.get("n") or 0)
 
 
 def _scope_rows(result: SetResult, category: str | None) -> list[QueryResult]:
     return [q for q in result.queries if q.scored and (category is None or q.category == category)]
 
 
-def _paired(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> PairedTest:
-    """The paired bootstrap CI and randomization p of the change, as `compare` computes it."""
-    base = {q.qid: entry["queries"][q.qid]["metrics"][metric] for q in rows
-            if metric in entry["queries"].get(q.qid, {}).get("metrics", {})}
-    current = {q.qid: q.metrics[metric] for q in rows if q.qid in base and metric in q.metrics}
-    return paired_test(base, current, {q.qid: q.resampling_unit for q in rows}, resamples=RESAMPLES)
+def _paired_values(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> tuple[dict, dict]:
+    """(baseline, current) per-query values of a metric over the scope's queries on both sides (evidence
+    metrics: the queries judged on it on both sides)."""
+    evidence = metric in evidence_metric_names()
+    base, current = {}, {}
+    for q in rows:
+        row = entry["queries"].get(q.qid) or {}
+        before = (row.get("evidence") or {}).get(metric) if evidence else row.get("metrics", {}).get(metric)
+        now = (q.evidence or {}).get(metric) if evidence else q.metrics.get(metric)
+        if before is not None and now is not None:
+            base[q.qid], current[q.qid] = float(before), float(now)
+    return base, current
 
 
 def _interval(test: PairedTest) -> str:
@@ -231,35 +309,51 @@ def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
     return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
-def _latency_gate(result: SetResult, budget_ms: float) -> GateResult:
+def _latency_gate(result: SetResult, entry: Mapping, budget_ms: float) -> GateResult:
     p95 = result.latency_ms.get("p95")
+    before = (entry.get("latency_ms") or {}).get("p95")
+    numbers = dict(metric="p95", baseline=float(before) if before is not None else None,
+                   current=float(p95) if p95 is not None else None, limit=budget_ms, unit=MILLISECONDS)
     if p95 is None:
         if not result.queries:
-            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate")
+            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate",
+                              **numbers)
         return GateResult(result.name, "latency", False,
-                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass")
+                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass",
+                          **numbers)
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
+    was = f"; baseline {float(before):.1f} ms" if before is not None else ""
     return GateResult(result.name, "latency", passed,
-                      f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms")
+                      f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}", **numbers)
 
 
 def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
+    """p95 against the baseline's: beyond the relative limit AND the absolute floor it warns (policy: fails);
+    no gate when either side has fewer than the policy's min_samples latencies.
+
+    Both conditions, so that machine noise on a sub-millisecond backend (0.3 -> 0.9 ms) stays quiet
+    while a 10x slowdown of anything slower than a fraction of a millisecond shows. The latencies of
+    two runs are two samples of a noisy machine: the gate compares them, it does not test them.
+    """
     limit = policy.latency_relative_limit_percent
-    if limit is None:
-        return None
     base, now = entry.get("latency_ms") or {}, result.latency_ms
+    if limit is None or "p95" not in base:
+        return None
     samples = min(int(base.get("n") or 0), int(now.get("n") or 0))
-    if samples < policy.latency_min_samples or "p95" not in base or "p95" not in now:
-        return GateResult(result.name, "latency-relative", True,
-                          f"{result.name} p95 not compared with the baseline's: {samples} latencies, fewer than the "
-                          f"policy's min_samples {policy.latency_min_samples}")
-    allowed = float(base["p95"]) * (1 + limit / 100)
-    passed = float(now["p95"]) <= allowed + FLOAT_SLACK
-    change = (float(now["p95"]) / float(base["p95"]) - 1) * 100 if base["p95"] else float("inf")
-    return GateResult(result.name, "latency-relative", passed,
-                      f"{result.name} p95 latency {now['p95']:.1f} ms vs the baseline's {base['p95']:.1f} ms "
-                      f"({change:+.0f} %, limit +{limit:g} %)")
+    if samples < policy.latency_min_samples or "p95" not in now:
+        return None  # too few latencies to compare a p95 (the latency gate still shows both)
+    before, after = float(base["p95"]), float(now["p95"])
+    allowed = max(before * (1 + limit / 100), before + policy.latency_min_increase_ms)
+    grew = after > allowed + FLOAT_SLACK
+    change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
+    message = (f"{result.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
+               f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms)")
+    if grew and not policy.latency_relative_fails:
+        message += "; warning only (policy: latency.relative_fails)"
+    return GateResult(result.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
+                      warning=grew and not policy.latency_relative_fails, metric="p95", baseline=before,
+                      current=after, limit=allowed, unit=MILLISECONDS)
 
 
 def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
@@ -268,14 +362,16 @@ def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateR
     if before is None or now is None:
         return None
     drop = float(before) - float(now)
+    numbers = dict(metric=JUDGED_METRIC, baseline=float(before), current=float(now),
+                   limit=policy.judged_warn_drop_points / 100, unit=FRACTION)
     if drop * 100 <= policy.judged_warn_drop_points + FLOAT_SLACK:
         return GateResult(result.name, "judged", True,
-                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
+                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})", **numbers)
     unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in result.queries if q.scored)
     return GateResult(result.name, "judged", True,
                       f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}"
                       f" ({unjudged} unjudged documents in the top 10s); the backend now returns documents the set "
-                      f"never judged: judge them and bump the set's revision", warning=True)
+                      f"never judged: judge them and bump the set's revision", warning=True, **numbers)
 
 
 def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> GateResult:
@@ -284,18 +380,19 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
               for c in q.contracts if not c.passed]
     recorded = {(qid, key) for qid, row in entry["queries"].items() for key in row.get("broken", [])}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
+    numbers = dict(metric="broken contracts", baseline=len(recorded), current=len(broken), limit=0, unit=COUNT)
     if accept_known:
         broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
             return GateResult(result.name, "contract", True,
                               f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
+                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})", **numbers)
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
         if not checked:
-            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set")
-        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold")
+            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set", **numbers)
+        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold", **numbers)
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
@@ -304,4 +401,4 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
     qids = sorted({qid for qid, _ in broken})
     return GateResult(result.name, "contract", False,
                       f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
-                      f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))
+                      f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids), **numbers)

@@ -79,6 +79,7 @@ class IdentityCheck:
 
     refusal: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    changed: bool = False  # another backend, gated anyway (allow_change)
 
 
 def portable_command(argv: Sequence[str]) -> list[str]:
@@ -129,14 +130,36 @@ def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_pat
         if baseline.settings is not None and run.settings is not None and dict(baseline.settings) != dict(run.settings):
             notes.append(f"backend settings changed: {_compact(baseline.settings)} in {baseline_path}, "
                          f"{_compact(run.settings)} now")
-    return IdentityCheck(None, tuple(notes))
+    return IdentityCheck(None, tuple(notes), changed=different is not None)
 
 
-def refuse_if_different(check: IdentityCheck) -> tuple[str, ...]:
-    """Raise the refusal (exit 2) or return the notes."""
-    if check.refusal is not None:
-        raise BaselineError(check.refusal)
-    return check.notes
+@dataclass(frozen=True)
+class BackendCheck:
+    """Who answered a run (one identity for all its workers or shards) and what the check noted."""
+
+    identity: BackendIdentity
+    notes: tuple[str, ...] = ()
+    changed: bool = False  # gated against another backend's baseline by --allow-backend-change
+
+
+def check_backend(identities: Sequence[BackendIdentity], recorded: BackendIdentity | None, baseline_path: str, *,
+                  allow_change: bool, what: str = "workers") -> BackendCheck:
+    """The identity check of a run and of `merge` alike: every worker (or shard) is the same backend,
+    and the one the baseline (`recorded`, None: no baseline) was recorded for.
+
+    Raises BaselineError (exit 2) for workers or shards of different backends, and for another
+    backend or model than the baseline's unless `allow_change`.
+    """
+    first = identities[0]
+    if any(other != first for other in identities[1:]):
+        raise BaselineError(f"the {len(identities)} {what} are different backends: "
+                            + "; ".join(i.describe() for i in dict.fromkeys(identities)))
+    if recorded is None:
+        return BackendCheck(first)
+    outcome = check_identity(recorded, first, baseline_path, allow_change=allow_change)
+    if outcome.refusal is not None:
+        raise BaselineError(outcome.refusal)
+    return BackendCheck(first, outcome.notes, outcome.changed)
 
 
 def _string(value: object) -> str | None:

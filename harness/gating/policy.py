@@ -1,22 +1,30 @@
-"""The gate policy: which metrics are gated, by how much they may drop, and when a drop only warns.
+"""The gate policy: which metrics are gated, by how much they may drop, and when a drop or a slowdown only warns.
 
 Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every field is optional
-and the defaults reproduce the founding gates exactly (docs/sets.md, "Gate policy"):
+(docs/sets.md, "Gate policy"), and the defaults are:
 
     {"format": 1,
      "metrics": ["recall@10"],            # any metric the harness computes, any spelling
      "drop_limit_points": 2.0,            # a drop of more than this many points fails
-     "categories": {"gate": true, "min_queries": 1},
+     "categories": {"gate": true, "min_queries": 1, "discount_queries": 1},
      "significance": {"require_ci_below_zero": false},
-     "latency": {"relative_p95_limit_percent": null, "min_samples": 20},
-     "judged": {"warn_drop_points": 10.0}}
+     "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
+                 "relative_fails": false},
+     "judged": {"warn_drop_points": 10.0},
+     "ratchet": {"improvement_points": null}}
 
-With `categories.min_queries` N, a category with fewer than N scored queries is reported but
-not gated alone (its drop warns). With `significance.require_ci_below_zero`, a drop beyond the
-limit fails only when its paired 95% CI lies wholly below zero, and otherwise warns. A
-relative latency limit fails when p95 exceeds the baseline's p95 by more than that percentage,
-when both runs have at least `min_samples` latencies (fewer: not gated, said so). `judged`
-warns when judged@10 falls by more than that many points against the baseline.
+A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
+when it has at least `min_queries` scored queries and its drop still exceeds the limit with its
+`discount_queries` worst-changed queries set back to their baseline values (default 1: one
+query's noise never fails a category; 0: any drop beyond the limit does); otherwise it warns.
+With `significance.require_ci_below_zero`, a drop beyond the limit fails only when its paired
+95% CI lies wholly below zero, and otherwise warns. Latency: a p95 that grew by more than
+`relative_p95_limit_percent` of the baseline's AND by more than `min_increase_ms` warns
+(`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
+when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
+figure that improved by more than that fails until it is re-baselined (the baseline follows
+improvements). Unknown keys at any depth, a `format` that is not the integer 1, and limits
+under which a gate could never fail are refused, one line each.
 """
 
 from __future__ import annotations
@@ -29,21 +37,36 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.strict_json import read_json_file
 
+FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
 POLICY_FORMAT = 1
 DEFAULT_POLICY_FILE = Path("gate-policy.json")
-_TOP_KEYS = {"format", "metrics", "drop_limit_points", "categories", "significance", "latency", "judged"}
+MAX_POINTS = 100.0  # a mean of a [0, 1] metric moves at most 100 points: a limit there can never be crossed
+# Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
+SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
+            "significance": {"require_ci_below_zero"},
+            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
+            "judged": {"warn_drop_points"},
+            "ratchet": {"improvement_points"}}
+TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
 
 
 @dataclass(frozen=True)
 class GatePolicy:
-    metrics: tuple[str, ...] = ("recall@10",)
+    metrics: tuple[str, ...] = (FOUNDING_METRIC,)
     drop_limit_points: float = 2.0
     gate_categories: bool = True
     min_category_queries: int = 1
+    discount_queries: int = 1
     require_ci_below_zero: bool = False
-    latency_relative_limit_percent: float | None = None
+    # p95 more than doubled AND grew by more than 10 ms: a busy 2-core machine moved the BM25 p95 of
+    # the shipped sets from 0.3-0.8 ms to 3-5.7 ms (docs/sets.md, "Gate policy"); a 10x slowdown of
+    # any backend whose p95 is 1.2 ms or more shows.
+    latency_relative_limit_percent: float | None = 100.0
+    latency_min_increase_ms: float = 10.0
     latency_min_samples: int = 20
+    latency_relative_fails: bool = False
     judged_warn_drop_points: float = 10.0
+    ratchet_improvement_points: float | None = None
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -54,11 +77,14 @@ class GatePolicy:
     def to_dict(self) -> dict[str, object]:
         return {"format": POLICY_FORMAT, "source": self.source, "metrics": list(self.metrics),
                 "drop_limit_points": self.drop_limit_points,
-                "categories": {"gate": self.gate_categories, "min_queries": self.min_category_queries},
+                "categories": {"gate": self.gate_categories, "min_queries": self.min_category_queries,
+                               "discount_queries": self.discount_queries},
                 "significance": {"require_ci_below_zero": self.require_ci_below_zero},
                 "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
-                            "min_samples": self.latency_min_samples},
-                "judged": {"warn_drop_points": self.judged_warn_drop_points}}
+                            "min_increase_ms": self.latency_min_increase_ms,
+                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
+                "judged": {"warn_drop_points": self.judged_warn_drop_points},
+                "ratchet": {"improvement_points": self.ratchet_improvement_points}}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -77,59 +103,91 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     where = str(path)
     if not isinstance(document, dict):
         raise UsageError(f"{where}: must be a JSON object")
-    if document.get("format") != POLICY_FORMAT:
-        raise UsageError(f"{where}: format: expected {POLICY_FORMAT}, got {document.get('format')!r}")
-    unknown = sorted(set(document) - _TOP_KEYS)
-    if unknown:
-        raise UsageError(f"{where}: {unknown[0]}: unknown field (known: {', '.join(sorted(_TOP_KEYS))})")
+    version = document.get("format")
+    if type(version) is not int or version != POLICY_FORMAT:  # true == 1 and 1.0 == 1 in Python: not formats
+        raise UsageError(f"{where}: format: expected the integer {POLICY_FORMAT}, got {version!r}")
+    _refuse_unknown(document, TOP_KEYS, where)
+    sections = {name: _section(document, name, where) for name in SECTIONS}
     defaults = GatePolicy()
+    categories, latency = sections["categories"], sections["latency"]
+    relative = latency.get("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
+    ratchet = sections["ratchet"].get("improvement_points")
+    return GatePolicy(
+        metrics=_metrics(document, defaults, canonical_metric, where),
+        drop_limit_points=_points(document, "drop_limit_points", defaults.drop_limit_points, where),
+        gate_categories=_boolean(categories, "gate", defaults.gate_categories, f"{where}: categories"),
+        min_category_queries=_integer(categories, "min_queries", defaults.min_category_queries,
+                                      f"{where}: categories", low=1),
+        discount_queries=_integer(categories, "discount_queries", defaults.discount_queries,
+                                  f"{where}: categories", low=0),
+        require_ci_below_zero=_boolean(sections["significance"], "require_ci_below_zero", False,
+                                       f"{where}: significance"),
+        latency_relative_limit_percent=None if relative is None else _number(
+            latency, "relative_p95_limit_percent", 0.0, f"{where}: latency", low=0.0),
+        latency_min_increase_ms=_number(latency, "min_increase_ms", defaults.latency_min_increase_ms,
+                                        f"{where}: latency", low=0.0),
+        latency_min_samples=_integer(latency, "min_samples", defaults.latency_min_samples, f"{where}: latency", low=1),
+        latency_relative_fails=_boolean(latency, "relative_fails", False, f"{where}: latency"),
+        judged_warn_drop_points=_points(sections["judged"], "warn_drop_points", defaults.judged_warn_drop_points,
+                                        f"{where}: judged"),
+        ratchet_improvement_points=None if ratchet is None else _points(
+            sections["ratchet"], "improvement_points", 0.0, f"{where}: ratchet"),
+        source=where)
+
+
+def _metrics(document: dict, defaults: GatePolicy, canonical_metric: Callable[[str], str], where: str) -> tuple[str, ...]:
     metrics = document.get("metrics", list(defaults.metrics))
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise UsageError(f"{where}: metrics: must be a non-empty list of metric names")
     canonical = []
     for name in metrics:
         try:
-            canonical.append(canonical_metric(name))
+            key = canonical_metric(name)
         except ValueError as exc:
             raise UsageError(f"{where}: metrics: {exc}") from None
-    categories = _section(document, "categories", where)
-    significance = _section(document, "significance", where)
-    latency = _section(document, "latency", where)
-    judged = _section(document, "judged", where)
-    relative = latency.get("relative_p95_limit_percent")
-    return GatePolicy(
-        metrics=tuple(dict.fromkeys(canonical)),
-        drop_limit_points=_number(document, "drop_limit_points", defaults.drop_limit_points, where, low=0.0),
-        gate_categories=_boolean(categories, "gate", defaults.gate_categories, f"{where}: categories"),
-        min_category_queries=_integer(categories, "min_queries", defaults.min_category_queries, f"{where}: categories"),
-        require_ci_below_zero=_boolean(significance, "require_ci_below_zero", False, f"{where}: significance"),
-        latency_relative_limit_percent=None if relative is None else _number(
-            latency, "relative_p95_limit_percent", 0.0, f"{where}: latency", low=0.0),
-        latency_min_samples=_integer(latency, "min_samples", defaults.latency_min_samples, f"{where}: latency"),
-        judged_warn_drop_points=_number(judged, "warn_drop_points", defaults.judged_warn_drop_points,
-                                        f"{where}: judged", low=0.0),
-        source=where)
+        if key == "judged@10":
+            # coverage, not quality: a fall means unjudged documents, which warns (judged.warn_drop_points)
+            raise UsageError(f"{where}: metrics: judged@10 is judged coverage, not a quality measure; its fall "
+                             f"warns through judged.warn_drop_points")
+        canonical.append(key)
+    return tuple(dict.fromkeys(canonical))
+
+
+def _refuse_unknown(section: dict, known: set[str], where: str) -> None:
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise UsageError(f"{where}: {unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
 
 
 def _section(document: dict, key: str, where: str) -> dict:
     value = document.get(key, {})
     if not isinstance(value, dict):
         raise UsageError(f"{where}: {key}: must be an object")
+    _refuse_unknown(value, SECTIONS[key], f"{where}: {key}")
     return value
 
 
-def _number(section: dict, key: str, default: float, where: str, *, low: float) -> float:
+def _number(section: dict, key: str, default: float, where: str, *, low: float, high: float = 1e6) -> float:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e6 \
-            or not math.isfinite(value) or value < low:
-        raise UsageError(f"{where}: {key}: must be a number from {low:g} to 1e6, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 < value < 1e300 \
+            or not math.isfinite(value) or not low <= value <= high:
+        raise UsageError(f"{where}: {key}: must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
 
 
-def _integer(section: dict, key: str, default: int, where: str) -> int:
+def _points(section: dict, key: str, default: float, where: str) -> float:
+    """A limit in points of a [0, 1] mean: below 100, or the gate it sets could never fail (or warn)."""
+    value = _number(section, key, default, where, low=0.0)
+    if value >= MAX_POINTS:
+        raise UsageError(f"{where}: {key}: {value:g} points: a mean moves at most {MAX_POINTS:g} points, so this "
+                         f"gate could never fail; give less than {MAX_POINTS:g}")
+    return value
+
+
+def _integer(section: dict, key: str, default: int, where: str, *, low: int) -> int:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
-        raise UsageError(f"{where}: {key}: must be an integer from 1 to 1000000, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1_000_000:
+        raise UsageError(f"{where}: {key}: must be an integer from {low} to 1000000, got {value!r}")
     return value
 
 

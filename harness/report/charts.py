@@ -10,26 +10,28 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from harness.gating.gates import FLOAT_SLACK, RECALL_DROP_LIMIT, RECALL_METRIC
+from harness.gating.gates import FLOAT_SLACK
+from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.report.html_kit import (BETTER, WORSE, AXIS, AXIS_COLOUR, BAR_HEIGHT, CHART_WIDTH, GRID, LABEL_WIDTH, LATENCY_FLOOR_MS, MARKER_COLOURS, SERIES_COLOURS, SVG_FONT, _clip, _exact, _ms, _px, _signed, _text)
 
 # --- charts -------------------------------------------------------------------------------------
 
 def recall_bars_svg(title: str, groups: Sequence[tuple[str, Mapping[str, float | None]]],
-                    series: tuple[str, str]) -> str:
-    """Horizontal grouped bars of recall@10 in [0, 1], one group per scope (overall, each category).
+                    series: tuple[str, str], *, metric: str = FOUNDING_METRIC,
+                    drop_limit: float = GatePolicy().drop_limit) -> str:
+    """Horizontal grouped bars of a [0, 1] metric (recall@10 unless said), one group per scope (overall, each category).
 
     `groups`: (label, {series name: value or None}); `series`: (first, second), e.g.
     ("baseline", "current"). A series absent from every group is left out of the legend; a value
     of None inside a drawn series is written as "missing". The second series' change against the
-    first is printed beside it, red when it is a drop larger than the recall gate's limit.
+    first is printed beside it, red when it is a drop larger than `drop_limit` (the gate's).
     """
     drawn = [name for name in series if any(values.get(name) is not None for _, values in groups)]
     bar_step = BAR_HEIGHT + 2
     group_height = max(1, len(drawn)) * bar_step + 10
-    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 130
+    top, left, plot_width = 34, LABEL_WIDTH + 10, CHART_WIDTH - LABEL_WIDTH - 150  # 140 for the notes
     plot_bottom = top + group_height * len(groups)
-    out = [_svg_open("recall-bars", plot_bottom + 30, f'data-metric="{_text(RECALL_METRIC)}"'),
+    out = [_svg_open("recall-bars", plot_bottom + 30, f'data-metric="{_text(metric)}"'),
            f"<title>{_text(title)}</title>"]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = left + tick * plot_width
@@ -41,19 +43,20 @@ def recall_bars_svg(title: str, groups: Sequence[tuple[str, Mapping[str, float |
         colour = SERIES_COLOURS[series.index(name)]
         out.append(f'<rect class="legend" x="{x}" y="8" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text x="{x + 16}" y="18">{_text(name)}</text>')
-    out.append(f'<text x="{CHART_WIDTH - 8}" y="18" text-anchor="end">{_text(RECALL_METRIC)}</text>')
+    out.append(f'<text x="{CHART_WIDTH - 8}" y="18" text-anchor="end">{_text(metric)}</text>')
     for index, (label, values) in enumerate(groups):
         y0 = top + index * group_height
         out.append(f'<text x="{LABEL_WIDTH}" y="{_px(y0 + len(drawn) * bar_step / 2 + 4)}" text-anchor="end">'
                    f"<title>{_text(label)}</title>{_text(_clip(label))}</text>")
         for position, name in enumerate(drawn):
-            out.extend(_bar(label, name, values, series, left, y0 + position * bar_step, plot_width))
+            out.extend(_bar(label, name, values, series, left, y0 + position * bar_step, plot_width, metric,
+                            drop_limit))
     out.append("</svg>")
     return "\n".join(out)
 
 
 def _bar(label: str, name: str, values: Mapping[str, float | None], series: tuple[str, str],
-         left: float, y: float, plot_width: float) -> list[str]:
+         left: float, y: float, plot_width: float, metric: str, drop_limit: float) -> list[str]:
     """One bar with its data-value and <title>, and its value (and change, for the second series) beside it."""
     value = values.get(name)
     if value is None:
@@ -65,13 +68,13 @@ def _bar(label: str, name: str, values: Mapping[str, float | None], series: tupl
     if name == series[1] and first is not None:
         change = value - first
         note += f" ({_signed(change * 100, 1)} pts)" if abs(change) > FLOAT_SLACK else " (no change)"
-        if -change > RECALL_DROP_LIMIT + FLOAT_SLACK:
+        if -change > drop_limit + FLOAT_SLACK:
             colour = f' fill="{WORSE}"'
         elif change > FLOAT_SLACK:
             colour = f' fill="{BETTER}"'
     return [f'<rect class="bar" x="{left}" y="{_px(y)}" width="{_px(width)}" height="{BAR_HEIGHT}" '
             f'fill="{SERIES_COLOURS[series.index(name)]}" data-series="{_text(name)}" data-group="{_text(label)}" '
-            f'data-value="{_exact(value)}"><title>{_text(label)}: {_text(name)} {_text(RECALL_METRIC)} {value:.4f}'
+            f'data-value="{_exact(value)}"><title>{_text(label)}: {_text(name)} {_text(metric)} {value:.4f}'
             f"</title></rect>",
             f'<text x="{_px(left + width + 4)}" y="{_px(y + BAR_HEIGHT - 2)}"{colour}>{_text(note)}</text>']
 
@@ -134,8 +137,8 @@ def latency_cdf_svg(title: str, latencies_ms: Sequence[float], markers: Sequence
 
 
 def _chart_box(svg: str) -> str:
-    """A chart in its own scrolling box: on a phone it keeps a legible width and scrolls, the page does not."""
-    return f'<div class="scroll chart-box">\n{svg}\n</div>'
+    """A chart in its box, which it fills (html_kit.STYLE: width 100%, its viewBox scaled), so it never scrolls."""
+    return f'<div class="chart-box">\n{svg}\n</div>'
 
 
 def _svg_open(kind: str, height: float, data: str) -> str:

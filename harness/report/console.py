@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from harness.records import SetResult
 from harness.report import evidence
@@ -32,12 +32,11 @@ def cell(values: dict, name: str) -> str:
     return f"{values[name] + 0.0:.3f}" if name in values else "-"
 
 
-def render_text(report: Report, baseline_sets: Mapping[str, Mapping] | None = None, *, verbose: bool = False,
-                style: Style = PLAIN, written: Sequence[tuple[str, str]] = ()) -> str:
+def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
+                written: Sequence[tuple[str, str]] = ()) -> str:
     """The console report: who ran against which baseline, a table per set, failures, warnings,
     a count of what passed (each passing gate with `verbose`), the files written, the verdict last.
 
-    `baseline_sets` (set name -> baseline entry) lets the verdict name the worst recall drop;
     `written` is (what, path) pairs such as ("report", "r.json"), shown on one line before the
     verdict; `style` colours status words and the verdict (PLAIN: none, as in the golden files).
     """
@@ -51,7 +50,7 @@ def render_text(report: Report, baseline_sets: Mapping[str, Mapping] | None = No
     lines.append("")
     if written:
         lines.append("  ".join(f"{what}: {path}" for what, path in written))
-    final = verdict(report, baseline_sets)
+    final = verdict(report)
     lines.append(style.paint(final.status, final.line))
     return "\n".join(lines) + "\n"
 

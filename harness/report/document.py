@@ -1,32 +1,37 @@
 """The run report as a typed `Report`: frozen records, its JSON schema in both directions, its exit code.
 
-Every output (console, Markdown, JUnit, HTML, TREC export, compare) reads a `Report`, never a
-raw dict; the JSON written by `--out` is `Report.to_json()` and reads back with
-`Report.from_json()`, which checks every field it needs and names the first bad one in one line.
+Every output (console, Markdown, JUnit, HTML, TREC export, compare) reads a `Report` alone, never
+a raw dict nor the baseline beside it: the gates carry the numbers they decided on and the report
+the flips against the baseline. The JSON written by `--out` is `Report.to_json()`; it reads back
+with `harness.report.reading.report_from_json()`, which checks every field it needs and names the
+first bad one in one line.
 
 REPORT_FORMAT history (bump on any change a reader of an older version would misread):
   1 — first version: provenance, sets (aggregates, latency, per-query rows), gates, complete,
       exit_code; optional `what_if`, `previous_baseline` and `warnings`. Gates gained `status`
       ("pass", "warn", "fail") later in version 1; a gate without it reads as pass or fail.
-      Later in version 1 (issues 13, 14, all optional, absent reads as before): `pooled` (means
+      Later in version 1 (all optional, absent reads as before): `pooled` (means
       over every scored query of every set, with n), per-query `tied` (tied positions, written
       only when > 0), per-query metrics judged@10, unjudged@10 (a count; summed in aggregates)
       and ndcg@10(condensed), and provenance `tied_order_changed` (with --repeats).
+  2 — gates carry their numbers (`metric`, `baseline`, `current`, `limit`, `unit`, and for a
+      metric drop `ci` and `p_value`); `flips` per gated set (qid, lost and gained relevant ids
+      against the baseline); provenance.settings gains `max_window`. Version 1 reports still read
+      (gates without numbers, no flips).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
-from harness.strict_json import read_json_file, strict_json_dumps
+from harness.strict_json import strict_json_dumps
 from harness.records import GateResult, SetResult
+from harness.scoring.flips import Flip
 
-REPORT_FORMAT = 1
-SUPPORTED_FORMATS = (1,)
+REPORT_FORMAT = 2
+SUPPORTED_FORMATS = (1, 2)
 OUTCOMES = ("pass", "fail", "xfail", "xpass")
 
 
@@ -142,7 +147,8 @@ class Report:
     warnings: tuple[str, ...] = ()
     what_if: Mapping[str, object] | None = None
     previous_baseline: Mapping[str, object] | None = None
-    pooled: Mapping[str, float] | None = None  # means over every scored query of every set (issue 14)
+    pooled: Mapping[str, float] | None = None  # means over every scored query of every set
+    flips: Mapping[str, tuple[Flip, ...]] | None = None  # per gated set: queries whose found relevant ids moved
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -151,10 +157,6 @@ class Report:
     @property
     def warned_gates(self) -> tuple[GateResult, ...]:
         return tuple(g for g in self.gates if g.status == "warn")
-
-    @property
-    def gated(self) -> bool:
-        return bool(self.gates)
 
     def set_named(self, name: str) -> SetResult:
         for result in self.sets:
@@ -176,28 +178,13 @@ class Report:
             row["previous_baseline"] = _plain(self.previous_baseline)
         if self.pooled is not None:
             row["pooled"] = _plain(self.pooled)
+        if self.flips is not None:
+            row["flips"] = {name: [flip.to_dict() for flip in flips] for name, flips in self.flips.items()}
         return row
 
     def to_json(self) -> str:
         """Strict JSON (no NaN or Infinity literals), one space indent, UTF-8 text kept as is."""
         return strict_json_dumps(self.to_dict(), what="report", indent=1, ensure_ascii=False) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str, label: str = "report") -> Report:
-        """Parse a report written by `to_json`; ReportError naming `label` and the field otherwise."""
-        try:
-            document = json.loads(text)
-        except ValueError as exc:
-            raise ReportError(f"{label}: run report, not valid JSON ({exc})") from None
-        except RecursionError:
-            raise ReportError(f"{label}: run report, JSON nested too deeply") from None
-        return cls.from_dict(document, label)
-
-    @classmethod
-    def from_dict(cls, document: object, label: str = "report") -> Report:
-        """The typed report of a parsed document; every field checked (harness/report/reading.py)."""
-        from harness.report.reading import read_document  # the reader builds these records: import it late
-        return read_document(document, label)
 
 
 def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
@@ -205,15 +192,6 @@ def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
     if error_exit_code is not None:
         return error_exit_code
     return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
-
-
-def read_report(path: Path) -> Report:
-    """Read a JSON report file (`--out`); ReportError naming the file and field when it is not one."""
-    return Report.from_dict(read_json_file(path, ReportError, what="run report"), str(path))
-
-
-def to_json(report: Report) -> str:
-    return report.to_json()
 
 
 def _plain(value: object) -> object:

@@ -1,6 +1,6 @@
-"""How reports show the exposed-evidence figures (issue 17): console and Markdown rows, the HTML
-table and the window a failing query got, spans highlighted by label. Sets without evidence
-show nothing here, so their reports are unchanged."""
+"""How reports show the exposed-evidence figures (docs/sets.md, "What is measured"): console and
+Markdown rows, the HTML table and the window a failing query got, spans highlighted by label.
+Sets without evidence show nothing here, so their reports are unchanged."""
 
 from __future__ import annotations
 

@@ -15,8 +15,9 @@ from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, counts_line,
                                     error_parts, ordered_gates)
 from harness.report.verdict import verdict as run_verdict
-from harness.scoring.flips import Flip, find_flips
-from harness.gating.gates import RECALL_METRIC
+from harness.scoring.flips import Flip
+from harness.gating.gates import FRACTION
+from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.scoring.evaluate import TABLE_METRICS
 
 from harness.report.charts import (recall_bars_svg, latency_cdf_svg, _chart_box)
@@ -25,18 +26,16 @@ from harness.report.html_kit import (RETURNED_SHOWN, _anchor, _fixed, _ms, _natu
 
 # --- run page -----------------------------------------------------------------------------------
 
-def render_run_html(report: Report, baseline_sets: Mapping[str, Mapping] | None, budgets_ms: Mapping[str, float],
-                    default_budget_ms: float) -> str:
-    """One self-contained page for a run report.
+def render_run_html(report: Report) -> str:
+    """One self-contained page for a run report, from the report alone.
 
-    `baseline_sets` maps set name -> baseline entry (harness.gating.baseline `_set_entry`), or None when
-    the run had no baseline; then the recall chart shows the current run only and no flips are
-    listed. `budgets_ms` / `default_budget_ms` give each set's p95 budget, as the latency gate uses.
-    The header carries the verdict, the gate counts, who answered and the baseline file
-    (`provenance.extra["baseline"]`, when the run recorded it).
+    The chart of each set draws its first gated [0, 1] metric (recall@10 by default) baseline vs
+    current from the gates' numbers (the current run alone when ungated), the flips table the
+    report's flips, the latency chart the budget its latency gate held it to. The header carries
+    the verdict, the gate counts, who answered and the baseline file (`provenance.extra["baseline"]`).
     """
     backend = report.provenance.backend.label
-    final = run_verdict(report, baseline_sets)
+    final = run_verdict(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
     if report.error:
@@ -54,9 +53,7 @@ def render_run_html(report: Report, baseline_sets: Mapping[str, Mapping] | None,
     body.append("<h2>Run details</h2>")
     body.append(_provenance_table(report))
     for index, result in enumerate(report.sets):
-        entry = (baseline_sets or {}).get(result.name)
-        budget = float(budgets_ms.get(result.name, default_budget_ms))
-        body.extend(_run_set_section(index, result, entry, baseline_sets is not None, budget))
+        body.extend(_run_set_section(index, result, report))
     return _page(f"retrieval-gate run ({backend}): {final.word}", body)
 
 
@@ -128,9 +125,13 @@ def _provenance_table(report: Report) -> str:
     return _table(None, ((("th", _text(k)), _text(v)) for k, v in rows if v is not None), "meta")
 
 
-def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_baseline: bool,
-                     budget_ms: float) -> list[str]:
+def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]:
     name = result.name
+    gates = [g for g in report.gates if g.set_name == name]
+    metric_gates = [g for g in gates if g.unit == FRACTION and g.gate != "judged"]
+    metric = metric_gates[0].metric if metric_gates and metric_gates[0].metric else FOUNDING_METRIC
+    latency = next((g for g in gates if g.gate == "latency"), None)
+    flips = (report.flips or {}).get(name)
     status = ("" if result.complete else
               f' <span class="fail">INCOMPLETE ({len(result.queries)} of {result.query_count} answered)</span>')
     corpus = _text(result.corpus_hash[:16])
@@ -139,22 +140,23 @@ def _run_set_section(index: int, result: SetResult, entry: Mapping | None, has_b
            f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, "
            f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
            _aggregates_table(result.aggregates)]
-    out.append(f"<h3>{_text(RECALL_METRIC)} per category</h3>")
+    baseline = {g.category or "overall": g.baseline for g in metric_gates if g.metric == metric}
+    out.append(f"<h3>{_text(metric)} per category</h3>")
     out.append(_chart_box(recall_bars_svg(
-        f"set {name}: {RECALL_METRIC} per category, "
-        + ("baseline vs current" if entry is not None else "current run (no baseline)"),
-        _run_bar_groups(result.aggregates, entry), ("baseline", "current"))))
+        f"set {name}: {metric} per category, "
+        + ("baseline vs current" if baseline else "current run (no baseline)"),
+        _run_bar_groups(result.aggregates, metric, baseline), ("baseline", "current"), metric=metric,
+        drop_limit=metric_gates[0].limit if metric_gates and metric_gates[0].limit is not None
+        else GatePolicy().drop_limit)))
     out.append("<h3>latency</h3>")
-    out.append(_latency_block(result, budget_ms))
+    out.append(_latency_block(result, latency.limit if latency is not None else None))
     out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
-    flips: list[Flip] = []
-    if entry is None:
-        out.append("<p>No baseline for this set" + ("" if has_baseline else " (the run had none)") + ".</p>")
+    if flips is None:
+        out.append("<p>No baseline for this set (the run was not gated).</p>")
     else:
-        flips = _run_flips(result, entry)
         out.append(flips_table(flips, {q.qid: q for q in result.queries}, index))
     out.extend(evidence.html_blocks(result, _text))  # nothing for sets without evidence
-    out.extend(_not_passed(result.queries, index, {f.qid for f in flips}))
+    out.extend(_not_passed(result.queries, index, {f.qid for f in flips or ()}))
     out.append("</section>")
     return out
 
@@ -213,40 +215,37 @@ def _aggregates_table(aggregates: Mapping) -> str:
         for label, values in scopes), "aggregates")
 
 
-def _run_bar_groups(aggregates: Mapping, entry: Mapping | None) -> list[tuple[str, dict[str, float | None]]]:
-    """overall first, then every category of the run or of the baseline (one missing now shows as such)."""
-    base = (entry or {}).get("aggregates") or {}
-    groups = [("overall", {"baseline": (base.get("overall") or {}).get(RECALL_METRIC) if entry else None,
-                           "current": (aggregates.get("overall") or {}).get(RECALL_METRIC)})]
-    now, before = aggregates.get("category") or {}, base.get("category") or {}
-    for category in sorted(set(now) | set(before), key=_natural_key):
-        groups.append((category, {"baseline": (before.get(category) or {}).get(RECALL_METRIC),
-                                  "current": (now.get(category) or {}).get(RECALL_METRIC)}))
+def _run_bar_groups(aggregates: Mapping, metric: str,
+                    baseline: Mapping[str, float | None]) -> list[tuple[str, dict[str, float | None]]]:
+    """overall first, then every category of the run or of the gates (one missing now shows as such).
+
+    `baseline`: scope ("overall" or a category) -> the baseline value its gate recorded."""
+    groups = [("overall", {"baseline": baseline.get("overall"),
+                           "current": (aggregates.get("overall") or {}).get(metric)})]
+    now = aggregates.get("category") or {}
+    for category in sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key):
+        groups.append((category, {"baseline": baseline.get(category),
+                                  "current": (now.get(category) or {}).get(metric)}))
     return groups
 
 
-def _latency_block(result: SetResult, budget_ms: float) -> str:
+def _latency_block(result: SetResult, budget_ms: float | None) -> str:
+    """The latency figures and CDF; the budget line when the run's latency gate held it to one."""
     summary = result.latency_ms
     latencies = [q.latency_ms for q in result.queries]
+    budget = f" Budget: p95 &lt;= {_text(_ms(budget_ms))} ms." if budget_ms is not None else ""
     if not latencies or "p95" not in summary:
-        return f"<p>No latency measured (no query answered). Budget: p95 &lt;= {_text(_ms(budget_ms))} ms.</p>"
-    over = summary["p95"] > budget_ms
-    verdict = (f'<span class="fail">p95 over the budget of {_text(_ms(budget_ms))} ms</span>' if over
-               else f'<span class="pass">p95 within the budget of {_text(_ms(budget_ms))} ms</span>')
+        return f"<p>No latency measured (no query answered).{budget}</p>"
+    over = budget_ms is not None and summary["p95"] > budget_ms
+    verdict = ("; not gated" if budget_ms is None else
+               f'; <span class="fail">p95 over the budget of {_text(_ms(budget_ms))} ms</span>' if over
+               else f'; <span class="pass">p95 within the budget of {_text(_ms(budget_ms))} ms</span>')
     caption = (f"<p>p50 {_text(_ms(summary['p50']))} ms, p95 {_text(_ms(summary['p95']))} ms, "
-               f"max {_text(_ms(summary['max']))} ms over {len(latencies)} queries (nearest-rank percentiles); "
+               f"max {_text(_ms(summary['max']))} ms over {len(latencies)} queries (nearest-rank percentiles)"
                f"{verdict}.</p>")
-    chart = latency_cdf_svg(f"set {result.name}: latency distribution",
-                            latencies, [("p50", summary["p50"]), ("p95", summary["p95"]), ("budget", budget_ms)],
-                            over_budget=over)
+    markers = [("p50", summary["p50"]), ("p95", summary["p95"])] + ([("budget", budget_ms)] if budget_ms else [])
+    chart = latency_cdf_svg(f"set {result.name}: latency distribution", latencies, markers, over_budget=over)
     return caption + "\n" + _chart_box(chart)
-
-
-def _run_flips(result: SetResult, entry: Mapping) -> list[Flip]:
-    """Queries in both runs whose found relevant ids differ: lost (found before, not now) and gained."""
-    before = {qid: row.get("found") or [] for qid, row in (entry.get("queries") or {}).items()}
-    return find_flips(result.name, before, {q.qid: q.found for q in result.queries},
-                      {q.qid: q.query for q in result.queries})
 
 
 def _flip_order(flip: Flip) -> tuple:

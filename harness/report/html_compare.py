@@ -17,7 +17,8 @@ from harness.report.html_kit import (_anchor, _exact, _fixed, _ms, _page, _signe
                                      _table, _text)
 from harness.scoring.compare import ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison
 from harness.scoring.evaluate import TABLE_METRICS, latency_summary
-from harness.gating.gates import FLOAT_SLACK, RECALL_METRIC
+from harness.gating.gates import FLOAT_SLACK
+from harness.gating.policy import FOUNDING_METRIC
 
 
 # --- comparison page ----------------------------------------------------------------------------
@@ -70,8 +71,8 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
         for name in names:
             scopes = [s for s in pair.scopes if s.set_name == name]
             body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
-                     f"<h3>{_text(RECALL_METRIC)} per category</h3>",
-                     _chart_box(recall_bars_svg(f"set {name}: {RECALL_METRIC} per category, base vs candidate",
+                     f"<h3>{_text(FOUNDING_METRIC)} per category</h3>",
+                     _chart_box(recall_bars_svg(f"set {name}: {FOUNDING_METRIC} per category, base vs candidate",
                                                 _comparison_bar_groups(scopes), ("base", "candidate"))),
                      "<h3>latency</h3>", _comparison_latency(name, base, view, pair),
                      "<h3>every scope: change, 95% CI and p (Holm on the overall rows; categories and splits "
@@ -129,8 +130,8 @@ def _comparison_bar_groups(scopes: Sequence[ScopeComparison]) -> list[tuple[str,
     for scope in scopes:
         if scope.scope == "overall" or scope.scope.startswith("category:"):
             label = scope.scope.removeprefix("category:")
-            groups.append((label, {"base": scope.base.get(RECALL_METRIC),
-                                   "candidate": scope.candidate.get(RECALL_METRIC)}))
+            groups.append((label, {"base": scope.base.get(FOUNDING_METRIC),
+                                   "candidate": scope.candidate.get(FOUNDING_METRIC)}))
     return groups
 
 

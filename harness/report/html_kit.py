@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 _UNSAFE_CHARACTERS = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _DIGITS = re.compile(r"(\d+)")
 
-CHART_WIDTH = 640
+CHART_WIDTH = 500  # viewBox units; a chart is drawn as wide as its box, up to CHART_MAX_PX
+CHART_MAX_PX = 560  # on a desktop: 12-unit text at about 13 px; on a phone (366 px of box), about 9 px
 LABEL_WIDTH = 170  # px for category names left of the bars
 LABEL_CHARACTERS = 24  # longer names are cut in the label; the full name is in the <title>
 BAR_HEIGHT = 12
@@ -28,10 +29,11 @@ AXIS = f'stroke="{AXIS_COLOUR}"'
 SERIES_COLOURS = ("#a7b0ba", "#2f6db5")  # first series (baseline, base), second (current, candidate)
 MARKER_COLOURS = {"p50": "#2e8540", "p95": "#c77700", "budget": "#b3261e"}
 WORSE, BETTER = "#b3261e", "#17692b"
-SVG_FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+SVG_FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 
-# Readable from a phone (390 px) to a desktop (1,400 px): wide tables scroll inside their own
-# box (div.scroll), never the page; ids and CI cells never wrap mid-token; stderr wraps in its box.
+# Readable from a phone (390 px) to a desktop (1,400 px): charts scale to their box (viewBox, width
+# 100%); wide tables scroll inside their own box (div.scroll), never the page; ids and CI cells
+# never wrap mid-token; stderr wraps in its box.
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #1d2329; margin: 1.5em auto; max-width: 94em; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: .3em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccd; }
@@ -60,19 +62,26 @@ pre.stderr { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f7f9
   padding: .5em; font-size: .9em; max-width: 100%; box-sizing: border-box; }
 tr:target { outline: 2px solid #2f6db5; }
 svg { max-width: 100%; height: auto; display: block; margin: .3em 0; }
+svg.chart { width: 100%; max-width: CHART_MAX_PXpx; }
 @media (max-width: 600px) {
   body { margin: .8em auto; padding: 0 .6em; }
-  /* a phone: each gate is a card (status, set and gate on one line, the message below), and a
-     chart keeps a legible size inside its own scrolling box */
+  /* a phone: each gate is a card (status, set and gate on one line, the message below) */
   table.gates tr:first-child { display: none; }
   table.gates, table.gates tbody { display: block; }
   table.gates tr { display: grid; grid-template-columns: auto auto minmax(0, 1fr); border: 1px solid #d5d9de;
     margin-bottom: .4em; }
   table.gates td { border: 0; } table.gates td:nth-child(n+4) { grid-column: 1 / -1; }
   table.gates td:empty { display: none; }
-  .chart-box svg { min-width: 560px; }
+  /* per-query tables (flips, queries that did not pass): each row a card, each cell named by its
+     column (data-label), so nothing is cut off nor needs scrolling sideways */
+  table.flips, table.queries, table.flips tbody, table.queries tbody { display: block; }
+  table.flips tr:first-child, table.queries tr:first-child { display: none; }
+  table.flips tr, table.queries tr { display: block; border: 1px solid #d5d9de; margin-bottom: .4em; }
+  table.flips td, table.queries td { display: block; border: 0; padding: .1em .5em; overflow-wrap: anywhere; }
+  table.flips td::before, table.queries td::before { content: attr(data-label) ": "; color: #5a636c; }
+  table.flips td:empty, table.queries td:empty { display: none; }
 }
-"""
+""".replace("CHART_MAX_PX", str(CHART_MAX_PX))
 
 
 # --- escaping and number formatting -------------------------------------------------------------
@@ -139,19 +148,21 @@ def _page(title: str, body: Iterable[str]) -> str:
 
 def _table(headers: Sequence[str] | None, rows: Iterable[Sequence], css: str = "") -> str:
     """A table from already-escaped cell markup; a cell ("th", markup) is a row header, any other
-    (css class, markup) pair a data cell with that class."""
+    (css class, markup) pair a data cell with that class. With `headers`, each data cell names its
+    column in `data-label` (a phone shows per-query tables as cards, labelled from it)."""
     out = [f'<table class="{css}">' if css else "<table>"]
     if headers:
         out.append("<tr>" + "".join(f"<th>{_text(h)}</th>" for h in headers) + "</tr>")
     for row in rows:
         cells = []
-        for cell in row:
+        for position, cell in enumerate(row):
+            label = f' data-label="{_text(headers[position])}"' if headers and position < len(headers) else ""
             if isinstance(cell, tuple) and cell[0] == "th":
                 cells.append(f"<th>{cell[1]}</th>")
             elif isinstance(cell, tuple):
-                cells.append(f'<td class="{cell[0]}">{cell[1]}</td>')
+                cells.append(f'<td class="{cell[0]}"{label}>{cell[1]}</td>')
             else:
-                cells.append(f"<td>{cell}</td>")
+                cells.append(f"<td{label}>{cell}</td>")
         row_id = getattr(row, "row_id", None)
         out.append((f'<tr id="{row_id}">' if row_id else "<tr>") + "".join(cells) + "</tr>")
     out.append("</table>")

@@ -9,9 +9,9 @@ cannot split a row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from harness.gating.gates import RECALL_METRIC
+from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
 from harness.records import GateResult, SetResult
 from harness.report.console import cell, scope_rows
 from harness.report import evidence
@@ -23,10 +23,9 @@ MAX_QUERIES_LISTED = 10  # per failed gate; the rest are counted
 STATUS_WORDS = {"fail": "❌ FAIL", "warn": "⚠️ WARN", "pass": "✅ pass"}
 
 
-def render_markdown(report: Report, baseline_sets: Mapping[str, Mapping] | None = None) -> str:
-    """The summary. `baseline_sets` (set name -> baseline entry, `GateInputs.baseline_entries`)
-    fills the baseline and change columns; without it they show `-`."""
-    final = verdict(report, baseline_sets)
+def render_markdown(report: Report) -> str:
+    """The summary, from the report alone: the gates' numbers fill the baseline and change columns."""
+    final = verdict(report)
     lines = [f"### retrieval-gate: {final.word}", "", f"**{_inline(final.line)}**"]
     if report.gates:
         lines += ["", f"Gates: {counts_line(report)}."]
@@ -35,11 +34,11 @@ def render_markdown(report: Report, baseline_sets: Mapping[str, Mapping] | None 
         lines += ["", *_error_lines(report.error)]
     failed, warned = report.failed_gates, report.warned_gates
     if failed:
-        lines += ["", "#### Failures", ""] + _gate_items(failed, report, baseline_sets)
+        lines += ["", "#### Failures", ""] + _gate_items(failed, report)
     if warned:
-        lines += ["", "#### Warnings", ""] + _gate_items(warned, report, baseline_sets)
+        lines += ["", "#### Warnings", ""] + _gate_items(warned, report)
     if report.gates:
-        lines += ["", "#### Gated values", ""] + _gated_values(report, baseline_sets)
+        lines += ["", "#### Gated values", ""] + _gated_values(report)
     for result in report.sets:
         lines += ["", *_metrics_block(result)]
     if report.pooled is not None and len(report.sets) > 1:  # one row: every scored query of every set
@@ -96,7 +95,7 @@ def _error_lines(error: str) -> list[str]:
     return lines
 
 
-def _gate_items(gates: Sequence[GateResult], report: Report, baseline_sets: Mapping[str, Mapping] | None) -> list[str]:
+def _gate_items(gates: Sequence[GateResult], report: Report) -> list[str]:
     """One bullet per gate, its flipped (or contract-breaking) queries as sub-bullets with their text."""
     lines = []
     for gate in gates:
@@ -104,15 +103,12 @@ def _gate_items(gates: Sequence[GateResult], report: Report, baseline_sets: Mapp
         if not gate.flipped:
             continue
         queries = _queries_by_qid(report, gate.set_name)
-        entry = (baseline_sets or {}).get(gate.set_name) or {}
-        before = entry.get("queries") or {}
+        lost_ids = {flip.qid: flip.lost for flip in (report.flips or {}).get(gate.set_name, ())}
         for qid in gate.flipped[:MAX_QUERIES_LISTED]:
             row = queries.get(qid)
             detail = ""
-            if row is not None and qid in before:
-                lost = [d for d in (before[qid].get("found") or []) if d not in row.found]
-                if lost:
-                    detail = " lost " + ", ".join(_code(d) for d in lost)
+            if lost_ids.get(qid):
+                detail = " lost " + ", ".join(_code(d) for d in lost_ids[qid])
             if row is not None and gate.gate == "contract":
                 broken = [c for c in row.contracts if not c.passed]
                 detail = " " + "; ".join(_inline(f"{c.name}: {c.detail}") for c in broken)
@@ -134,65 +130,58 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value + 0.0:.{digits}f}"
 
 
-def _gated_values(report: Report, baseline_sets: Mapping[str, Mapping] | None) -> list[str]:
-    """Per set: overall recall@10, p95 latency, query count and contracts as baseline / current / change /
-    gate; each set's category recall rows folded below it."""
+def _gated_values(report: Report) -> list[str]:
+    """Per set: each gated value overall (metrics, p95 latency, query count, contracts) as baseline /
+    current / change / gate, from the gates' own numbers; each set's category rows folded below it."""
     header = ["| set | value | baseline | current | change | gate |", "|---|---|---:|---:|---:|---|"]
     lines = list(header)
     folded: list[str] = []
     for result in report.sets:
-        entry = (baseline_sets or {}).get(result.name) or {}
-        gates = [g for g in report.gates if g.set_name == result.name]
-        base_aggregates = entry.get("aggregates") or {}
+        gates = [g for g in report.gates if g.set_name == result.name and g.metric is not None]
         for gate in gates:
-            if gate.gate == "recall" and gate.category is None:
-                before = (base_aggregates.get("overall") or {}).get(RECALL_METRIC)
-                now = (result.aggregates.get("overall") or {}).get(RECALL_METRIC)  # type: ignore[union-attr]
-                lines.append(_value_row(result.name, f"{RECALL_METRIC} overall", before, now, gate, "points"))
-            elif gate.gate == "latency":
-                before = (entry.get("latency_ms") or {}).get("p95")
-                lines.append(_value_row(result.name, "p95 latency ms", before, result.latency_ms.get("p95"),
-                                        gate, "ms"))
-            elif gate.gate == "query-count" and gate.category is None:
-                lines.append(_value_row(result.name, "queries", entry.get("query_count"), result.query_count,
-                                        gate, "count"))
-            elif gate.gate == "contract":
-                broken = sum(1 for q in result.queries for c in q.contracts if not c.passed)
-                lines.append(f"| {_cell(result.name)} | hard contracts broken | - | {broken} | - | "
-                             f"{STATUS_WORDS[gate.status]} |")
-        categories = [g for g in gates if g.gate in ("recall", "query-count") and g.category is not None]
+            if gate.category is None:
+                lines.append(_value_row(result.name, _value_label(gate), gate))
+        categories = [g for g in gates if g.category is not None]
         if categories:
             folded += ["", f"<details><summary>{_html(result.name)}: {plural(len(categories), 'category row')} "
                            f"({sum(not g.passed for g in categories)} failed)</summary>", "",
                        "| category | value | baseline | current | change | gate |",
                        "|---|---|---:|---:|---:|---|"]
             for gate in sorted(categories, key=lambda g: (g.passed, g.category or "")):
-                before = ((base_aggregates.get("category") or {}).get(gate.category) or {}).get(RECALL_METRIC)
-                now = ((result.aggregates.get("category") or {}).get(gate.category) or {}).get(  # type: ignore[union-attr]
-                    RECALL_METRIC)
-                folded.append(_value_row(gate.category or "", RECALL_METRIC, before, now, gate, "points"))
+                folded.append(_value_row(gate.category or "", gate.metric or gate.gate, gate))
             folded += ["", "</details>"]
     return lines + folded
 
 
-def _value_row(label: str, value: str, before: object, now: object, gate: GateResult, unit: str) -> str:
-    def shown(x: object) -> str:
-        if not isinstance(x, (int, float)):
+def _value_label(gate: GateResult) -> str:
+    """`recall@10 overall`, `p95 latency ms`, `queries`: what a gated value row shows."""
+    if gate.unit == FRACTION:
+        return f"{gate.metric} overall"
+    if gate.unit == MILLISECONDS:
+        return f"{gate.metric} latency ms"
+    return gate.metric or gate.gate
+
+
+def _value_row(label: str, value: str, gate: GateResult) -> str:
+    def shown(x: float | None) -> str:
+        if x is None:
             return "-"
-        if unit == "count":
-            return str(x)
-        return _number(float(x), 1 if unit == "ms" else 3)
+        if gate.unit == COUNT:
+            return f"{x:g}"
+        return _number(float(x), 1 if gate.unit == MILLISECONDS else 3)
 
     change = "-"
-    if isinstance(before, (int, float)) and isinstance(now, (int, float)):
-        if unit == "points":
-            change = points(float(now) - float(before)) + " pts"
-        elif unit == "ms":
-            delta = round(float(now) - float(before), 1)
-            change = "0.0 ms" if delta == 0 else f"{delta:+.1f} ms"
+    delta = gate.change
+    if delta is not None:
+        if gate.unit == FRACTION:
+            change = points(delta) + " pts"
+        elif gate.unit == MILLISECONDS:
+            rounded = round(delta, 1)
+            change = "0.0 ms" if rounded == 0 else f"{rounded:+.1f} ms"
         else:
-            change = "0" if now == before else f"{int(now) - int(before):+d}"
-    return f"| {_cell(label)} | {value} | {shown(before)} | {shown(now)} | {change} | {STATUS_WORDS[gate.status]} |"
+            change = "0" if delta == 0 else f"{delta:+g}"
+    return (f"| {_cell(label)} | {_cell(value)} | {shown(gate.baseline)} | {shown(gate.current)} | {change} | "
+            f"{STATUS_WORDS[gate.status]} |")
 
 
 def _html(text: str) -> str:

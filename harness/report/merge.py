@@ -1,15 +1,18 @@
-"""Merge the N shard reports of one run (`--shard I/N`) into the report the unsharded run writes, and gate it.
+"""Merge the N shard reports of one run (`--shard I/N`): check they are one run, then re-score them as one.
 
-The merged report holds every per-query record in set order (restored from the positions each
-shard recorded), aggregates recomputed from those records with scoring.evaluate's own functions
-(so the same numbers, to the last bit, as one run asking every query), and latency percentiles
-computed from all per-query latencies together (a percentile of the union, never an average of
-the shards' percentiles). Provenance lists each shard's machine, executor and worker count.
+`plan_merge` checks the shards and puts every per-query record back in set order (from the
+positions each shard recorded); `rescore` evaluates those records' ids, scores and passages
+against the loaded sets with scoring.evaluate's own functions, so the merged results equal, to
+the last bit, one run asking every query, latency percentiles included (computed over the union
+of the per-query latencies, never averaged). A recorded metric that disagrees with the re-scored
+one is refused: a shard report is evidence, never trusted. Gating is `harness.api.merge_gate`'s,
+through the same `decide` as a run.
 
 Shards that cannot be one run are refused with one line each (ReportError, exit 2): a missing or
-repeated shard, shards of different splits, sets, set revisions, corpora, k, backends (label or
-ready-banner identity), harness versions, metric definitions, repeats or conditions, an
-incomplete shard, or a shard whose queries do not match its positions (an edited report).
+repeated shard, shards of different splits, sets, set revisions, corpora or judgments, k,
+--max-window, repeats, conditions, gate policies, backends (label or identity, model digest
+included), harness versions or metric definitions, an incomplete shard, or a shard whose queries
+do not match its positions. Shards of different commits are merged with a warning.
 """
 
 from __future__ import annotations
@@ -18,16 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.gating.baseline import read_baseline, set_entry_for
-from harness.gating.budgets import load_budgets
-from harness.gating.gates import check
-from harness.records import QueryResult, SetResult
-from harness.report.document import Provenance, Report, ReportError, verdict
-from harness.scoring.evaluate import aggregate, latency_summary
+from harness.gating.identity import BackendIdentity
+from harness.records import QueryResult, QuerySet, SetResult
+from harness.report.document import Provenance, Report, ReportError
+from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set
 from harness.sets.shards import shard_of
 
-# The banner fields that say which backend answered; the rest (cache hit, load seconds) varies by machine.
-BANNER_IDENTITY = ("name", "version", "protocol", "model", "settings")
+# What a shard records that must be the same in every shard: a difference changes a metric or a verdict.
+SAME_SETTINGS = ("k", "max_window", "repeats")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,46 +42,74 @@ class _Part:
     sets: Mapping[str, Mapping[str, object]]  # set name -> {"query_count": n, "positions": [...]}
 
 
-def merge_reports(reports: Sequence[tuple[str, Report]]) -> Report:
-    """One ungated report from the N shard reports (label, report) of one run; ReportError if they are not."""
+@dataclass(frozen=True)
+class MergePlan:
+    """The shards as one run: each set's query records in set order (with the shard each came from),
+    the merged provenance, the identity each shard answered as, and what to warn about."""
+
+    parts: tuple[_Part, ...]
+    queries: Mapping[str, tuple[tuple[QueryResult, str], ...]]  # set name -> (record, shard label) in set order
+    provenance: Provenance
+    identities: tuple[BackendIdentity, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def k(self) -> int | None:
+        """The run's --k (None: each set's own)."""
+        value = self.provenance.settings.get("k")
+        return value if isinstance(value, int) else None
+
+    def set_paths(self, sets_dir: Path) -> list[str]:
+        """Where to load each set: its folder as the shards recorded it when it exists here, else its name."""
+        paths = []
+        for name in self.queries:
+            source = self.provenance.sets.get(name)
+            recorded = Path(source.path) if source is not None and source.path else None
+            paths.append(str(recorded) if recorded is not None and (recorded / "set.json").is_file()
+                         and not (sets_dir / name / "set.json").is_file() else name)
+        return paths
+
+
+def plan_merge(reports: Sequence[tuple[str, Report]]) -> MergePlan:
+    """The merge plan of the N shard reports (label, report) of one run; ReportError if they are not one."""
     if not reports:
         raise ReportError("merge: no shard reports given")
-    parts = [_part(label, report) for label, report in reports]
-    parts = _complete_split(parts)
+    parts = _complete_split([_part(label, report) for label, report in reports])
     first = parts[0]
     for part in parts[1:]:
         _check_same_run(first, part)
-    sets = tuple(_merge_set(name, parts) for name in [s.name for s in first.report.sets])
-    warnings = tuple(dict.fromkeys(w for part in parts for w in part.report.warnings))
-    return Report(provenance=_merge_provenance(parts), sets=sets, gates=(), complete=True, error=None,
-                  exit_code=verdict(None, ()), warnings=warnings)
+    queries = {s.name: _placed(s.name, parts) for s in first.report.sets}
+    warnings = list(dict.fromkeys(w for part in parts for w in part.report.warnings))
+    commits = {p.report.provenance.git_commit for p in parts}
+    if len(commits) > 1:
+        warnings.append("the shards ran at different commits: " + ", ".join(
+            f"{p.label} {(p.report.provenance.git_commit or 'unknown')[:12]}" for p in parts)
+                        + "; merged, but the shards may not have measured the same code")
+    return MergePlan(tuple(parts), queries, _merge_provenance(parts), tuple(_identity(p) for p in parts),
+                     tuple(warnings))
 
 
-@dataclass(frozen=True, slots=True)
-class MergedGate:
-    """A merged report gated, with what the HTML renderer needs to show the gates' inputs."""
-
-    report: Report
-    baseline_entries: Mapping[str, Mapping] | None
-    budgets_ms: Mapping[str, float]
-    default_budget_ms: float
-
-
-def gate_merged(report: Report, *, baseline: Path | None, budgets: Path, budgets_required: bool,
-                known_contract_failures: bool = False) -> MergedGate:
-    """Gate a merged report exactly as a run is gated (same baseline checks, budgets and gates).
-
-    `baseline` None measures without gating. Raises BaselineError / UsageError as a run does.
-    """
-    budgets_ms, default_budget_ms = load_budgets(budgets, required=budgets_required)
-    if baseline is None:
-        return MergedGate(report, None, budgets_ms, default_budget_ms)
-    document = read_baseline(baseline)
-    entries = {s.name: set_entry_for(document, s, str(baseline), k=s.k) for s in report.sets}
-    gates = check(report.sets, entries, budgets_ms, default_budget_ms=default_budget_ms,
-                  latency_gate=report.provenance.run_file is None, known_contract_failures=known_contract_failures)
-    gated = replace(report, gates=tuple(gates), exit_code=verdict(None, gates))
-    return MergedGate(gated, entries, budgets_ms, default_budget_ms)
+def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[str]) -> list[SetResult]:
+    """Each set evaluated from the shards' answers as one run evaluates it; ReportError when a shard's
+    recorded set or per-query values are not what its ids give."""
+    results = []
+    for query_set in query_sets:
+        records = plan.queries[query_set.name]
+        _check_set_source(plan, query_set)
+        kept = [name for record, _ in records for name in record.metrics
+                if name not in REPORTED_METRICS and name != UNJUDGED_COUNT]
+        answers = {record.qid: Answer(record.ids, record.scores, record.latency_seconds, record.passages)
+                   for record, _ in records}
+        k = plan.k or query_set.k
+        result = evaluate_set(query_set, answers, k, tuple(dict.fromkeys([*metrics, *kept])))
+        if not result.complete:
+            missing = [q.qid for q in query_set.queries if q.qid not in answers]
+            raise ReportError(f"merge: set {query_set.name}: the shards answer none of {', '.join(missing[:5])}"
+                              f"{' ...' if len(missing) > 5 else ''}; were they run on another revision of the set?")
+        for (recorded, label), now in zip(records, result.queries):
+            _check_recorded(label, query_set.name, recorded, now)
+        results.append(result)
+    return results
 
 
 # -- checks ----------------------------------------------------------------------------------------
@@ -118,9 +147,19 @@ def _complete_split(parts: list[_Part]) -> list[_Part]:
     return [by_index[i] for i in sorted(by_index)]
 
 
-def _banner_identity(provenance: Provenance) -> dict[str, object]:
-    banner = provenance.adapter.banner or {}
-    return {key: banner[key] for key in BANNER_IDENTITY if key in banner}
+def _identity(part: _Part) -> BackendIdentity:
+    """Who answered the shard: the identity the run recorded, else its banner and command."""
+    provenance = part.report.provenance
+    recorded = provenance.extra.get("backend_identity")
+    if isinstance(recorded, Mapping):
+        return BackendIdentity.from_record(recorded)
+    return BackendIdentity.of(provenance.adapter.banner, provenance.backend.argv)
+
+
+def _policy(provenance: Provenance) -> object:
+    """The gate policy a shard recorded, without the file it was read from (paths differ between machines)."""
+    policy = provenance.extra.get("policy")
+    return {key: value for key, value in policy.items() if key != "source"} if isinstance(policy, Mapping) else None
 
 
 def _check_same_run(first: _Part, part: _Part) -> None:
@@ -137,22 +176,25 @@ def _check_same_run(first: _Part, part: _Part) -> None:
     for mine, theirs in zip(first.report.sets, part.report.sets):
         for field in ("kind", "revision", "corpus_hash", "k"):
             differ(f"set {mine.name}: {field}", getattr(mine, field), getattr(theirs, field))
+        source_a, source_b = a.sets.get(mine.name), b.sets.get(mine.name)
+        differ(f"set {mine.name}: judgments_hash", source_a.judgments_hash if source_a else None,
+               source_b.judgments_hash if source_b else None)
     differ("backend", a.backend.label, b.backend.label)
-    differ("backend identity (ready banner)", _banner_identity(a), _banner_identity(b))
+    differ("backend identity", _identity(first).to_dict(), _identity(part).to_dict())
     differ("metric definitions", a.metric_definitions, b.metric_definitions)
-    differ("repeats", a.settings.get("repeats"), b.settings.get("repeats"))
+    for setting in SAME_SETTINGS:
+        differ(setting, a.settings.get(setting), b.settings.get(setting))
     differ("condition", a.condition, b.condition)
+    differ("gate policy", _policy(a), _policy(b))
     differ("run file", a.run_file is None, b.run_file is None)
 
 
-def _merge_set(name: str, parts: Sequence[_Part]) -> SetResult:
-    """The set's per-query records back in set order; aggregates and latency recomputed from them."""
+def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str], ...]:
+    """The set's per-query records back in set order, each with the shard it came from."""
     total = None
-    placed: list[QueryResult | None] = []
-    results = []
+    placed: list[tuple[QueryResult, str] | None] = []
     for part in parts:
         result = part.report.set_named(name)
-        results.append(result)
         record = part.sets.get(name)
         positions = record.get("positions") if isinstance(record, Mapping) else None
         count = record.get("query_count") if isinstance(record, Mapping) else None
@@ -175,16 +217,41 @@ def _merge_set(name: str, parts: Sequence[_Part]) -> SetResult:
                 raise ReportError(f"{part.label}: set {name}: query {query.qid} belongs to shard "
                                   f"{shard_of(query.resampling_unit, part.count)}/{part.count}, not "
                                   f"{part.index}/{part.count} (edited report?)")
-            placed[position] = query
+            placed[position] = (query, part.label)
     unplaced = [str(p) for p, q in enumerate(placed) if q is None]
     if unplaced:
         raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard "
                           f"(positions {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''})")
-    queries = tuple(placed)  # type: ignore[arg-type]
-    first = results[0]
-    return SetResult(name=name, kind=first.kind, revision=first.revision, corpus_hash=first.corpus_hash,
-                     k=first.k, query_count=len(queries), complete=True, aggregates=aggregate(queries),
-                     latency_ms=latency_summary([q.latency_seconds for q in queries]), queries=queries)
+    return tuple(placed)  # type: ignore[arg-type]
+
+
+def _check_set_source(plan: MergePlan, query_set: QuerySet) -> None:
+    """The set loaded here is the one the shards measured: same revision, corpus and judgments."""
+    label = plan.parts[0].label
+    source = plan.provenance.sets.get(query_set.name)
+    for field, recorded, here in (
+            ("revision", source.revision if source else None, query_set.revision),
+            ("corpus_hash", source.corpus_hash if source else None, query_set.corpus_hash),
+            ("judgments_hash", source.judgments_hash if source else None, query_set.judgments_hash or None)):
+        if recorded is not None and here is not None and recorded != here:
+            raise ReportError(f"{label}: provenance.sets.{query_set.name}.{field}: the shards measured "
+                              f"{str(recorded)[:16]}, the set here ({query_set.path}) has {str(here)[:16]}; "
+                              f"merge with the set the shards ran (--sets-dir)")
+
+
+def _check_recorded(label: str, set_name: str, recorded: QueryResult, now: QueryResult) -> None:
+    """A shard's per-query values must be what its ids give: metrics, found, outcome, contracts, evidence."""
+    where = f"{label}: set {set_name}: query {recorded.qid}"
+    for name, value in recorded.metrics.items():
+        if name in now.metrics and now.metrics[name] != value:
+            raise ReportError(f"{where}: metrics.{name}: recorded {value!r}, but its ids score {now.metrics[name]!r} "
+                              f"(edited report?)")
+    for field in ("found", "outcome", "evidence"):
+        if getattr(recorded, field) != getattr(now, field):
+            raise ReportError(f"{where}: {field}: recorded {getattr(recorded, field)!r}, but its ids give "
+                              f"{getattr(now, field)!r} (edited report?)")
+    if [c.passed for c in recorded.contracts] != [c.passed for c in now.contracts]:
+        raise ReportError(f"{where}: contracts: recorded outcomes differ from what its ids give (edited report?)")
 
 
 def _merge_provenance(parts: Sequence[_Part]) -> Provenance:

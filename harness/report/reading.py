@@ -11,10 +11,30 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, verdict)
+from harness.scoring.flips import Flip
+from harness.strict_json import read_json_file
+from harness.quoting import field_key
+
+
+def read_report(path: Path) -> Report:
+    """Read a JSON report file (`--out`); ReportError naming the file and field when it is not one."""
+    return read_document(read_json_file(path, ReportError, what="run report"), str(path))
+
+
+def report_from_json(text: str, label: str = "report") -> Report:
+    """Parse a report written by `Report.to_json`; ReportError naming `label` and the field otherwise."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ReportError(f"{label}: run report, not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ReportError(f"{label}: run report, JSON nested too deeply") from None
+    return read_document(document, label)
 
 
 def read_document(document: object, label: str = "report") -> Report:
@@ -59,9 +79,10 @@ class _Reader:
     def has(self, key: str) -> bool:
         return isinstance(self.value, dict) and self.value.get(key) is not None
 
-    def string(self, optional: bool = False) -> str | None:
-        if self.value is None and optional:
-            return None
+    def optional_text(self) -> str | None:
+        return None if self.value is None else self.text()
+
+    def text(self) -> str:
         if not isinstance(self.value, str):
             raise self.fail(f"must be a string, got {_kind(self.value)}")
         try:
@@ -70,18 +91,22 @@ class _Reader:
             raise self.fail("holds a lone surrogate, not text") from None
         return self.value
 
-    def integer(self, optional: bool = False) -> int | None:
-        if self.value is None and optional:
-            return None
+    def optional_integer(self) -> int | None:
+        return None if self.value is None else self.integer()
+
+    def integer(self) -> int:
         if isinstance(self.value, bool) or not isinstance(self.value, int) or abs(self.value) > 2 ** 53:
             raise self.fail(f"must be an integer, got {_kind(self.value)}")
         return self.value
 
-    def number(self, optional: bool = False) -> float | None:
-        if self.value is None and optional:
-            return None
+    def optional_number(self) -> float | None:
+        return None if self.value is None else self.number()
+
+    def number(self) -> float:
         value = self.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        # the bound first: math.isfinite overflows on an integer past the float range (400 digits)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 <= value <= 1e300 \
+                or not math.isfinite(value):
             raise self.fail(f"must be a finite number, got {_kind(value)}")
         return float(value) if isinstance(value, float) else value
 
@@ -91,7 +116,7 @@ class _Reader:
         return self.value
 
     def items(self) -> list[tuple[str, _Reader]]:
-        return [(key, self.child(value, _key(key))) for key, value in self.obj().items()]
+        return [(key, self.child(value, field_key(key))) for key, value in self.obj().items()]
 
     def elements(self) -> list[_Reader]:
         if not isinstance(self.value, list):
@@ -99,7 +124,7 @@ class _Reader:
         return [self.child(value, f"[{index}]") for index, value in enumerate(self.value)]
 
     def strings(self) -> tuple[str, ...]:
-        return tuple(element.string() for element in self.elements())  # type: ignore[misc]
+        return tuple(element.text() for element in self.elements())
 
     def ids(self) -> tuple[str, ...]:
         """A list of unique, non-empty document ids (a string is refused, never split into characters)."""
@@ -111,7 +136,7 @@ class _Reader:
         return values
 
     def numbers(self) -> dict[str, float]:
-        return {key: value.number() for key, value in self.items()}  # type: ignore[misc]
+        return {key: value.number() for key, value in self.items()}
 
 
 def _kind(value: object) -> str:
@@ -121,10 +146,6 @@ def _kind(value: object) -> str:
         return type(value).__name__
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
-
-
-def _key(name: str) -> str:
-    return name if name.isprintable() and name and name.strip() == name else json.dumps(name)
 
 
 def _read_report(reader: _Reader) -> Report:
@@ -141,7 +162,7 @@ def _read_report(reader: _Reader) -> Report:
             raise reader.child(None, f"sets[{index}].name").fail(f"{json.dumps(name)} appears twice")
     gates = tuple(_read_gate(element) for element in reader.get("gates").elements())
     complete = reader.get("complete").boolean()
-    error = reader.get("error", required=False).string(optional=True)
+    error = reader.get("error", required=False).optional_text()
     exit_code = reader.get("exit_code", required=False)
     warnings = reader.get("warnings", required=False)
     return Report(
@@ -151,7 +172,18 @@ def _read_report(reader: _Reader) -> Report:
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
         pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
+        flips=_read_flips(reader.get("flips"), sets) if reader.has("flips") else None,
     )
+
+
+def _read_flips(reader: _Reader, sets: tuple[SetResult, ...]) -> dict[str, tuple[Flip, ...]]:
+    """Per set, the queries whose relevant ids found moved against the baseline (query text from the set's rows)."""
+    flips = {}
+    for name, rows in reader.items():
+        texts = {q.qid: q.query for s in sets if s.name == name for q in s.queries}
+        flips[name] = tuple(Flip(name, row.get("qid").text(), texts.get(row.get("qid").text(), ""),
+                                 row.get("lost").ids(), row.get("gained").ids()) for row in rows.elements())
+    return flips
 
 
 def _mapping_or_none(reader: _Reader) -> Mapping[str, object] | None:
@@ -175,33 +207,33 @@ def _read_provenance(reader: _Reader) -> Provenance:
         start = AdapterStart(
             expect_banner=bool(adapter.get("expect_banner", required=False).value),
             banner=None if banner.value is None else banner.obj(),
-            startup_seconds=adapter.get("startup_seconds", required=False).number(optional=True),
-            warmup_seconds=adapter.get("warmup_seconds", required=False).number(optional=True),
-            log=adapter.get("log", required=False).string(optional=True))
-    sets = {name: SetSource(revision=entry.get("revision").integer(),  # type: ignore[arg-type]
-                            corpus_hash=entry.get("corpus_hash").string(),  # type: ignore[arg-type]
-                            path=entry.get("path", required=False).string(optional=True),
-                            source=entry.get("source", required=False).string(optional=True),
-                            documents=entry.get("documents", required=False).integer(optional=True),
-                            judgments_hash=entry.get("judgments_hash", required=False).string(optional=True))
+            startup_seconds=adapter.get("startup_seconds", required=False).optional_number(),
+            warmup_seconds=adapter.get("warmup_seconds", required=False).optional_number(),
+            log=adapter.get("log", required=False).optional_text())
+    sets = {name: SetSource(revision=entry.get("revision").integer(),
+                            corpus_hash=entry.get("corpus_hash").text(),
+                            path=entry.get("path", required=False).optional_text(),
+                            source=entry.get("source", required=False).optional_text(),
+                            documents=entry.get("documents", required=False).optional_integer(),
+                            judgments_hash=entry.get("judgments_hash", required=False).optional_text())
             for name, entry in (reader.get("sets", required=False).items() if reader.has("sets") else [])}
     nondeterministic = reader.get("nondeterministic_queries", required=False)
     return Provenance(
-        harness_version=reader.get("harness_version").string(),  # type: ignore[arg-type]
-        started=reader.get("started", required=False).string(optional=True),
-        backend=Backend(label=backend.get("label").string(),  # type: ignore[arg-type]
+        harness_version=reader.get("harness_version").text(),
+        started=reader.get("started", required=False).optional_text(),
+        backend=Backend(label=backend.get("label").text(),
                         argv=argv.strings() if argv.value is not None else ()),
         adapter=start,
-        git_commit=reader.get("git_commit", required=False).string(optional=True),
-        condition=reader.get("condition", required=False).string(optional=True),
+        git_commit=reader.get("git_commit", required=False).optional_text(),
+        condition=reader.get("condition", required=False).optional_text(),
         metric_definitions=_mapping_or_none(reader.get("metric_definitions", required=False)),
         settings=_mapping_or_none(reader.get("settings", required=False)) or {},
         sets=sets,
         machine=_mapping_or_none(reader.get("machine", required=False)) or {},
-        duration_seconds=reader.get("duration_seconds", required=False).number(optional=True),
-        asking_seconds=reader.get("asking_seconds", required=False).number(optional=True),
+        duration_seconds=reader.get("duration_seconds", required=False).optional_number(),
+        asking_seconds=reader.get("asking_seconds", required=False).optional_number(),
         nondeterministic_queries=nondeterministic.strings() if nondeterministic.value is not None else (),
-        run_file=reader.get("run_file", required=False).string(optional=True),
+        run_file=reader.get("run_file", required=False).optional_text(),
         extra={key: value for key, value in document.items() if key not in _PROVENANCE_KEYS},
     )
 
@@ -211,19 +243,19 @@ def _read_aggregates(reader: _Reader) -> dict[str, object]:
     summary: dict[str, object] = {"overall": overall,
                "category": {name: row.numbers() for name, row in reader.get("category").items()},
                "split": {name: row.numbers() for name, row in reader.get("split").items()}}
-    if reader.has("evidence"):  # issue 17: {scope: {metric: {mean, judged, null, sum}}}
+    if reader.has("evidence"):  # {scope: {metric: {mean, judged, null, sum}}} (docs/sets.md, "What is measured")
         summary["evidence"] = reader.get("evidence").obj()
     return summary
 
 
 def _read_set(reader: _Reader) -> SetResult:
     return SetResult(
-        name=reader.get("name").string(),  # type: ignore[arg-type]
-        kind=reader.get("kind").string(),  # type: ignore[arg-type]
-        revision=reader.get("revision").integer(),  # type: ignore[arg-type]
-        corpus_hash=reader.get("corpus_hash").string(),  # type: ignore[arg-type]
-        k=reader.get("k").integer(),  # type: ignore[arg-type]
-        query_count=reader.get("query_count").integer(),  # type: ignore[arg-type]
+        name=reader.get("name").text(),
+        kind=reader.get("kind").text(),
+        revision=reader.get("revision").integer(),
+        corpus_hash=reader.get("corpus_hash").text(),
+        k=reader.get("k").integer(),
+        query_count=reader.get("query_count").integer(),
         complete=reader.get("complete").boolean(),
         aggregates=_read_aggregates(reader.get("aggregates")),
         latency_ms=reader.get("latency_ms").numbers(),
@@ -246,23 +278,23 @@ def _read_query(reader: _Reader) -> QueryResult:
     scores = reader.get("scores", required=False)
     score_values = None
     if scores.value is not None:
-        score_values = tuple(element.number() for element in scores.elements())  # type: ignore[misc]
+        score_values = tuple(element.number() for element in scores.elements())
         if len(score_values) != len(ids):
             raise scores.fail(f"has {len(score_values)} entries for {len(ids)} ids")
     latency_ms = reader.get("latency_ms").number()
     return QueryResult(
-        qid=reader.get("qid").string(),  # type: ignore[arg-type]
-        query=reader.get("query").string(),  # type: ignore[arg-type]
-        category=reader.get("category").string(),  # type: ignore[arg-type]
-        split=reader.get("split").string(),  # type: ignore[arg-type]
+        qid=reader.get("qid").text(),
+        query=reader.get("query").text(),
+        category=reader.get("category").text(),
+        split=reader.get("split").text(),
         ids=ids, scores=score_values,
-        latency_seconds=float(latency_ms) / 1000,  # type: ignore[arg-type]
+        latency_seconds=float(latency_ms) / 1000,
         metrics=reader.get("metrics").numbers(),
         found=reader.get("found").ids(),
         contracts=tuple(_read_contract(element) for element in reader.get("contracts").elements()),
         outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
-        group=reader.get("group", required=False).string(optional=True),
+        group=reader.get("group", required=False).optional_text(),
         tied=_tied(reader.get("tied", required=False)),
         **_evidence_fields(reader),
     )
@@ -270,19 +302,19 @@ def _read_query(reader: _Reader) -> QueryResult:
 
 def _tied(reader: _Reader) -> int:
     """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
-    value = reader.integer(optional=True)
+    value = reader.optional_integer()
     if value is not None and value < 0:
         raise reader.fail(f"must be >= 0, got {value}")
     return value or 0
 
 
 def _outcome(reader: _Reader) -> str:
-    value = reader.string()
+    value = reader.text()
     if value not in OUTCOMES:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
-    return value  # type: ignore[return-value]
+    return value
 def _evidence_fields(reader: _Reader) -> dict[str, object]:
-    """A row's optional evidence fields (issue 17): passages, evidence metrics, the window shown."""
+    """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
     fields: dict[str, object] = {}
     if reader.has("passages"):
         fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
@@ -295,20 +327,34 @@ def _evidence_fields(reader: _Reader) -> dict[str, object]:
 
 
 def _read_contract(reader: _Reader) -> ContractResult:
-    name = reader.get("name").string()
-    key = reader.get("key", required=False).string(optional=True) or name
-    subject = key.split(":", 1)[1] if ":" in key else ""  # type: ignore[union-attr]
-    return ContractResult(name=name, passed=reader.get("passed").boolean(),  # type: ignore[arg-type]
-                          detail=reader.get("detail", required=False).string(optional=True) or "", subject=subject)
+    name = reader.get("name").text()
+    key = reader.get("key", required=False).optional_text() or name
+    subject = key.split(":", 1)[1] if ":" in key else ""
+    return ContractResult(name=name, passed=reader.get("passed").boolean(),
+                          detail=reader.get("detail", required=False).optional_text() or "", subject=subject)
 
 
 def _read_gate(reader: _Reader) -> GateResult:
+    ci = reader.get("ci", required=False)
+    bounds = tuple(bound.number() for bound in ci.elements()) if ci.value is not None else None
+    if bounds is not None and len(bounds) != 2:
+        raise ci.fail(f"must be [low, high], got {len(bounds)} numbers")
     return GateResult(
-        set_name=reader.get("set").string(),  # type: ignore[arg-type]
-        gate=reader.get("gate").string(),  # type: ignore[arg-type]
+        set_name=reader.get("set").text(),
+        gate=reader.get("gate").text(),
         passed=reader.get("passed").boolean(),
-        message=reader.get("message").string(),  # type: ignore[arg-type]
-        category=reader.get("category", required=False).string(optional=True),
+        message=reader.get("message").text(),
+        category=reader.get("category", required=False).optional_text(),
         flipped=reader.get("flipped", required=False).strings() if reader.has("flipped") else (),
         warning=reader.get("status", required=False).value == "warn",
+        metric=reader.get("metric", required=False).optional_text(),
+        baseline=reader.get("baseline", required=False).optional_number(),
+        current=reader.get("current", required=False).optional_number(),
+        limit=reader.get("limit", required=False).optional_number(),
+        unit=reader.get("unit", required=False).optional_text(),
+        ci=bounds,  # type: ignore[arg-type]
+        p_value=reader.get("p_value", required=False).optional_number(),
+        one_query=reader.get("one_query", required=False).optional_number(),
+        detectable=reader.get("detectable", required=False).optional_number(),
+        improved=reader.get("improved").boolean() if reader.has("improved") else False,
     )

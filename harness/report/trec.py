@@ -12,11 +12,12 @@ What trec_eval will and will not reproduce of a report:
 - per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,
   ndcg@10 = ndcg_cut_10, hit@10 = success_10, mrr = recip_rank when k <= 10, else
   recip_rank on the run cut at 10: `trec_eval -M 10`);
-- scores: the adapter's own, except that trec_eval re-sorts by score (compared in single
-  precision) and breaks ties by docno descending, so a tied document that would move is
-  nudged just below the one before it (`write_run` returns how many, `ExportNotes`); a query
-  without usable scores is written n, n-1, ..., 1. `read_run` orders as trec_eval does and
-  keeps the scores as written;
+- scores: the adapter's own rounded to single precision (trec_eval 9.0.8 and pytrec_eval
+  compare single-precision floats, trec_eval 10 doubles: the rounded value reads the same in
+  both), except that trec_eval re-sorts by score and breaks ties by docno descending, so a
+  tied document that would move is nudged just below the one before it (`write_run` returns
+  how many, `ExportNotes`); a query without usable scores is written n, n-1, ..., 1.
+  `read_run` orders as trec_eval 9.0.8 does and keeps the scores as written;
 - judged coverage: grade 0 judgments are written as qrels lines with grade 0;
 - a query that returned nothing has no run line: give `trec_eval -c` so it counts as 0;
 - negative probes (`no_relevant`) have no qrels line, so trec_eval skips them; xfail and
@@ -86,8 +87,9 @@ def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> Exp
     """Write `report`'s rankings as a TREC run, atomically; return what was nudged (`ExportNotes`).
 
     trec_eval ignores the rank column and sorts by score, then docno descending, so the
-    adapter's real scores are written with only what keeps its order: tied documents whose
-    docno order disagrees are nudged down by a few ulps (`_strict_scores`); a query without
+    adapter's scores are written in single precision with only what keeps its order: tied
+    documents whose docno order disagrees are nudged down by a few ulps (`_strict_scores`),
+    the same order for trec_eval 9.x, 10.x and pytrec_eval; a query without
     usable scores gets n - rank + 1 for a list of n. Ids or a tag containing whitespace (the
     format's separator) raise UsageError.
     """
@@ -262,23 +264,27 @@ def _float_below(value: float) -> float:
 def _strict_scores(ids: Sequence[str], scores: Sequence[float] | None) -> tuple[list[float], int, int]:
     """Scores trec_eval orders as the adapter did: (scores, positions nudged, largest nudge in ulps).
 
-    trec_eval sorts by score descending, comparing scores in single precision, and breaks ties
-    by docno descending. The adapter's real scores are kept wherever that gives the adapter's
-    order; a document that would jump above the one before it (a tie whose docno order
-    disagrees, or doubles equal in single precision) is moved just below that one: the next
-    single-precision float down, so the nudge is counted in single-precision ulps. Later
-    documents of the run follow it down only as far as they must. Scores absent, non-finite,
-    beyond single range or not non-increasing give n, n-1, ..., 1 (positions nudged = -1).
+    trec_eval 9.x and pytrec_eval sort by score descending comparing scores in single precision
+    (their `float sim`); trec_eval 10.x compares the doubles; both break ties by docno
+    descending. So every score is first rounded to single precision (written as the exact
+    double of that float, which both read as the same value), then a document that would jump
+    above the one before it (a tie whose docno order disagrees, or doubles equal in single
+    precision) is moved just below that one: the next single-precision float down, so the
+    nudge is counted in single-precision ulps. Later documents follow it down only as far as
+    they must. Writing an unrounded double after a nudge could leave it between the nudged
+    float and the tie, which a double comparison reorders and a float one does not. Scores
+    absent, non-finite, beyond single range or not non-increasing give n, n-1, ..., 1
+    (positions nudged = -1).
     """
     usable = scores is not None and len(scores) == len(ids) and all(
         isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s)
         and math.isfinite(trec_eval_score(s)) for s in scores)
     if not usable or any(a < b for a, b in zip(scores, scores[1:])):  # type: ignore[arg-type]
         return [float(len(ids) - index) for index in range(len(ids))], -1, 0
-    written = [float(s) for s in scores]  # type: ignore[union-attr]
+    written = [trec_eval_score(s) for s in scores]  # type: ignore[union-attr]  # what every trec_eval reads alike
     nudged = max_ulps = 0
     for index in range(1, len(written)):
-        before, now = trec_eval_score(written[index - 1]), trec_eval_score(written[index])
+        before, now = written[index - 1], written[index]
         if now < before or (now == before and ids[index] < ids[index - 1]):
             continue  # trec_eval keeps this pair in the adapter's order
         value = _float_below(before)

@@ -1,10 +1,9 @@
 """What every output says first: the verdict line, gate counts, the worst failure, who answered, which baseline.
 
-Console, Markdown and HTML all read these, so a verdict reads the same in a terminal, on a CI
-job page and in the HTML header. `baseline_sets` is the run's baseline entries (set name ->
-entry with `aggregates`), as `harness.api.GateInputs.baseline_entries` holds them; None when
-the run had no baseline. The baseline file's identity is `provenance.extra["baseline"]`
-(`{"path", "backend", "created", "git_commit"}`) when the run recorded it.
+Console, Markdown and HTML all read these, from the report alone, so a verdict reads the same in
+a terminal, on a CI job page and in the HTML header. The gates carry the numbers they decided on;
+the baseline file's identity is `provenance.extra["baseline"]` (`{"path", "backend", "created",
+"git_commit"}`) when the run recorded it.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.gating.gates import RECALL_METRIC
+from harness.gating.gates import FRACTION
 from harness.records import GateResult
 from harness.report.document import Provenance, Report
 
@@ -38,29 +37,6 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
-def recall_values(gate: GateResult, report: Report,
-                  baseline_sets: Mapping[str, Mapping] | None) -> tuple[float, float] | None:
-    """(baseline, current) recall@10 of a recall gate's scope, when both are known."""
-    if gate.gate != "recall" or baseline_sets is None:
-        return None
-    entry = baseline_sets.get(gate.set_name)
-    try:
-        current = report.set_named(gate.set_name).aggregates
-    except KeyError:
-        return None
-    if entry is None:
-        return None
-    base = entry.get("aggregates") or {}
-    if gate.category is None:
-        before, now = (base.get("overall") or {}), (current.get("overall") or {})  # type: ignore[union-attr]
-    else:
-        before = (base.get("category") or {}).get(gate.category) or {}
-        now = (current.get("category") or {}).get(gate.category) or {}  # type: ignore[union-attr]
-    if RECALL_METRIC not in before or RECALL_METRIC not in now:
-        return None
-    return float(before[RECALL_METRIC]), float(now[RECALL_METRIC])
-
-
 def scope_label(gate: GateResult) -> str:
     return f"{gate.set_name} {gate.category or 'overall'}"
 
@@ -80,23 +56,21 @@ def short_message(gate: GateResult) -> str:
     return message
 
 
-def worst_failure(report: Report, baseline_sets: Mapping[str, Mapping] | None) -> str | None:
-    """The largest recall@10 drop among the failed gates, else the first failed gate's gist."""
+def worst_failure(report: Report) -> str | None:
+    """The largest set-level drop of a [0, 1] metric among the failed gates (a category's only when no
+    set-level figure failed), else the first failed gate's gist."""
     failed = report.failed_gates
     if not failed:
         return None
-    drops = []
-    for gate in failed:
-        values = recall_values(gate, report, baseline_sets)
-        if values is not None:
-            drops.append((values[1] - values[0], gate))
-    if drops:
-        change, gate = min(drops, key=lambda pair: pair[0])
-        return f"{scope_label(gate)} {RECALL_METRIC} {points(change)} points"
+    drops = [(gate.category is not None, gate.change, gate) for gate in failed
+             if gate.unit == FRACTION and gate.change is not None]
+    if drops:  # a set-level figure before any category's, then the largest drop
+        _, change, gate = min(drops, key=lambda row: row[:2])
+        return f"{scope_label(gate)} {gate.metric} {points(change)} points"
     return short_message(failed[0])
 
 
-def verdict(report: Report, baseline_sets: Mapping[str, Mapping] | None = None) -> Verdict:
+def verdict(report: Report) -> Verdict:
     """The run's one-line verdict, e.g. `FAILED: 3 of 27 gates (worst: dedupe overall recall@10 -19.8 points)`."""
     warned = len(report.warned_gates)
     warning_note = f", {plural(warned, 'warning')}" if warned else ""
@@ -111,9 +85,8 @@ def verdict(report: Report, baseline_sets: Mapping[str, Mapping] | None = None) 
                                    f"in {plural(len(report.sets), 'set')}, not gated", "pass")
     failed = report.failed_gates
     if failed:
-        worst = worst_failure(report, baseline_sets)
         return Verdict("FAILED", f"FAILED: {len(failed)} of {plural(len(report.gates), 'gate')} "
-                                 f"(worst: {worst}){warning_note}", "fail")
+                                 f"(worst: {worst_failure(report)}){warning_note}", "fail")
     return Verdict("PASSED", f"PASSED: {plural(len(report.gates), 'gate')}{warning_note}",
                    "warn" if warned else "pass")
 

@@ -8,6 +8,7 @@ from harness.errors import BaselineError, UsageError
 from harness.strict_json import read_json_file
 from harness.gating.baseline import BASELINE_FORMAT, check_baseline
 from harness.report.document import Report
+from harness.report.reading import read_document
 from harness.scoring.compare import RunView, run_view
 
 
@@ -15,7 +16,7 @@ def load_run(path: Path) -> RunView:
     """Read a JSON report (--out) or a baseline file; UsageError when it is neither."""
     document = read_json_file(path, UsageError, what="report or baseline")
     if isinstance(document, dict) and "report_format" in document:
-        return report_view(Report.from_dict(document, str(path)), str(path))
+        return report_view(read_document(document, str(path)), str(path))
     if isinstance(document, dict) and document.get("format") == BASELINE_FORMAT:
         try:
             check_baseline(document, str(path))

@@ -9,9 +9,9 @@ from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order: the ranking
-# measures, then judged coverage (issue 13): judged@10, the share of the returned top 10 the
-# set judges (grade >= 0), and nDCG@10 on Sakai's condensed list (unjudged ids removed)
-# beside the ordinary nDCG@10. All are means in aggregates; none is gated by default.
+# measures, then judged coverage (docs/sets.md, "Judged coverage"): judged@10, the share of the
+# returned top 10 the set judges (grade >= 0), and nDCG@10 on Sakai's condensed list (unjudged
+# ids removed) beside the ordinary nDCG@10. All are means in aggregates; none is gated by default.
 REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "hit@10",
                     "judged@10", "ndcg@10(condensed)")
 # A count, not a ratio: per query the returned top-10 ids the set never judged; in aggregates
@@ -40,7 +40,7 @@ class Answer:
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None
     latency_seconds: float
-    passages: tuple[tuple[int, int] | None, ...] | None = None  # the window per hit (issue 17)
+    passages: tuple[tuple[int, int] | None, ...] | None = None  # per hit (docs/adapters.md, "Passages")
 
 
 def report_metric_name(name: str) -> str:
@@ -251,10 +251,11 @@ def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> dict
 
 
 def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
-    """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md)."""
+    """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md), of the per-query
+    latencies as a report records them, so a summary recomputed from a report (`merge`) is the same."""
     if not latencies_seconds:
         return {"n": 0}
-    ms = [value * 1000 for value in latencies_seconds]
+    ms = [round(value * 1000, 4) for value in latencies_seconds]  # as reports write each query's (0.1 µs)
     return {"n": len(ms), "p50": metrics.percentile(ms, 50), "p95": metrics.percentile(ms, 95), "max": max(ms)}
 
 

@@ -1,4 +1,4 @@
-"""Exposed-evidence metrics (issue 17): does the window a backend shows expose the current answer?
+"""Exposed-evidence metrics: does the window a backend shows expose the current answer?
 
 Pure functions over a query's reviewed spans (records.EvidenceSpan) and the hits' windows.
 Definitions (docs/sets.md, "Evidence"):

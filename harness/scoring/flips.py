@@ -18,6 +18,10 @@ class Flip:
     lost: tuple[str, ...]    # relevant ids found in the base run's top 10, not in the other's
     gained: tuple[str, ...]  # and the other way round
 
+    def to_dict(self) -> dict[str, object]:
+        """As a report keeps it under its set (the query text is the set's own row)."""
+        return {"qid": self.qid, "lost": list(self.lost), "gained": list(self.gained)}
+
 
 def find_flips(set_name: str, base_found: Mapping[str, Sequence[str]], found: Mapping[str, Sequence[str]],
                queries: Mapping[str, str] | None = None) -> list[Flip]:

@@ -204,15 +204,19 @@ def bpref(ranking: Ranking, k: int | None) -> float:
 
 
 def judged(ranking: Ranking, k: int) -> float:
-    """Judged@k = documents in the top k with a judgment (grade >= 0) / k, as P_k divides (ir_measures Judged).
+    """judged@k = documents in the top k with a judgment (grade >= 0) / k, as P_k divides; not ir_measures' Judged.
 
-    ir_measures' Judged differs in two corners: it divides by the number retrieved when
-    fewer than k came back, and counts a negative grade as a judgment.
+    ir_measures' Judged differs in two corners (JUDGED_DIFFERS), so its spelling `Judged@k`
+    is refused rather than read as this.
     """
     return bisect_right(ranking.judged, k) / k
 
 
 # ---------------------------------------------------------------- the registry
+
+JUDGED_DIFFERS = ("ir_measures' Judged@k divides by the number retrieved when fewer than k came back "
+                  "and counts a negative grade as a judgment; the harness's judged@k divides by k and "
+                  "counts grades >= 0 only")
 
 @dataclass(frozen=True)
 class Family:
@@ -226,6 +230,7 @@ class Family:
     aliases      other spellings of ours, e.g. "map" for ap
     cutoff_required  False: no cutoff means the whole ranking (trec_eval's full depth)
     takes_relevance_level  whether `rel=N` changes the value (nDCG, Judged: no)
+    ir_measures_differs  why ir_measures' spelling is refused (its number is another one), or None
     """
 
     name: str
@@ -235,6 +240,7 @@ class Family:
     aliases: tuple[str, ...] = ()
     cutoff_required: bool = True
     takes_relevance_level: bool = True
+    ir_measures_differs: str | None = None
 
     @property
     def definition(self) -> str:
@@ -250,5 +256,6 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (
     Family("ap", average_precision, "AP", ("map_cut", "map"), aliases=("map",), cutoff_required=False),
     Family("rprec", r_precision, "Rprec", (None, "Rprec"), aliases=("r-precision",), cutoff_required=False),
     Family("bpref", bpref, "Bpref", (None, "bpref"), cutoff_required=False),
-    Family("judged", judged, "Judged", (None, None), takes_relevance_level=False),
+    Family("judged", judged, "Judged", (None, None), takes_relevance_level=False,
+           ir_measures_differs=JUDGED_DIFFERS),
 )}

@@ -10,8 +10,9 @@ Names (case-insensitive, surrounding blanks ignored):
 - ours: FAMILY[@K][(OPTIONS)], e.g. `ndcg@10`, `ap@100`, `rr`, `bpref(condensed)`,
   `recall@1000(rel=2)`, `precision@5(condensed,rel=2)`. The canonical `name` of a Measure
   is always in this spelling: options `condensed` and `rel=N` (N != 1) in that order.
-- ir_measures: `nDCG@20`, `AP@100`, `R@1000`, `RR`, `P@5`, `Judged@10`, `Bpref`,
-  `nDCG(judged_only=True)@10`, `P(rel=2)@5`.
+- ir_measures: `nDCG@20`, `AP@100`, `R@1000`, `RR`, `P@5`, `Bpref`,
+  `nDCG(judged_only=True)@10`, `P(rel=2)@5`. Not `Judged@10`: ir_measures' Judged is another
+  number (measures.JUDGED_DIFFERS), so that exact spelling is refused; ours is `judged@10`.
 - trec_eval: `ndcg_cut_20`, `map_cut_100`, `recall_1000`, `recip_rank`, `P_5`, `bpref`,
   `Rprec`, `map`, `ndcg`, `success_10` (also with a dot: `P.5`). trec_eval's `-J` and
   `-l N` flags are the `condensed` and `rel=N` options.
@@ -39,8 +40,8 @@ __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Met
            "trec_eval_order", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
-# made under different definitions can be told apart (issue 6: `compare` refuses to mix
-# them). Adding families and spellings changes no existing value.
+# made under different definitions can be told apart (`compare` refuses to mix them:
+# docs/compare.md, "Outputs"). Adding families and spellings changes no existing value.
 DEFINITIONS_VERSION = 1
 
 # The cutoff the bare name "mrr" carries, and the canonical name of RR at it.
@@ -155,6 +156,11 @@ def _parse(name: str) -> Measure:
     family = _spellings().get(match.group("family")) if match else None
     if match is None or family is None:
         raise ValueError(f"unknown metric {name!r}: {_expected()}")
+    spec = FAMILIES[family]
+    written = name.strip()[match.start("family"):match.end("family")]
+    if spec.ir_measures_differs and written == spec.ir_measures:  # ir_measures' exact spelling, another number
+        raise ValueError(f"metric {name!r}: {spec.ir_measures_differs}; write {spec.name}@K for the harness's "
+                         f"measure")
     options = ",".join(part for part in (match.group("before"), match.group("after")) if part)
     cutoff = match.group("cutoff")
     if cutoff is None and match.group("family") == DEFAULT_RR_NAME:
@@ -182,7 +188,8 @@ def _with_options(name: str, family: str, cutoff: int | None, options: str) -> M
 
 
 def _expected() -> str:
-    families = ", ".join(f"{family.name} ({family.ir_measures})" for family in FAMILIES.values())
+    families = ", ".join(family.name + ("" if family.ir_measures_differs else f" ({family.ir_measures})")
+                         for family in FAMILIES.values())
     trec = ", ".join(name for family in FAMILIES.values() for name in
                      ((f"{family.trec_eval[0]}_K" if family.trec_eval[0] else None), family.trec_eval[1]) if name)
     return (f"expected FAMILY[@K][(condensed,rel=N)] with FAMILY one of {families}, a trec_eval name "
@@ -352,7 +359,8 @@ def _spellings_of(family: Family) -> list[str]:
     ours = [f"{family.name}@{k}"] + ([family.name] if not family.cutoff_required else [])
     ours += [f"{alias}@{k}" for alias in family.aliases]
     ours += [DEFAULT_RR_NAME] if family.name == "rr" else []
-    ir = [f"{family.ir_measures}@{k}"] + ([family.ir_measures] if not family.cutoff_required else [])
+    ir = [] if family.ir_measures_differs else \
+        [f"{family.ir_measures}@{k}"] + ([family.ir_measures] if not family.cutoff_required else [])
     stem, whole = family.trec_eval
     trec = ([f"{stem}_{k}"] if stem else []) + ([whole] if whole else [])
     return list(dict.fromkeys(ours + ir + trec))
@@ -371,7 +379,8 @@ def family_table() -> list[dict[str, str]]:
             cutoff = "optional; none = whole ranking"
         if family.name == "rr":
             cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
-        rows.append({"family": family.name, "ours": ours, "ir_measures": family.ir_measures,
+        rows.append({"family": family.name, "ours": ours,
+                     "ir_measures": "-" if family.ir_measures_differs else family.ir_measures,
                      "trec_eval": trec, "cutoff": cutoff,
                      "options": "condensed" + (", rel=N" if family.takes_relevance_level else ""),
                      "definition": family.definition, "examples": ", ".join(_spellings_of(family))})

@@ -14,7 +14,7 @@ from harness.errors import SetError, UsageError
 from harness.fsutil import atomic_write_text, open_regular
 from harness.strict_json import strict_json_dumps
 from harness.records import Document, Query
-from harness.sets.loader import MAX_GRADE, SET_FORMAT, compute_pins, load_set, safe_name_problem
+from harness.sets.loader import MAX_GRADE, SET_FORMAT, check_sets_dir, compute_pins, load_set, safe_name_problem
 
 CATEGORY = "beir"
 SOURCE = "beir"
@@ -80,6 +80,7 @@ def convert_beir(folder: Path, name: str, sets_dir: Path, *, split_name: str = "
         raise UsageError(f"--name: {problem}")
     if split_name in ("", ".", "..") or "/" in split_name or "\\" in split_name:
         raise UsageError(f"split: {split_name!r} is not a qrels file name")
+    check_sets_dir(sets_dir)
     target = sets_dir / name
     if target.exists():
         raise UsageError(f"{target}: already exists; choose another --name or remove it yourself")
@@ -241,10 +242,13 @@ def _query_line(query: Query) -> str:
 
 def _write_set(target: Path, meta: dict, documents: dict[str, Document], queries: list[Query]) -> None:
     """Write into a fresh temporary folder beside `target`, check it loads, then rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
     # mkdir (not mkdtemp, which makes it private to us) so the set gets the user's usual permissions.
     staging = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
-    staging.mkdir()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+    except OSError as exc:  # a read-only folder, a file on the path: the user's environment, not a bug
+        raise UsageError(f"--sets-dir {target.parent}: cannot create the set there: {exc.strerror}") from None
     try:
         atomic_write_text(staging / "corpus.jsonl", "".join(_corpus_line(d) + "\n" for d in documents.values()))
         atomic_write_text(staging / "queries.jsonl", "".join(_query_line(q) + "\n" for q in queries))

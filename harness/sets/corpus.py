@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.errors import SetError
 from harness.fsutil import open_regular
+from harness.strict_json import SURROGATE_ESCAPE_BYTES, lone_surrogate_at
 from harness.records import Document
 
 MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a mistake, not data
@@ -17,13 +18,17 @@ MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a m
 
 def load_corpus(spec: object, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
     """Documents of the set's `corpus` spec, in a stable order; SetError on any problem."""
+    check_corpus_source(spec, where)
+    return _LOADERS[spec["source"]](spec, set_dir, where, offline)  # type: ignore[index]
+
+
+def check_corpus_source(spec: object, where: str) -> None:
+    """SetError unless `spec` is an object naming a known `source` (checked without loading anything)."""
     if not isinstance(spec, dict):
         raise SetError(f"{where}: corpus: must be an object with a 'source'")
     source = spec.get("source")
-    loader = _LOADERS.get(source) if isinstance(source, str) else None
-    if loader is None:
+    if not isinstance(source, str) or source not in _LOADERS:
         raise SetError(f"{where}: corpus.source: {source!r} is not one of {sorted(_LOADERS)}")
-    return loader(spec, set_dir, where, offline)
 
 
 def corpus_hash(documents: Sequence[Document]) -> str:
@@ -40,7 +45,11 @@ def content_sha256(text: str) -> str:
 
 
 def iter_jsonl(path: Path, label: str):
-    """Yield (line number, object) for each non-blank line; SetError names file and line."""
+    """Yield (line number, object) for each non-blank line; SetError names file, line and field.
+
+    A UTF-8 byte-order mark before the first line and CRLF line ends are read as plain lines; a
+    lone surrogate escape in any string (id, text, title, query, group ...) is refused here, once.
+    """
     # A FIFO or device would block or never end: refused before a byte is read.
     with open_regular(path, SetError, label) as handle:
         number = 0
@@ -64,6 +73,12 @@ def iter_jsonl(path: Path, label: str):
                 raise SetError(f"{label}:{number}: not valid JSON ({exc})") from None
             if not isinstance(obj, dict):
                 raise SetError(f"{label}:{number}: must be a JSON object")
+            if SURROGATE_ESCAPE_BYTES.search(raw):  # text never writable as UTF-8 (corpus files, reports)
+                for field, value in obj.items():
+                    if lone_surrogate_at(field) or lone_surrogate_at(value):
+                        name = field if lone_surrogate_at(field) is None else "a field name"
+                        raise SetError(f"{label}:{number}: {name}: holds a lone surrogate (\\ud800-\\udfff escape), "
+                                       f"not text")
             yield number, obj
 
 

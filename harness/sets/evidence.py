@@ -12,13 +12,13 @@ from datetime import date
 
 from harness.errors import SetError
 from harness.records import Document, EvidenceSpan, Query
+from harness.quoting import preview
 
 LABELS = ("current", "stale", "mixed", "neither", "unjudgeable")
 INTENTS = ("current", "historical")
 SPAN_FIELDS = ("doc", "start", "end", "text", "label", "supports_answer")
 QUERY_FIELDS = ("evidence", "intent", "canonical", "forbid_stale_before_current")
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
-_PREVIEW = 40
 
 
 def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], where: str) -> dict[str, object]:
@@ -85,7 +85,7 @@ def check_against_corpus(query: Query, by_id: Mapping[str, Document], where: str
         found = document.text[span.start:span.end]
         if found != span.text:
             raise SetError(f"{where}: {field}: span text drifted in {span.doc!r} at offset {span.start} "
-                           f"(query {query.qid}): expected {_preview(span.text)}, the corpus has {_preview(found)}")
+                           f"(query {query.qid}): expected {preview(span.text, 40)}, the corpus has {preview(found, 40)}")
 
 
 def check_groups(queries: Sequence[Query], label: str) -> None:
@@ -149,7 +149,4 @@ def _span(item: object, where: str) -> EvidenceSpan:
     return EvidenceSpan(doc=doc, start=start, end=end, text=text, label=item["label"],
                         supports_answer=item["supports_answer"])
 
-
-def _preview(text: str) -> str:
-    return repr(text if len(text) <= _PREVIEW else text[:_PREVIEW] + "...")
 

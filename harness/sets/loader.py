@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.strict_json import read_json_file
-from harness.sets.corpus import _label, corpus_hash, iter_jsonl, load_corpus
+from harness.sets.corpus import _label, check_corpus_source, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError
 from harness.records import Document, Query, QuerySet, RankBefore
+from harness.quoting import field_key, preview
 
 SET_FORMAT = 1
 SPLITS = ("development", "held-out")
@@ -22,8 +23,8 @@ REQUIRED_QUERY_FIELDS = ("qid", "query", "relevant", "category", "split", "sourc
 OPTIONAL_QUERY_FIELDS = ("group", "forbid", "rank_before", "no_relevant", "outcome",
                          "measure_only", "max_score", "notes") + evidence.QUERY_FIELDS
 OUTCOMES = ("xfail",)
-# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here
-# because sets/ imports no later stage (tests/test_sets.py checks the two agree); 0 = judged non-relevant.
+# The lowest relevant grade: scoring.metrics.RELEVANCE_LEVEL (trec_eval's -l 1), restated here because
+# sets/ imports no later stage (tests/unit/sets/test_sets.py checks the two agree); 0 = judged non-relevant.
 RELEVANT_GRADE = 1
 MAX_GRADE = 1000  # grades are small integers; nDCG sums them as gains, and one past float range makes it NaN
 MAX_SCORE_LIMIT = 1e12  # a `max_score` contract bound beyond this is a typo, not a score an adapter gives
@@ -38,7 +39,7 @@ def safe_name_problem(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return "must be a non-empty string"
     if not SAFE_NAME.fullmatch(value) or ".." in value:
-        return f"{_preview(value)} must be {SAFE_NAME_RULE} (it becomes a file name)"
+        return f"{preview(value, 60)} must be {SAFE_NAME_RULE} (it becomes a file name)"
     return None
 
 
@@ -50,9 +51,16 @@ def safe_name(value: object, field: str, where: str = "") -> str:
     return value  # type: ignore[return-value]
 
 
-def _preview(value: str, limit: int = 60) -> str:
-    """A value quoted so it stays on one line: repr escapes NUL, newlines and surrogates."""
-    return repr(value if len(value) <= limit else value[:limit] + "...")
+def check_sets_dir(sets_dir: Path) -> None:
+    """SetError `--sets-dir PATH: why` when `sets_dir` exists but is not a folder (a file, a device).
+
+    A missing folder is left to the caller (no sets found, or created by an import).
+    """
+    try:
+        if sets_dir.exists() and not sets_dir.is_dir():
+            raise SetError(f"--sets-dir {sets_dir}: is not a folder (where named sets live: DIR/NAME/set.json)")
+    except OSError as exc:  # a name too long, no permission to look
+        raise SetError(f"--sets-dir {sets_dir}: cannot be examined: {exc.strerror}") from None
 
 
 def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
@@ -61,15 +69,18 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
         raise SetError("no set named: give --set NAME (or --set all)")
     found: list[Path] = []
     for name in names:
+        if name != "all" and _holds_set(Path(name)):
+            found.append(Path(name))
+            continue
+        check_sets_dir(sets_dir)
         if name == "all":
             candidates = sorted(p.parent for p in sets_dir.glob("*/set.json"))
             if not candidates:
                 raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
             found.extend(candidates)
             continue
-        path = Path(name)
-        folder = path if (path / "set.json").is_file() else sets_dir / name
-        if not (folder / "set.json").is_file():
+        folder = sets_dir / name
+        if not _holds_set(folder):
             available = sorted(p.parent.name for p in sets_dir.glob("*/set.json"))
             raise SetError(f"set {name!r}: no {folder / 'set.json'} (available: {', '.join(available) or 'none'})")
         found.append(folder)
@@ -89,6 +100,14 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
                                f"{first[name]}; two sets in one run need different names")
             first[name] = folder
     return unique
+
+
+def _holds_set(folder: Path) -> bool:
+    """True when `folder/set.json` is a file; False for anything else, a name too long included."""
+    try:
+        return (folder / "set.json").is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, EACCES; ValueError: a NUL in the name
+        return False
 
 
 def check_unique_names(query_sets: Sequence[QuerySet]) -> None:
@@ -202,6 +221,7 @@ def _read_meta(path: Path, where: str) -> dict:
         value = meta.get(field)
         if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
             raise SetError(f"{where}: {field}: missing or not a {kind.__name__}")
+    check_corpus_source(meta["corpus"], where)
     if not 1 <= meta["k"] <= MAX_SET_K:
         raise SetError(f"{where}: k: must be between 1 and {MAX_SET_K}")
     if not 0 <= meta["revision"] <= 10**15:
@@ -258,21 +278,16 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
             raise SetError(f"{where}: {field}: missing")
     unknown = sorted(set(obj) - set(REQUIRED_QUERY_FIELDS) - set(OPTIONAL_QUERY_FIELDS))
     if unknown:
-        name = unknown[0] if unknown[0].isprintable() and unknown[0].strip() else repr(unknown[0])  # keep one line
-        raise SetError(f"{where}: {name}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
+        raise SetError(f"{where}: {field_key(unknown[0])}: unknown field (known: {', '.join(REQUIRED_QUERY_FIELDS + OPTIONAL_QUERY_FIELDS)})")
     for field in ("qid", "query", "category", "source"):
         if not isinstance(obj[field], str) or not obj[field].strip():
             raise SetError(f"{where}: {field}: must be a non-empty string")
-        try:
-            obj[field].encode("utf-8")
-        except UnicodeEncodeError:
-            raise SetError(f"{where}: {field}: holds a lone surrogate (\\ud800-\\udfff escape), not text") from None
     if obj["split"] not in SPLITS:
         raise SetError(f"{where}: split: {obj['split']!r} is not one of {', '.join(SPLITS)}")
     relevant = _grades(obj["relevant"], where)
     no_relevant = _flag(obj, "no_relevant", where)
-    # Grade 0 is an explicit non-relevant judgment (judged coverage, issue 13): it counts as
-    # judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
+    # Grade 0 is an explicit non-relevant judgment (docs/sets.md, "Judged coverage"): it counts
+    # as judged, never as relevant, so a query still needs one grade >= 1 unless it is a probe.
     relevant_count = sum(1 for grade in relevant.values() if grade >= RELEVANT_GRADE)
     if not relevant_count and not no_relevant:
         what = "empty" if not relevant else "only grade 0 (judged non-relevant)"
@@ -308,10 +323,8 @@ def _grades(value: object, where: str) -> dict[str, int]:
         raise SetError(f"{where}: relevant: must be an object {{doc_id: grade}}")
     for doc_id, grade in value.items():
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
-            raise SetError(f"{where}: relevant: grade of {_preview(doc_id)} must be an integer from 0 to {MAX_GRADE} "
+            raise SetError(f"{where}: relevant: grade of {preview(doc_id, 60)} must be an integer from 0 to {MAX_GRADE} "
                            f"(0 = judged non-relevant)")
-        if not _is_text(doc_id):
-            raise SetError(f"{where}: relevant: id {_preview(doc_id)} holds a lone surrogate, not text")
     return dict(value)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def write_corpus_files(query_set: QuerySet, folder: Path) -> Path:
     if query_set.extra.get("passages"):
         targets.append(passages_hint(folder, query_set.kind))
     for target in targets:
-        if target.exists() or target.is_symlink():
+        if os.path.lexists(target):  # False, not OSError, for a name too long: mkdir then says why
             raise UsageError(f"{target}: already exists; export into an empty folder (nothing is overwritten)")
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "records", "strict_json", "text", "watchdog", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "quoting", "records", "strict_json", "text", "watchdog", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),
@@ -24,6 +24,7 @@ ALLOWED = {
     "api": {"sets", "adapter", "scoring", "gating", "report"},
     "commands": {"sets", "adapter", "scoring", "gating", "report", "api"},
     "__main__": {"commands"},
+    "pytest_plugin": {"api", "report"},  # harness/pytest_plugin.py: the fixture calls them lazily
 }
 NO_PROCESSES = ("scoring", "report")
 PROCESS_MODULES = {"subprocess", "multiprocessing", "harness.child", "harness.watchdog", "harness.adapter.driver",
@@ -63,11 +64,12 @@ def harness_files():
         yield path, dotted.removesuffix(".__init__")
 
 
-# The two exceptions, each an optional speed-up behind a function-level import:
-# - --executor ray (optional extra [ray]) imports Ray, inside functions, in this module only;
-# - the statistics' numpy engine imports numpy; `stats` and `compare` import that module only inside
-#   functions, after checking numpy is installed, and fall back to pure Python (same numbers) without it.
-THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}, "harness.scoring.numpy_engine": {"numpy"}}
+# The exceptions: --executor ray (optional extra [ray]) imports Ray, inside functions, in this module only;
+# the pytest plugin imports pytest, which is what loads it; the statistics' numpy engine imports numpy,
+# and `stats` and `compare` import that module only inside functions, after checking numpy is installed,
+# falling back to pure Python (the same numbers) without it.
+THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}, "harness.pytest_plugin": {"pytest"},
+                       "harness.scoring.numpy_engine": {"numpy"}}
 
 
 def test_harness_imports_only_the_standard_library():
@@ -152,3 +154,54 @@ def test_nothing_imports_the_commands():
 def test_adapter_authors_import_serve_from_harness_adapter():
     from harness.adapter import serve
     assert callable(serve)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """harness module -> the harness modules it imports anywhere in its file (lazy imports included).
+
+    The package facade (harness/__init__.py) is left out: it imports the API lazily by design.
+    """
+    modules = {dotted for _, dotted in harness_files()} - {"harness"}
+    graph: dict[str, set[str]] = {}
+    for path, dotted in harness_files():
+        if dotted == "harness":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("harness"):
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                targets |= {name for name in names if name in modules} or {node.module}
+            elif isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name.startswith("harness.")}
+        graph[dotted] = {t for t in targets if t in modules and t != dotted}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle, each once, as the path that closes it."""
+    found, done = [], set()
+
+    def visit(node: str, path: list[str]) -> None:
+        for target in sorted(graph.get(node, ())):
+            if target in path:
+                circle = path[path.index(target):] + [target]
+                if frozenset(circle) not in done:
+                    done.add(frozenset(circle))
+                    found.append(circle)
+            elif target not in seen:
+                seen.add(target)
+                visit(target, path + [target])
+
+    for start in sorted(graph):
+        seen = {start}
+        visit(start, [start])
+    return found
+
+
+def test_no_import_circles_even_through_lazy_imports():
+    assert cycles(module_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]

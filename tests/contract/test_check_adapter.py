@@ -171,7 +171,7 @@ def test_set_option_uses_the_sets_kind_corpus_and_queries(capsys, tmp_path):
 @pytest.mark.parametrize("args, message", [
     ([], "give the adapter command after '--'"),
     (["--queries", "0", "--", "x"], "--queries: must be >= 1, got 0"),
-    (["--timeout", "0", "--", "x"], "--timeout: must be a positive number of seconds, got 0.0"),
+    (["--timeout", "0", "--", "x"], "--timeout: must be a positive number of seconds up to 1e+06, got 0"),
     (["--kind", "../etc", "--", "x"], "--kind: '../etc' cannot name a <kind>.jsonl file"),
     (["--", "/nonexistent/adapter-binary"], "cannot start the adapter /nonexistent/adapter-binary"),
     (["--set", str(FIXTURES.parent / "sets" / "tiny"), "--kind", "code", "--", "x"],

@@ -48,8 +48,9 @@ def test_console_of_a_real_failing_run(tmp_path):
     text = scrub(completed.stdout, str(tmp_path))
     assert_matches_golden("run-failing.txt", text)
     lines = text.splitlines()
-    # By hand: tiny-01 loses its only relevant document: overall 5/5 -> 4/5, category a 3/3 -> 2/3.
-    assert lines[-1] == "FAILED: 2 of 7 gates (worst: tiny a recall@10 -33.3 points)"
+    # By hand: tiny-01 loses its only relevant document: overall 5/5 -> 4/5, category a 3/3 -> 2/3;
+    # the verdict names the set-level figure.
+    assert lines[-1] == "FAILED: 2 of 7 gates (worst: tiny overall recall@10 -20.0 points)"
     assert lines[-2] == "report: <tmp>/r.json  adapter log: <tmp>/r.adapter.log"
     assert [line.split()[:2] for line in lines if line.startswith(("FAIL ", "PASS "))] == [
         ["FAIL", "recall"], ["FAIL", "recall"]]

@@ -2,7 +2,8 @@
 
 A passing run, a failing run, a crash and a comparison, each at a desktop width (1,400 px) and a
 phone's (390 px): the verdict text, no element wider than the viewport (wide tables scroll in
-their own box), the failing gate rows, charts laid out with a size, no console errors. Full-page
+their own box), the failing gate rows, charts that fill their box (scaled, never scrolled) with
+nothing drawn outside it, no console errors. Full-page
 screenshots land in .retrieval-gate/screenshots/ (a CI artifact).
 
 Needs Debian's `chromium` and `chromium-driver` and the `selenium` package; the driver is
@@ -20,11 +21,12 @@ from pathlib import Path
 import pytest
 
 from harness.report.html import render_run_html
+from harness.report.html_kit import CHART_MAX_PX
 from harness.report.html_compare import render_comparison_html
 from harness.report.views import report_view
 from harness.scoring.compare import compare, compare_many
 from tests.output_reports import crashed_with_tail, gated_with_baseline, with_baseline_identity
-from tests.reports import BASE_ANSWERS, gated_report, tiny_baseline_entries
+from tests.reports import BASE_ANSWERS, gated_report
 from tests.conftest import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -89,16 +91,15 @@ def _comparison_page_of_two_candidates() -> str:
 
 
 PAGES = {
-    "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS)),
-                                           tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
-    "run-failing": lambda: render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0),
-    "run-crashed": lambda: render_run_html(crashed_with_tail(), None, {}, 300.0),
+    "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS))),
+    "run-failing": lambda: render_run_html(gated_with_baseline()),
+    "run-crashed": lambda: render_run_html(crashed_with_tail()),
     "comparison": _comparison_page,
     "comparison-two": _comparison_page_of_two_candidates,
 }
 EXPECTED_VERDICT = {
     "run-passing": "PASSED: 7 gates",
-    "run-failing": "FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)",
+    "run-failing": "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)",
     "run-crashed": "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)",
     # base: every query found; current loses tiny-01: overall recall@10 1.0 -> 0.8 over 5 queries,
     # too few to show it no worse than -2.0 points (nor, after Holm, significantly worse)
@@ -120,13 +121,18 @@ for (const el of document.body.querySelectorAll('*')) {
 }
 return [document.documentElement.scrollWidth, width, out.slice(0, 10)];
 """
-# Each chart's size, the width of the box it scrolls in, and how many bars or curves it drew.
+# Each chart's size, the width of its box, whether anything around it scrolls, how many bars or
+# curves it drew, its right edge, and whether everything drawn in it (text, bars, lines) is inside it.
 CHART_SIZES = """
 return Array.from(document.querySelectorAll('svg.chart')).map(svg => {
   const box = svg.getBoundingClientRect();
-  const holder = svg.closest('.scroll').getBoundingClientRect();
-  return [svg.getAttribute('class'), Math.round(box.width), Math.round(box.height), Math.round(holder.right),
-          svg.querySelectorAll('rect.bar, polyline.cdf').length];
+  const holder = svg.closest('.chart-box').getBoundingClientRect();
+  const marks = Array.from(svg.querySelectorAll('text, rect, line, polyline')).map(el => el.getBoundingClientRect());
+  const inside = marks.every(mark => mark.left >= box.left - 0.5 && mark.right <= box.right + 0.5
+                                     && mark.top >= box.top - 0.5 && mark.bottom <= box.bottom + 0.5);
+  return [svg.getAttribute('class'), Math.round(box.width), Math.round(box.height), Math.round(holder.width),
+          svg.closest('.scroll') !== null, svg.querySelectorAll('rect.bar, polyline.cdf').length,
+          Math.round(box.right), inside];
 });
 """
 
@@ -167,13 +173,21 @@ def test_page_in_a_real_browser(browser, tmp_path, name, width):
 
     charts = browser.execute_script(CHART_SIZES)
     assert charts, "no chart on the page"
-    for kind, chart_width, chart_height, box_right, marks in charts:
+    for kind, chart_width, chart_height, box_width, scrolls, marks, chart_right, inside in charts:
         assert chart_width > 0 and chart_height > 0, (kind, chart_width, chart_height)
-        assert box_right <= viewport, kind  # a chart wider than a phone scrolls inside its own box
-        assert chart_width >= min(560, viewport - 40), (kind, chart_width)  # never shrunk below legibility
+        assert not scrolls, kind  # the chart scales to its box: nothing to scroll
+        assert chart_width == min(box_width, CHART_MAX_PX), (kind, chart_width, box_width)  # fills it, up to the cap
+        assert chart_right <= viewport and inside, (kind, chart_right)  # no value, axis or label cut off
         assert marks > 0, kind  # bars or the CDF curve drawn
 
+    # per-query tables (flips, queries that did not pass) fit whole: cards on a phone, never scrolled
+    per_query = browser.execute_script(
+        "return Array.from(document.querySelectorAll('table.flips, table.queries')).map(t => "
+        "[t.className, t.closest('.scroll').scrollWidth, t.closest('.scroll').clientWidth])")
+    for css, scroll_width_of_box, box_width in per_query:
+        assert scroll_width_of_box <= box_width, (css, scroll_width_of_box, box_width)
     if name == "run-failing":
+        assert sorted(css for css, _, _ in per_query) == ["flips", "queries"]
         statuses = browser.execute_script(
             "return Array.from(document.querySelectorAll('table.gates tr td:first-child'))"
             ".map(td => td.textContent)")

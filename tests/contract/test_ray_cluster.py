@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET, require_optional
+from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET, require_modules
 from tests.process_helpers import alive, default_signals, wait_for
 
 SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"  # an answer every argv[2] s; writes its pids to argv[1]
@@ -25,7 +25,7 @@ NODE_STORE_BYTES = 80 * 1024 * 1024
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(cluster, [worker node, worker node], scratch): every node's temp folders under `scratch`."""
-    require_optional("ray", "ray")
+    require_modules("ray", extra="ray")
     from ray.cluster_utils import Cluster
     scratch = tmp_path_factory.mktemp("nodes")
     saved = {name: os.environ.get(name) for name in ("TMPDIR", "RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED",

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.api import GateOptions
+from harness.adapter.options import RunOptions
 from harness.errors import SetError, UsageError
-from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT, require_optional
+from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT, require_modules
 
 ROOT = REPO_ROOT
 SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"
@@ -29,7 +29,9 @@ HANG = FIXTURES / "adapters" / "hang.py"
 
 
 def _require_ray():
-    return require_optional("ray", "ray")
+    require_modules("ray", extra="ray")
+    import ray
+    return ray
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +60,9 @@ def test_without_ray_the_executor_says_how_to_install_it(monkeypatch):
 
 def test_ray_options_need_the_ray_executor():
     with pytest.raises(UsageError, match="need --executor ray"):
-        GateOptions(worker_gpus=1)
+        RunOptions(worker_gpus=1)
     with pytest.raises(UsageError, match="--executor: one of local, ray"):
-        GateOptions(executor="dask")
+        RunOptions(executor="dask")
 
 
 def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_address, tmp_path):

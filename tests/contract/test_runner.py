@@ -329,7 +329,8 @@ def test_a_banner_nobody_asked_for_is_not_an_answer_out_of_step(tmp_path):
 
 
 def test_more_workers_than_queries_run_correctly(tmp_path):
-    from harness.adapter.asking import RunOptions, run_sets
+    from harness.adapter.asking import run_sets
+    from harness.adapter.options import RunOptions
     from harness.sets.materialise import materialise_corpora
     from harness.sets.loader import load_set
     from tests.conftest import TINY_SET
@@ -346,4 +347,4 @@ def test_more_workers_than_queries_run_correctly(tmp_path):
     assert [row.qid for row in outcome.results[0].queries] == [q.qid for q in tiny.queries]
     assert outcome.warnings == [f"--workers {len(tiny.queries) + 3}: the largest set has {len(tiny.queries)} "
                                 f"queries, so {len(tiny.queries)} adapters started"]
-    assert outcome.provenance["settings"]["workers"] == len(tiny.queries)
+    assert outcome.workers == len(tiny.queries)

@@ -1,4 +1,5 @@
-"""Every command has one worked example (issue 14), the same in the README, its --help and WORKED_EXAMPLES, and each works.
+"""Every command has one worked example (README.md, "Commands"), the same in the README, its --help
+and WORKED_EXAMPLES, and each works.
 
 The examples are run for real, in the README's order, as real `python -m harness`
 subprocesses in a scratch folder holding a copy of the shipped sets (so `sets pin` writes

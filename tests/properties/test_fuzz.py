@@ -1,4 +1,5 @@
-"""Our own fuzz pass (issue 12): every input the harness reads, mutated, through the real commands.
+"""Our own fuzz pass: every input the harness reads, mutated, through the real commands
+(docs/security.md, "Signals and internal errors").
 
 For each mutated input it asserts what a user is promised whatever the bytes: the exit code
 is a verdict or an error (0-3), never EXIT_INTERNAL; no traceback on stderr; no file changed
@@ -6,12 +7,13 @@ outside the command's own outputs; no adapter process left behind.
 
 Seeded and bounded (derandomize, a fixed max_examples per input, no example database) so it
 is the same run every time and stays well under two minutes on a 2-core machine:
-`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/test_fuzz.py --durations=0`.
+`PYTHONPATH=$PWD python -m pytest -q -p no:cacheprovider tests/properties/test_fuzz.py --durations=0`.
 Everything but the adapter-output mutations runs in-process through `harness.commands.cli.main`.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -32,6 +34,7 @@ from tests.process_helpers import alive
 
 ROOT = REPO_ROOT
 BEIR = FIXTURES / "beir"
+LONG_NAME = "n" * 300  # past NAME_MAX on every Linux filesystem
 LINE_ADAPTER = FIXTURES / "adapters" / "one_line.py"
 VERDICTS = {0, 1, 2, 3}
 
@@ -95,7 +98,9 @@ def mutate_bytes(data, raw: bytes) -> bytes:
     end = data.draw(st.integers(start, min(len(raw), start + 40)), label="end")
     action = data.draw(st.sampled_from(["cut", "insert", "overwrite", "duplicate"]), label="byte action")
     junk = data.draw(st.binary(max_size=20) | st.sampled_from([b"\n", b"\x00", b"\xff\xfe", b"\"", b"{", b"\t",
-                                                               b"\r\n", b"NaN", b"1e999"]), label="junk")
+                                                               b"\r\n", b"NaN", b"1e999", b"\xef\xbb\xbf",
+                                                               b"\\ud800", b"\\udc80x", b"\xe2\x80\xa8"]),
+                     label="junk")
     if action == "cut":
         return raw[:start] + raw[end:]
     if action == "insert":
@@ -114,7 +119,8 @@ def mutate_file(data, path: Path) -> None:
     if path.suffix == ".jsonl":
         lines = raw.decode("utf-8").splitlines()
         index = data.draw(st.integers(0, len(lines) - 1), label="line")
-        lines[index] = json.dumps(mutate_json(data, json.loads(lines[index])), ensure_ascii=False)
+        # ensure_ascii drawn: a lone surrogate then reaches the file as a \ud800 escape or as raw bytes
+        lines[index] = json.dumps(mutate_json(data, json.loads(lines[index])), ensure_ascii=data.draw(st.booleans()))
         path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
     elif path.suffix == ".json":
         text = json.dumps(mutate_json(data, json.loads(raw)), ensure_ascii=data.draw(st.booleans()))
@@ -178,8 +184,10 @@ def workspace():
 
 
 def _prepare_base_files() -> dict[str, Path]:
-    """A real baseline and report of the tiny set from the run file (made once, in-process)."""
+    """A real baseline and report of the tiny set from the run file (made once, in-process; the
+    folder is removed when the test process exits, so no run leaves it behind)."""
     folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-base-"))
+    atexit.register(shutil.rmtree, folder, True)
     (folder / "run.txt").write_text("\n".join(tiny_run_lines()) + "\n")
     code = main(["--set", str(TINY_SET), "--run-file", str(folder / "run.txt"), "--update-baseline", "--yes",
                  "--baseline", str(folder / "baseline.json"), "--out", str(folder / "report.json"), "--quiet"])
@@ -274,7 +282,7 @@ def test_fuzz_beir_import(capfd, data, name):
 
 OPTION_VALUES = {
     "--k": st.sampled_from(["0", "1", "-3", "10001", "x", "1e3", "10"]),
-    "--timeout": st.sampled_from(["0", "-1", "nan", "inf", "1e-300", "1e308", "x", "5"]),
+    "--timeout": st.sampled_from(["0", "-1", "nan", "inf", "1e-300", "1e308", "1e10", "x", "5"]),
     "--startup-timeout": st.sampled_from(["0", "nan", "-inf", "3"]),
     "--startup-limit": st.sampled_from(["0", "nan", "1e999", "3"]),
     "--warmup": st.sampled_from(["-1", "0", "2", "99999999999999999999"]),
@@ -289,8 +297,11 @@ OPTION_VALUES = {
     "--executor": st.sampled_from(["local", "ray", "nope"]),
     "--ray-address": st.sampled_from(["", "auto"]),
     "--color": st.sampled_from(["always", "never", "auto", "rainbow"]),
-    "--sets-dir": st.sampled_from(["", "nowhere", "/dev/null"]),
-    "--set": st.sampled_from(["", "all", "nosuch", "../sets/tiny", "/dev/null", "tiny"]),
+    "--sets-dir": st.sampled_from(["", "nowhere", "/dev/null", "run.txt", "run.txt/sub", LONG_NAME]),
+    "--set": st.sampled_from(["", "all", "nosuch", "../sets/tiny", "/dev/null", "tiny", LONG_NAME, "a\x00b"]),
+    "--summary": st.sampled_from(["out/s.md", "/dev/full", "out", "run.txt", f"out/{LONG_NAME}", "/dev/stdout"]),
+    "--junit": st.sampled_from(["out/j.xml", "/dev/full", "sets/tiny/set.json", "out/x/y.xml"]),
+    "--html": st.sampled_from(["out/r.html", "/dev/full", "/dev/null"]),
 }
 FLAGS = ["--no-gate", "--update-baseline", "--yes", "--known-contract-failures", "--allow-backend-change",
          "--offline", "--verbose", "--quiet", "--expect-banner"]
@@ -319,21 +330,28 @@ def test_fuzz_run_options(capfd, data):
 SUBCOMMAND_TOKENS = {
     # Each subcommand's own options and positionals, plus values; paths to write point into out/.
     "sets": ["list", "show", "verify", "tiny", "nosuch", "--sets-dir", "sets", "--offline", "--name", "--split",
-             "import-beir", "beir", "out/new", "dev", "test", "-h"],
+             "import-beir", "beir", "out/new", "dev", "test", "-h", "export-corpus", "out/exp", "/dev/full",
+             "run.txt", LONG_NAME, f"out/{LONG_NAME}", "pin"],
     "metrics": ["--bogus", "-h", "x"],
     "compare": ["report.json", "baseline.json", "run.txt", "--seed", "-1", "99999999999999999999", "--resamples",
                 "0", "3", "--metric", "R@10", "nope", "ndcg@10", "--allow-mismatch", "--json", "out/c.json",
                 "--html", "out/c.html"],
     "export": ["report.json", "baseline.json", "--trec-run", "--trec-qrels", "out/run.txt", "out/qrels.txt",
-               "--run-tag", "", "a b", "--scored-only", "--sets-dir", "sets", "nowhere", "--offline"],
+               "--run-tag", "", "a b", "--scored-only", "--sets-dir", "sets", "nowhere", "--offline", "/dev/full",
+               "run.txt", f"out/{LONG_NAME}"],
     "baselines": ["baseline.json", "report.json", "run.txt", "nosuch.json", "--bogus"],
     "merge": ["report.json", "baseline.json", "--out", "out/m.json", "--baseline", "out/b.json", "--budgets",
               "budgets.json", "run.txt", "--update-baseline", "--yes", "--no-gate", "--known-contract-failures",
-              "--summary", "out/s.md", "--junit", "out/j.xml", "--html", "out/m.html", "--quiet"],
+              "--summary", "out/s.md", "--junit", "out/j.xml", "--html", "out/m.html", "--quiet", "/dev/full"],
+    # check-adapter: its options; the adapter after `--` is always the correct stdlib fixture
+    "check-adapter": ["--set", "tiny", "--sets-dir", "sets", "run.txt", "--corpus-dir", "beir", "out", "--kind",
+                      "corpus", "../x", "--timeout", "--startup-timeout", "--startup-limit", "1e10", "nan", "0",
+                      "2", "--queries", "0", "-1", "3", "/dev/full", LONG_NAME],
 }
+CHECK_ADAPTER = ["--", sys.executable, str(FIXTURES / "check_adapters" / "good.py")]
 
 
-@fuzz_settings(300)
+@fuzz_settings(360)
 @given(data=st.data(), command=st.sampled_from(sorted(SUBCOMMAND_TOKENS)))
 def test_fuzz_subcommand_options(capfd, data, command):
     base_files()
@@ -341,6 +359,11 @@ def test_fuzz_subcommand_options(capfd, data, command):
         (folder / "out").mkdir()
         shutil.copy(folder / "baseline.json", folder / "out" / "b.json")
         argv = data.draw(st.lists(st.sampled_from(SUBCOMMAND_TOKENS[command]), max_size=6), label="argv")
+        if command == "check-adapter":
+            if "--queries" not in argv:
+                argv += ["--queries", "5"]  # the 2,000-query default is the conformance suite's job
+            log = data.draw(st.sampled_from(["out/check.log", "/dev/full", "out", f"out/{LONG_NAME}"]), label="log")
+            argv += ["--log", log, *CHECK_ADAPTER]
         run_command([command, *argv], capfd, folder)
 
 
@@ -384,17 +407,24 @@ def test_fuzz_adapter_output(data, where):
 # -- what the fuzzer found, kept as regular regression tests -----------------------------------------
 
 def test_regression_sets_list_with_a_null_corpus_source(capfd):
-    """Found by test_fuzz_set_files: `sets list` formatted corpus.source with `:<11`, a TypeError on null."""
+    """Found by test_fuzz_set_files: `sets list` formatted corpus.source with `:<11`, a TypeError on null.
+    Now `sets list` checks the source as every command does: a null, missing or `{}` one is
+    one error line, exit 2."""
     base_files()
     with workspace() as folder:
         meta_path = folder / "sets" / "tiny" / "set.json"
         meta = json.loads(meta_path.read_text())
-        meta["corpus"]["source"] = None
-        meta_path.write_text(json.dumps(meta))
-        assert run_command(["sets", "--sets-dir", str(folder / "sets"), "list"], capfd, folder) == 0
-        del meta["corpus"]["source"]
-        meta_path.write_text(json.dumps(meta))
-        assert run_command(["sets", "--sets-dir", str(folder / "sets"), "list"], capfd, folder) == 0
+        for corpus in ({**meta["corpus"], "source": None}, {"path": "corpus.jsonl"}, {}):
+            meta_path.write_text(json.dumps({**meta, "corpus": corpus}))
+            assert run_command(["sets", "--sets-dir", str(folder / "sets"), "list"], capfd, folder) == 2
+
+
+def test_regression_check_adapter_log_that_is_a_folder(capfd):
+    """Found by test_fuzz_subcommand_options : `check-adapter --log DIR` was exit 70."""
+    base_files()
+    with workspace() as folder:
+        (folder / "out").mkdir()
+        assert run_command(["check-adapter", "--queries", "3", "--log", "out", *CHECK_ADAPTER], capfd, folder) == 2
 
 
 def test_regression_banner_with_an_encoded_lone_surrogate():

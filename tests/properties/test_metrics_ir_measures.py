@@ -29,8 +29,22 @@ def supported_measures():
 
 def test_every_ir_measures_spelling_parses_in_ir_measures_and_back():
     for measure in supported_measures():
+        if FAMILIES[measure.family].ir_measures_differs:
+            continue  # refused by design: see the next test
         theirs = ir_measures.parse_measure(measure.ir_measures_name)
         assert parse_metric(str(theirs)) == measure, measure.name
+
+
+def test_ir_measures_judged_is_another_number_which_is_why_its_spelling_is_refused():
+    """docs/sets.md, "Which trec_eval the measures follow": on a run shorter than k, and with a negative grade, ir_measures' Judged@10 and our
+    judged@10 part: ir_measures divides by the 4 retrieved and counts the -1 as judged."""
+    qrels = {"q": {"a": 1, "x": -1, "b": 0}}
+    run = {"q": {"a": 4.0, "x": 3.0, "b": 2.0, "zz": 1.0}}
+    theirs = next(ir_measures.iter_calc([ir_measures.parse_measure("Judged@10")], qrels, run)).value
+    ours = parse_metric("judged@10").compute(list(run["q"]), qrels["q"])
+    assert (theirs, ours) == (3 / 4, 2 / 10)
+    with pytest.raises(ValueError, match="ir_measures' Judged@k divides by the number retrieved"):
+        parse_metric("Judged@10")
 
 
 def test_values_equal_ir_measures_on_runs_that_fill_k_and_grades_zero_and_up():

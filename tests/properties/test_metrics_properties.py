@@ -1,7 +1,7 @@
 """Property tests for harness.scoring.metrics: a plain reference implementation, and trec_eval itself.
 
 The full proof against trec_eval (every family, condensed, rel levels, depths to 1,000) is
-tests/test_metrics_trec_eval.py.
+tests/properties/test_metrics_trec_eval.py.
 """
 
 from __future__ import annotations
@@ -235,8 +235,7 @@ TREC_MEASURES = {"ndcg_cut_10": ("ndcg", 10), "ndcg_cut_5": ("ndcg", 5),
                  "recip_rank": ("rr", 10), "success_10": ("hit", 10), "success_1": ("hit", 1)}
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                    "pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 @settings(max_examples=300, deadline=None, database=None)
 @given(rankings,
        st.dictionaries(st.sampled_from(DOC_IDS), st.integers(min_value=-1, max_value=4),
@@ -259,7 +258,7 @@ def test_metrics_match_trec_eval(ranked, grades):
 
 
 def _load_hand_table():
-    """TABLE from test_metrics.py, loaded by path so it works however pytest imports tests."""
+    """TABLE from tests/unit/scoring/test_metrics.py, loaded by path so it works however pytest imports tests."""
     spec = importlib.util.spec_from_file_location(
         "_hand_table", TESTS / "unit" / "scoring" / "test_metrics.py")
     module = importlib.util.module_from_spec(spec)
@@ -267,10 +266,9 @@ def _load_hand_table():
     return module.TABLE
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                    "pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 def test_hand_computed_table_agrees_with_trec_eval():
-    # The hand tables of test_metrics.py, at the cutoffs trec_eval names, scored by trec_eval.
+    # The hand tables of tests/unit/scoring/test_metrics.py, at the cutoffs trec_eval names, scored by trec_eval.
     table = _load_hand_table()
 
     trec_name = {"ndcg": "ndcg_cut_{k}", "recall": "recall_{k}", "precision": "P_{k}",

@@ -1,6 +1,6 @@
 """Property tests (hypothesis): the response parser, the set loader and the recall gate on generated input.
 
-Metric properties live in tests/test_metrics_properties.py. No deadlines: timing is not
+Metric properties live in tests/properties/test_metrics_properties.py. No deadlines: timing is not
 asserted; a parser that hung would hang the test run, which CI notices.
 """
 
@@ -199,7 +199,9 @@ query_rows = st.integers(1, 4).flatmap(lambda r: st.tuples(
 
 
 def reference_recall_failures(rows) -> set[str | None]:
-    """Scopes (None = overall, else a category) whose exact mean recall dropped by more than 2 points."""
+    """Scopes (None = overall, else a category) that fail under the default policy, decided exactly: the
+    set when its mean recall dropped by more than 2 points; a category when it did, and still does with
+    its worst-changed query set back to its baseline value (categories.discount_queries 1)."""
     scopes: dict[str | None, list[tuple[Fraction, Fraction]]] = {None: []}
     for category, relevant, before, now in rows:
         pair = (Fraction(before, relevant), Fraction(now, relevant))
@@ -207,8 +209,10 @@ def reference_recall_failures(rows) -> set[str | None]:
         scopes.setdefault(category, []).append(pair)
     failing = set()
     for scope, pairs in scopes.items():
-        drop = sum(b for b, _ in pairs) / len(pairs) - sum(n for _, n in pairs) / len(pairs)
-        if drop > Fraction(2, 100):
+        losses = sorted((b - n for b, n in pairs), reverse=True)
+        drop = sum(losses) / len(pairs)
+        without_worst = sum(losses[1:]) / len(pairs)
+        if drop > Fraction(2, 100) and (scope is None or without_worst > Fraction(2, 100)):
             failing.add(scope)
     return failing
 
@@ -219,10 +223,15 @@ def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows)
     baseline, current = set_result(rows, 2), set_result(rows, 3)
     entry = build_baseline([baseline], {"started": "t"})["sets"]["s"]
     with mock.patch("harness.gating.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
-        gates = check([current], {"s": entry}, {})
+        gates = check([current], {"s": entry})
     failed = [g for g in gates if not g.passed]
     assert all(g.gate == "recall" for g in failed), [g.message for g in failed]
     assert {g.category for g in failed} == reference_recall_failures(rows)
+    # and a category's drop beyond the limit that does not fail is said as a warning, never passed silently
+    for gate in gates:
+        if gate.gate == "recall" and gate.category is not None and gate.passed and gate.change is not None \
+                and -gate.change > 0.02 + 1e-9:
+            assert gate.status == "warn" and "without its worst query" in gate.message
 
 
 @pytest.mark.parametrize("shift", [0, 1, 2])
@@ -230,7 +239,7 @@ def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
     # 50 queries in one category, `shift` of them lose their only relevant document:
     # a drop of exactly shift * 2 points (0, 2 or 4); only 4 is over the limit.
     rows = [("a", 1, 1, 1)] * (50 - shift) + [("a", 1, 1, 0)] * shift
-    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]}, {})
+    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]})
     assert (not all(g.passed for g in gates)) == (shift == 2)
 
 
@@ -281,5 +290,5 @@ def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path
         assert "\n" not in str(error)
         return
     with mock.patch("harness.gating.gates.RESAMPLES", 50):
-        gates = check([set_result(rows, 3)], {"s": comparable}, {})
+        gates = check([set_result(rows, 3)], {"s": comparable})
     assert gates and entry is not None

@@ -16,7 +16,7 @@ from harness.adapter.windows import check_windows
 from harness.commands.cli import main
 from harness.errors import ProtocolError
 from tests.builders import PAGE, query, write_set
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_modules
 
 REPO = REPO_ROOT
 FIXTURE = REPO / "tests" / "fixtures" / "adapters" / "windows.py"
@@ -133,7 +133,7 @@ def test_each_document_takes_its_best_window():
 
 
 def test_bm25_in_passage_mode_returns_the_best_window(tmp_path):
-    pytest.importorskip("numpy")
+    require_modules("numpy")
     text = "Setup. " + "filler words here. " * 20 + "The rate limit is 500 requests. " + "more filler. " * 20
     (tmp_path / "ev.jsonl").write_text(json.dumps({"id": "page", "text": text}) + "\n"
                                        + json.dumps({"id": "other", "text": "nothing relevant"}) + "\n")
@@ -165,7 +165,7 @@ def test_check_adapter_checks_windows_against_the_set(tmp_path):
 
 def test_onnx_and_hybrid_in_passage_mode_show_a_window_of_each_hit(tmp_path):
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
-        pytest.importorskip(module)
+        require_modules(module)
     from tests.tiny_onnx import write_model_dir
 
     model_dir = write_model_dir(tmp_path / "model")

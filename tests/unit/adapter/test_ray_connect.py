@@ -1,6 +1,6 @@
 """The Ray executor's driver side without Ray: how a signal during Ray's connect is treated.
 
-With a real Ray: tests/contract/test_ray_executor.py and test_ray_cluster.py.
+With a real Ray: tests/contract/test_ray_executor.py and tests/contract/test_ray_cluster.py.
 """
 
 import contextlib
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.adapter import ray_executor
-from harness.adapter.asking import RunOptions
+from harness.adapter.options import RunOptions
 from harness.errors import Interrupted
 from harness.interrupts import signals_raise_interrupted
 

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("numpy")
+from tests.conftest import REPO_ROOT, require_modules
+
+require_modules("numpy")
 
 from adapters import bm25  # noqa: E402
 from adapters.corpus_dir import CorpusFileError  # noqa: E402
 from adapters.tokenizer import tokenize  # noqa: E402
-from tests.conftest import REPO_ROOT
 
 REPO = REPO_ROOT
 TIMEOUT_SECONDS = 60  # a hang must fail the test, not the CI job
@@ -76,7 +77,7 @@ def run_adapter(tmp_path: Path, requests: list[dict[str, object]], *args: str,
 
 
 def lines(done: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
-    """The banner and answers; start-up progress lines (tests/test_startup.py checks them) are left out."""
+    """The banner and answers; start-up progress lines (checked by tests/unit/adapters/test_startup.py) left out."""
     parsed = [json.loads(line) for line in done.stdout.splitlines()]
     return [line for line in parsed if "progress" not in line]
 
@@ -130,6 +131,23 @@ def test_second_start_reuses_the_cache_and_a_changed_corpus_does_not(tmp_path: P
     assert third[1]["ids"] == [doc_id for doc_id, _ in reference_ranking(CODE[:2], "parse config")]
     no_cache = lines(run_adapter(tmp_path, request, "--no-cache", corpus_dir=corpora))
     assert no_cache[0]["index"]["code"]["cache"] == "off"
+
+
+def test_a_directory_where_the_index_file_belongs_costs_speed_not_the_start(tmp_path: Path, corpora: Path) -> None:
+    request = [{"kind": "memory", "query": "parse config", "k": 5}]
+    first = lines(run_adapter(tmp_path, request, corpus_dir=corpora))
+    index_files = sorted((tmp_path / "cache" / "bm25").glob("*.bm25"))
+    assert len(index_files) == 2  # code and memory
+    for path in index_files:
+        path.unlink()
+        path.mkdir()  # what a stray `mkdir -p` or an unpacked archive leaves
+    done = run_adapter(tmp_path, request, corpus_dir=corpora)
+    assert done.returncode == 0, done.stderr
+    banner, answer = lines(done)
+    assert banner["index"]["memory"]["cache"] == "unusable" and answer == first[1]
+    complaints = [line for line in done.stderr.splitlines() if "is not a regular file" in line]
+    assert len(complaints) == 2 and all("building the index in memory" in line for line in complaints)
+    assert "Traceback" not in done.stderr and all(path.is_dir() for path in index_files)
 
 
 def test_unknown_kind_gets_an_error_reply_and_the_loop_goes_on(tmp_path: Path, corpora: Path) -> None:

@@ -7,7 +7,10 @@ import random
 
 import pytest
 
-np = pytest.importorskip("numpy")
+from tests.conftest import require_modules
+
+require_modules("numpy")
+import numpy as np  # noqa: E402
 
 from adapters.bm25_index import BM25Index, BM25Settings, BM25SettingsError, cache_key, load_or_build  # noqa: E402
 from adapters.tokenizer import tokenize  # noqa: E402

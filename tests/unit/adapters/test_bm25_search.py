@@ -7,7 +7,10 @@ import threading
 
 import pytest
 
-np = pytest.importorskip("numpy")
+from tests.conftest import require_modules
+
+require_modules("numpy")
+import numpy as np  # noqa: E402
 
 import adapters.bm25_search as bm25_search  # noqa: E402
 from adapters.bm25_index import BM25Index, BM25Settings  # noqa: E402

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_modules
+
 from adapters import cpus
 
 
@@ -78,7 +80,7 @@ def test_cgroup_v1_cpu_controller_in_a_container_that_sees_its_own_root(tmp_path
 
 
 def test_the_embedder_runs_as_many_batches_and_query_threads_as_the_quota_allows(tmp_path, monkeypatch):
-    pytest.importorskip("onnxruntime")
+    require_modules("onnxruntime")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: a quota of one cannot lower the count")
     from adapters.embedder import EmbedOptions, Embedder

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-onnx = pytest.importorskip("onnx")
+from tests.conftest import require_default_model, require_modules
+
+require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 
 
 from adapters.embedder import (  # noqa: E402
     EmbedderError, EmbedOptions, Embedder, plan_batches, pooling_from_config)
-from tests.conftest import require_default_model  # noqa: E402
 from tests.tiny_onnx import DIM, reference, write_model, write_tokenizer  # noqa: E402
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-pytest.importorskip("onnx")
+from tests.conftest import require_modules
+
+require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
+import numpy as np  # noqa: E402
 
 from adapters import embedding_cache  # noqa: E402
 from adapters.embedder import EmbedOptions, Embedder  # noqa: E402

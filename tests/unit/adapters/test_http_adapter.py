@@ -221,15 +221,62 @@ def test_every_resolved_address_must_be_loopback(monkeypatch):
         loopback_addresses("search.internal", 80)
 
 
-def test_the_host_is_checked_again_at_connect_time(server, monkeypatch):
-    """A name that passed at start but points elsewhere later is refused before any connection."""
-    bridge = Bridge(build_parser().parse_args(["--url", url(server, "/search"), *MAPPING]))
-    assert bridge.search("code", "x", 1) == [("code/a.py", 10.0)]
-    monkeypatch.setattr(socket, "getaddrinfo",
-                        lambda host, port, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.7", port))])
-    with pytest.raises(NotLoopback, match="192.0.2.7"):
-        bridge.search("code", "x", 1)
-    assert len(server.seen) == 1
+@pytest.fixture
+def loopback_only_sockets(monkeypatch):
+    """Every socket connect in this test must go to loopback: a non-loopback address fails the test
+    before a packet leaves (so a fake resolver's LAN answer can never become traffic)."""
+    attempts = []
+    real_connect = socket.socket.connect
+
+    def connect(sock, address):
+        attempts.append(address)
+        import ipaddress
+        if not ipaddress.ip_address(address[0].split("%", 1)[0]).is_loopback:
+            raise AssertionError(f"a connection to {address} was attempted")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return attempts
+
+
+def fake_dns(monkeypatch, answers):
+    """socket.getaddrinfo answering `answers(call_number)` (IPv4 addresses) for every name; the calls made."""
+    calls = []
+
+    def resolver(host, port, *args, **kwargs):
+        calls.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port)) for address in answers(len(calls))]
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    return calls
+
+
+def test_a_name_resolving_to_loopback_and_lan_is_refused_at_start(server, monkeypatch, loopback_only_sockets):
+    fake_dns(monkeypatch, lambda call: ["127.0.0.1", "192.168.1.20"])
+    by_name = f"http://search.test:{server.server_address[1]}/search"
+    with pytest.raises(NotLoopback, match="resolves to 192.168.1.20"):
+        Bridge(build_parser().parse_args(["--url", by_name, *MAPPING]))
+    assert loopback_only_sockets == [] and server.seen == []
+
+
+def test_a_name_rebound_after_the_start_check_is_never_looked_up_again(server, monkeypatch, loopback_only_sockets):
+    """Resolved once at start; later a rebinding DNS says LAN (or loopback and LAN): the bridge keeps
+    asking the pinned loopback address, and the name is never resolved again."""
+    calls = fake_dns(monkeypatch, lambda call: ["127.0.0.1"] if call == 1 else ["127.0.0.1", "10.0.0.7"]
+                     if call == 2 else ["10.0.0.7"])
+    bridge = Bridge(build_parser().parse_args(["--url", f"http://search.test:{server.server_address[1]}/search",
+                                               *MAPPING]))
+    for _ in range(3):
+        assert bridge.search("code", "x", 1) == [("code/a.py", 10.0)]
+    assert calls == ["search.test"]  # the start check only
+    assert len(server.seen) == 3
+    assert {address[0] for address in loopback_only_sockets} == {"127.0.0.1"}
+
+
+def test_pinned_addresses_outside_loopback_are_refused_where_sockets_are_made(loopback_only_sockets):
+    args = build_parser().parse_args(["--url", "http://127.0.0.1:9/search"])
+    with pytest.raises(NotLoopback, match="10.1.2.3 is not a loopback address"):
+        Bridge(args, [(socket.AF_INET, ("10.1.2.3", 9))])
+    assert loopback_only_sockets == []
 
 
 @pytest.mark.parametrize("document, path, expected", [

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.fusion import FusionSettings, fuse, normalised
 from adapters.hybrid import reciprocal_rank_fusion
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_modules
 
 ROOT = REPO_ROOT
 
@@ -51,16 +51,13 @@ def run(module: str, args: list[str], requests: list[dict], env: dict[str, str])
     completed = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True,
                                text=True, env=env, cwd=ROOT, timeout=120, check=False)
     parsed = [json.loads(line) for line in completed.stdout.splitlines()]
-    # start-up progress lines are checked in tests/test_startup.py
+    # start-up progress lines are checked in tests/unit/adapters/test_startup.py
     return completed.returncode, [line for line in parsed if "progress" not in line], completed.stderr
 
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    pytest.importorskip("numpy")
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("tokenizers")
-    pytest.importorskip("onnx")
+    require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
     from tests.tiny_onnx import write_model_dir
 
     model_dir = write_model_dir(tmp_path / "model")

@@ -1,4 +1,5 @@
-"""--long-documents: the embedder reads a long document's first tokens, or every window of it (issue 15).
+"""--long-documents: the embedder reads a long document's first tokens, or every window of it
+(docs/adapters.md, "Passages").
 
 With `windows`, a document scores as its best window: checked against the same adapter
 serving each window as a document of its own (so the expected score is the embedder's own
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_modules
 
 WINDOW, OVERLAP = 24, 6  # characters: a few of the tiny model's words per window
 FILLER = "eta " * 12     # 48 characters of a word no query below asks for
@@ -26,7 +27,7 @@ FILLER = "eta " * 12     # 48 characters of a word no query below asks for
 @pytest.fixture
 def corpus(tmp_path: Path):
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):
-        pytest.importorskip(module)
+        require_modules(module)
     from tests.tiny_onnx import write_model_dir
 
     model_dir = write_model_dir(tmp_path / "model")  # its tokenizer truncates at 8 tokens: a long tail is unseen

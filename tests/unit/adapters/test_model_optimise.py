@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-onnx = pytest.importorskip("onnx")
+from tests.conftest import require_default_model, require_modules
+
+require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 
 from adapters import graph_rewrite  # noqa: E402
 from adapters.embedder import EmbedOptions, Embedder  # noqa: E402
-from tests.conftest import require_default_model  # noqa: E402
 from tests.tiny_onnx import reference, write_model, write_tokenizer  # noqa: E402
 
 TEXTS = ["alpha beta gamma", "delta", "epsilon zeta eta theta alpha", "theta theta"]

@@ -12,15 +12,15 @@ import pytest
 
 from harness.fsutil import file_sha256
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-pytest.importorskip("onnx")
+from tests.conftest import REPO_ROOT, require_default_model, require_modules
+
+require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
+
+import numpy as np  # noqa: E402
 
 from adapters import model_store  # noqa: E402
 from adapters.onnx_embed import EmbeddingIndex, top_k_indices  # noqa: E402
 from tests.tiny_onnx import DIM, reference, write_model, write_tokenizer  # noqa: E402
-from tests.conftest import REPO_ROOT, require_default_model  # noqa: E402
 
 ROOT = REPO_ROOT
 DOCS = [
@@ -41,7 +41,7 @@ def run_adapter(args: list[str], requests: list[dict], *, cache: Path, corpus_di
     completed = subprocess.run([sys.executable, "-m", "adapters.onnx_embed", *args], input=stdin,
                                capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
     lines = [json.loads(line) for line in completed.stdout.splitlines()]
-    lines = [line for line in lines if "progress" not in line]  # start-up progress: tests/test_startup.py
+    lines = [line for line in lines if "progress" not in line]  # start-up progress: tests/unit/adapters/test_startup.py
     return completed.returncode, lines, completed.stderr
 
 

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-onnx = pytest.importorskip("onnx")
+from tests.conftest import require_modules
+
+require_modules("onnx")
+import onnx  # noqa: E402
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 

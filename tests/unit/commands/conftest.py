@@ -7,23 +7,21 @@ import types
 import pytest
 
 from harness import api as real_api
-from harness.commands import cli
-from tests.reports import tiny_baseline_entries
+from harness.commands import outputs, run
+from tests.reports import tiny_inputs
 
 
 class StandInAPI(types.SimpleNamespace):
     """Records load_inputs / run_gate calls; returns `report`."""
 
     def __init__(self, report, load_error=None):
-        super().__init__(GateOptions=real_api.GateOptions, GateInputs=real_api.GateInputs,
-                         DEFAULT_BUDGETS=real_api.DEFAULT_BUDGETS, calls=[],
-                         report=report, load_error=load_error, written=[])
+        super().__init__(RunOptions=real_api.RunOptions, calls=[], report=report, load_error=load_error, written=[])
 
     def load_inputs(self, sets, **kwargs):
         self.calls.append(("load_inputs", list(sets), kwargs))
         if self.load_error:
             raise self.load_error
-        return real_api.GateInputs((), {"tiny": 200.0}, 300.0, tiny_baseline_entries())
+        return tiny_inputs()
 
     def run_gate(self, inputs, **kwargs):
         self.calls.append(("run_gate", kwargs))
@@ -41,6 +39,7 @@ class StandInAPI(types.SimpleNamespace):
 def stand_in(monkeypatch):
     def install(report, load_error=None):
         fake = StandInAPI(report, load_error)
-        monkeypatch.setattr(cli, "api", fake)
+        monkeypatch.setattr(run, "api", fake)
+        monkeypatch.setattr(outputs, "api", fake)
         return fake
     return install

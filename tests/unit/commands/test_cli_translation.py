@@ -14,7 +14,7 @@ from harness.commands import cli
 from harness.errors import SetError
 from harness.report.console import render_text
 from harness.report.markdown import render_markdown
-from tests.reports import crashed_report, gated_report, tiny_baseline_entries
+from tests.reports import crashed_report, gated_report
 
 
 def test_options_reach_the_api_as_given(stand_in, tmp_path):
@@ -55,16 +55,16 @@ def test_outputs_are_the_reports_renderings(stand_in, tmp_path, capsys):
                      "--html", str(paths["html"])])
     assert code == 1
     assert paths["json"].read_text() == report.to_json()
-    assert paths["md"].read_text() == render_markdown(report, tiny_baseline_entries())
+    assert paths["md"].read_text() == render_markdown(report)
     assert ET.parse(paths["xml"]).getroot().get("failures") == "4"
     assert "<!DOCTYPE html>" in paths["html"].read_text()
     out = capsys.readouterr().out
     written = [("report", str(paths["json"])), ("adapter log", str(tmp_path / "o.adapter.log"))]
-    assert out == render_text(report, tiny_baseline_entries(), written=written)
+    assert out == render_text(report, written=written)
     lines = out.splitlines()
     assert lines[-2] == f"report: {paths['json']}  adapter log: {tmp_path / 'o.adapter.log'}"
-    # the verdict closes the output; tiny/a lost 1 of its 3 scored queries: 1.000 -> 0.667, -33.3 points
-    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)"
+    # the verdict closes the output and names the set-level drop: tiny lost 1 of its 5 scored queries, -20.0 points
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)"
 
 
 def test_quiet_prints_only_failed_gates(stand_in, tmp_path, capsys):

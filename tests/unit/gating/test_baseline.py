@@ -93,3 +93,40 @@ def test_deeply_nested_baseline_is_a_clear_error(tmp_path):
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(BaselineError, match="nested too deeply|not valid JSON"):
         read_baseline(path)
+
+
+def test_shipped_baselines_are_in_the_reviewable_layout():
+    """One line per query row and per aggregate scope: what write_baseline writes, parsed back the same."""
+    from pathlib import Path
+    from harness.gating.baseline import baseline_text
+    from tests.conftest import REPO_ROOT
+    for path in sorted((REPO_ROOT / "baselines").glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        document = json.loads(text)
+        assert baseline_text(document) == text, path
+        assert json.loads(baseline_text(document)) == document
+        queries = sum(len(entry["queries"]) for entry in document["sets"].values())
+        assert len(text.splitlines()) < queries + 60 * len(document["sets"]), Path(path).name
+
+
+def test_a_moved_query_changes_its_own_line_only(tmp_path):
+    path = tmp_path / "b.json"
+    result = evaluate_set(TINY, ANSWERS, k=10)
+    write_baseline(path, build_baseline([result], {}))
+    before = path.read_text(encoding="utf-8").splitlines()
+    document = read_baseline(path)
+    row = document["sets"]["tiny"]["queries"]["tiny-04"]
+    row["found"] = row["found"][::-1]
+    write_baseline(path, document, merge=False)
+    after = path.read_text(encoding="utf-8").splitlines()
+    changed = [(old, new) for old, new in zip(before, after) if old != new]
+    assert len(before) == len(after) and len(changed) == 1
+    assert changed[0][1].strip().startswith('"tiny-04": {') and '"found": ["doc-05", "doc-04"]' in changed[0][1]
+
+
+def test_a_baseline_that_is_not_strict_json_is_never_written(tmp_path):
+    document = build_baseline([evaluate_set(TINY, ANSWERS, k=10)], {})
+    document["sets"]["tiny"]["aggregates"]["overall"]["recall@10"] = float("nan")
+    with pytest.raises(BaselineError, match="strict JSON"):
+        write_baseline(tmp_path / "b.json", document)
+    assert not (tmp_path / "b.json").exists()

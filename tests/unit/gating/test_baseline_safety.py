@@ -84,7 +84,7 @@ def test_a_missing_metric_never_passes_the_recall_gate():
     baseline = build_baseline([set_result(rows, 2)], {})["sets"]["s"]
     current = set_result(rows, 3)
     del baseline["aggregates"]["overall"]["recall@10"]  # as a hand-edited file would lack it
-    gates = [g for g in check([current], {"s": baseline}, {}) if g.gate == "recall"]
+    gates = [g for g in check([current], {"s": baseline}) if g.gate == "recall"]
     overall = next(g for g in gates if g.category is None)
     assert not overall.passed and "recall@10: missing from the baseline" in overall.message
     assert not next(g for g in gates if g.category == "a").passed  # the category still gates the drop
@@ -97,7 +97,7 @@ def test_the_recall_gate_says_when_nothing_was_scored():
     empty = {"n": 0}
     baseline["aggregates"]["overall"] = empty
     current = dataclasses.replace(current, aggregates={**current.aggregates, "overall": empty})
-    overall = next(g for g in check([current], {"s": baseline}, {}) if g.gate == "recall" and g.category is None)
+    overall = next(g for g in check([current], {"s": baseline}) if g.gate == "recall" and g.category is None)
     assert overall.passed and "no scored queries" in overall.message
 
 
@@ -176,6 +176,8 @@ def test_the_lock_excludes_a_second_holder(tmp_path):
     ('{"format": 1, "p95_ms": {"code": 1e400}}', "p95_ms.code: must be a positive number"),
     ('{"format": 1, "p95_ms": {"co\\nde": -1}}', "p95_ms.'co\\nde': must be a positive number"),
     ('{"format": 1, "default_p95_ms": NaN}', "not valid strict JSON (NaN is not a JSON number)"),
+    ('{"format": true, "default_p95_ms": 5}', "format: expected the integer 1"),
+    ('{"format": 1, "p95ms": {"code": 5}}', "p95ms: unknown field (known: default_p95_ms, format, p95_ms)"),
 ])
 def test_budgets_with_huge_or_non_finite_numbers_are_one_line_errors(tmp_path, text, why):
     from harness.errors import UsageError
@@ -183,7 +185,7 @@ def test_budgets_with_huge_or_non_finite_numbers_are_one_line_errors(tmp_path, t
     path = tmp_path / "budgets.json"
     path.write_text(text)
     with pytest.raises(UsageError) as caught:
-        load_budgets(path, required=True)
+        load_budgets(path)
     assert why in str(caught.value) and "\n" not in str(caught.value)
 
 

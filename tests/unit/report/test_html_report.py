@@ -13,7 +13,8 @@ import pytest
 from harness.commands.cli import main
 from harness.report.views import load_run
 from harness.scoring.compare import compare
-from harness.report.document import Report, read_report
+from harness.report.document import Report
+from harness.report.reading import read_document, read_report, report_from_json
 from harness.report.html import render_run_html
 from harness.report.html_compare import render_comparison_html
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
@@ -163,9 +164,14 @@ def runs(tmp_path_factory):
             "baseline_sets": baseline["sets"]}
 
 
+def ungated(report):
+    """The report as a run without a baseline writes it: no gates, no flips."""
+    return dataclasses.replace(report, gates=(), flips=None)
+
+
 @pytest.fixture(scope="module")
 def run_page(runs):
-    return render_run_html(runs["current"], runs["baseline_sets"], {"tiny": 250.0}, 300.0)
+    return render_run_html(runs["current"])
 
 
 def test_run_page_parses_and_every_svg_is_well_formed_xml(run_page):
@@ -202,7 +208,7 @@ def test_latency_cdf_and_markers_equal_the_report(runs, run_page):
     (chart,) = charts(run_page, "latency-cdf")
     set_report = runs["current_json"]["sets"][0]
     summary = set_report["latency_ms"]
-    assert markers(chart) == {"p50": summary["p50"], "p95": summary["p95"], "budget": 250.0}
+    assert markers(chart) == {"p50": summary["p50"], "p95": summary["p95"], "budget": 5000.0}  # the run's budgets
     latencies = sorted(q["latency_ms"] for q in set_report["queries"])
     points = cdf_points(chart)
     assert points == [(ms, rank / 7) for rank, ms in enumerate(latencies, start=1)]  # 7 answered queries
@@ -212,9 +218,11 @@ def test_latency_cdf_and_markers_equal_the_report(runs, run_page):
     assert points[-1][0] == pytest.approx(summary["max"], abs=1e-4)
 
 
-def test_budget_falls_back_to_the_default(runs):
-    page = render_run_html(runs["current"], runs["baseline_sets"], {"other": 1.0}, 123.5)
-    assert markers(charts(page, "latency-cdf")[0])["budget"] == 123.5
+def test_the_budget_drawn_is_the_one_the_latency_gate_held_the_run_to(runs):
+    (latency,) = [g for g in runs["current"].gates if g.gate == "latency"]
+    held = dataclasses.replace(runs["current"], gates=(dataclasses.replace(latency, limit=123.5),))
+    assert markers(charts(render_run_html(held), "latency-cdf")[0])["budget"] == 123.5
+    assert "budget" not in markers(charts(render_run_html(ungated(runs["current"])), "latency-cdf")[0])
 
 
 def test_flips_list_losses_first_then_gains_with_query_text(runs, run_page):
@@ -249,19 +257,20 @@ def test_hostile_text_is_escaped_everywhere(run_page):
 
 
 def test_without_a_baseline_only_the_current_run_is_drawn(runs):
-    page = render_run_html(runs["current"], None, {}, 300.0)
+    page = render_run_html(ungated(runs["current"]))
     values = bar_values(charts(page, "recall-bars")[0])
     assert {series for _, series in values} == {"current"}
     assert values[("overall", "current")] == runs["current_json"]["sets"][0]["aggregates"]["overall"]["recall@10"]
     assert "flips" not in parse_page(page).tables
-    assert "No baseline for this set (the run had none)." in page
+    assert "No baseline for this set (the run was not gated)." in page
     assert_self_contained(page)
 
 
 def test_a_category_only_in_the_baseline_shows_as_missing(runs):
-    baseline_sets = json.loads(json.dumps(runs["baseline_sets"]))
-    baseline_sets["tiny"]["aggregates"]["category"]["gone"] = {"n": 2, "recall@10": 0.25}
-    page = render_run_html(runs["current"], baseline_sets, {}, 300.0)
+    report = runs["current"]
+    overall = next(g for g in report.gates if g.gate == "recall" and g.category is None)
+    gone = dataclasses.replace(overall, category="gone", baseline=0.25, current=None)
+    page = render_run_html(dataclasses.replace(report, gates=report.gates + (gone,)))
     (chart,) = charts(page, "recall-bars")
     assert bar_values(chart)[("gone", "baseline")] == 0.25
     assert ("gone", "current") not in bar_values(chart)
@@ -269,12 +278,12 @@ def test_a_category_only_in_the_baseline_shows_as_missing(runs):
 
 
 def test_incomplete_runs_render(runs):
-    partial = render_run_html(runs["partial"], None, {}, 300.0)
+    partial = render_run_html(runs["partial"])
     assert "INCOMPLETE (3 of 7 answered)" in partial
     assert "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)" in partial
     points = cdf_points(charts(partial, "latency-cdf")[0])
     assert [fraction for _, fraction in points] == [1 / 3, 2 / 3, 1.0]  # crashed after 3 answers
-    empty = render_run_html(runs["empty"], None, {}, 300.0)
+    empty = render_run_html(runs["empty"])
     assert charts(empty, "latency-cdf") == []
     assert "No latency measured" in empty
     for page in (partial, empty):
@@ -284,11 +293,14 @@ def test_incomplete_runs_render(runs):
 
 # --- constructed reports: hand-checked numbers and characters XML cannot carry ------------------
 
-def constructed_report(latencies, query="plain"):
+def constructed_report(latencies, query="plain", budget_ms=None):
     queries = [{"qid": f"q{i}", "query": query, "category": "c", "split": "development", "group": None,
                 "ids": [], "scores": None, "latency_ms": ms, "metrics": {"recall@10": 0.0}, "found": [],
                 "contracts": [], "outcome": "fail", "scored": True} for i, ms in enumerate(latencies, start=1)]
-    return {"report_format": 1, "complete": True, "error": None, "gates": [], "exit_code": 0,
+    gates = [] if budget_ms is None else [
+        {"set": "s", "gate": "latency", "passed": 8.0 <= budget_ms, "message": "p95", "metric": "p95",
+         "current": 8.0, "limit": budget_ms, "unit": "ms"}]
+    return {"report_format": 2, "complete": True, "error": None, "gates": gates, "exit_code": 0,
             "provenance": {"harness_version": "test", "backend": {"label": "x", "argv": ["x"]}},
             "sets": [{"name": "s", "kind": "s", "revision": 1, "corpus_hash": "h", "k": 10,
                       "query_count": len(queries), "complete": True, "queries": queries,
@@ -298,7 +310,7 @@ def constructed_report(latencies, query="plain"):
 
 
 def test_cdf_by_hand():
-    page = render_run_html(Report.from_dict(constructed_report([8.0, 1.0, 4.0, 2.0])), None, {"s": 5.0}, 300.0)
+    page = render_run_html(read_document(constructed_report([8.0, 1.0, 4.0, 2.0], budget_ms=5.0)))
     (chart,) = charts(page, "latency-cdf")
     # Sorted 1, 2, 4, 8: each step adds 1/4. p50 = rank ceil(0.5*4)=2 -> 2 ms; p95 = rank ceil(3.8)=4 -> 8 ms.
     assert cdf_points(chart) == [(1.0, 0.25), (2.0, 0.5), (4.0, 0.75), (8.0, 1.0)]
@@ -311,11 +323,11 @@ def test_cdf_by_hand():
 def test_zero_latency_control_characters_and_lone_surrogates_stay_well_formed():
     nasty = "a\x00b\x0bc\ud800d\ufffee & <"
     # A report read from JSON refuses lone surrogates; one built in memory (a Python caller's) may hold them.
-    report = Report.from_dict(constructed_report([0.0, 3.0]))
+    report = read_document(constructed_report([0.0, 3.0]))
     result = report.sets[0]
     result = dataclasses.replace(result, aggregates={**result.aggregates, "category": {nasty: {"n": 2, "recall@10": 0.5}}},
                                  queries=tuple(dataclasses.replace(q, query=nasty) for q in result.queries))
-    page = render_run_html(dataclasses.replace(report, sets=(result,)), None, {}, 300.0)
+    page = render_run_html(dataclasses.replace(report, sets=(result,)))
     page.encode("utf-8")  # a lone surrogate would raise here
     (bars,) = charts(page, "recall-bars")
     assert bar_values(bars)[("a\ufffdb\ufffdc\ufffdd\ufffde & <", "current")] == 0.5
@@ -383,15 +395,15 @@ def test_compare_command_writes_the_page(runs, tmp_path, capsys):
 
 def test_an_xfail_query_that_flips_is_labelled_and_failures_link_to_their_rows():
     from tests.output_reports import gated_with_baseline
-    from tests.reports import CURRENT_ANSWERS, gated_report, tiny_baseline_entries
+    from tests.reports import CURRENT_ANSWERS, gated_report
     # tiny-06 is marked xfail; answered right now it gains doc-06 against the baseline (which missed it)
     answers = dict(CURRENT_ANSWERS, **{"tiny-06": (("doc-06",), 6.0)})
-    page = render_run_html(gated_report(answers), tiny_baseline_entries(), {"tiny": 200.0}, 300.0)
+    page = render_run_html(gated_report(answers))
     rows = parse_page(page).tables["flips"][1:]
     assert [row[:2] + row[4:6] for row in rows] == [["tiny-01", "lost", "doc-09", "scored"],
                                                     ["tiny-06", "gained", "doc-06", "xfail, not scored"]]
     # every failed gate naming queries links to a row that exists on the page
-    failing = render_run_html(gated_with_baseline(), tiny_baseline_entries(), {"tiny": 200.0}, 300.0)
+    failing = render_run_html(gated_with_baseline())
     targets = re.findall(r'<a class="qid" href="#([^"]+)">', failing)
     assert targets == ["q-0-tiny-01", "q-0-tiny-01", "q-0-tiny-04"]  # recall overall, recall a, contract
     for target in set(targets):
@@ -404,7 +416,7 @@ def test_an_xfail_query_that_flips_is_labelled_and_failures_link_to_their_rows()
 
 def test_a_crash_shows_its_stderr_tail_preformatted():
     from tests.output_reports import crashed_with_tail
-    page = render_run_html(crashed_with_tail(), None, {}, 300.0)
+    page = render_run_html(crashed_with_tail())
     (tail,) = re.findall(r'<pre class="stderr">(.*?)</pre>', page, re.S)
     assert tail.splitlines()[:2] == ["adapter stderr (last lines):", "  | Traceback (most recent call last):"]
     assert '<p class="warn">Error: query tiny-04: adapter exited with status 7' in page

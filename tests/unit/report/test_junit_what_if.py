@@ -40,8 +40,11 @@ def test_junit_has_one_case_per_gate_and_marks_failures(tmp_path, monkeypatch):
     assert {"query-count overall", "recall overall", "recall a", "recall b", "latency overall", "contract overall",
             "judged overall"} == set(names)
     failed = [case.get("name") for case in suite.findall("testcase") if case.find("failure") is not None]
-    assert sorted(failed) == ["recall a", "recall overall"]
-    assert root.get("failures") == "2" and suite.get("tests") == str(len(names))
+    # category a's loss is tiny-01's alone: a warning (passed, said in system-out), not a failure
+    assert sorted(failed) == ["recall overall"]
+    warned = [case for case in suite.findall("testcase") if case.get("name") == "recall a"]
+    assert warned[0].find("system-out").text.startswith("WARN: ")
+    assert root.get("failures") == "1" and suite.get("tests") == str(len(names))
 
 
 def test_junit_for_a_crashed_backend_is_an_error_case(tmp_path, monkeypatch):

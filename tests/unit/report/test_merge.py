@@ -62,7 +62,7 @@ def test_a_shard_report_says_which_shard_and_holds_only_its_queries(tmp_path, ad
     code, out = run(tmp_path, "one.json", "--shard", "3/3", *adapter)
     report = json.loads(out.read_text())
     assert code == 0 and report["gates"] == []  # a shard is never gated alone
-    # tiny-01, -04, -05, -07 hash to shard 3 of 3 (tests/test_shards.py)
+    # tiny-01, -04, -05, -07 hash to shard 3 of 3 (tests/unit/sets/test_shards.py)
     assert report["provenance"]["shard"] == {"index": 3, "count": 3,
                                              "sets": {"tiny": {"query_count": 7, "positions": [0, 3, 4, 6]}}}
     assert [q["qid"] for q in report["sets"][0]["queries"]] == ["tiny-01", "tiny-04", "tiny-05", "tiny-07"]
@@ -136,14 +136,24 @@ def test_merge_gates_like_a_run(tmp_path, adapter):
     assert code == 0
     assert {g["gate"] for g in merged["gates"]} >= {"recall", "latency", "contract"}
     assert all(g["passed"] for g in merged["gates"]) and merged["exit_code"] == 0
-    # a worse backend on one shard fails the merged gate: tiny-02 loses its relevant doc
-    worse = json.loads(paths[0].read_text())
-    for query in worse["sets"][0]["queries"]:
-        query["ids"], query["found"] = [], []
-        query["metrics"] = {name: 0.0 for name in query["metrics"]}
-    paths[0].write_text(json.dumps(worse))
+    # a worse backend on one shard fails the merged gate: shard 1 answers nothing now
+    answers = tmp_path / "nothing.json"
+    answers.write_text(json.dumps({}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCRIPTED_ANSWERS", str(answers))
+        code, _ = run(tmp_path, paths[0].name, "--shard", "1/2", *adapter)
     code, merged = merge(tmp_path, *paths, "--baseline", baseline, "--known-contract-failures")
     assert code == 1 and any(g["gate"] == "recall" and not g["passed"] for g in merged["gates"])
+
+
+def test_a_shard_whose_recorded_metrics_disagree_with_its_ids_is_refused(tmp_path, adapter, capsys):
+    paths = shards(tmp_path, adapter, 2)
+    edited = json.loads(paths[0].read_text())
+    query = edited["sets"][0]["queries"][0]
+    query["metrics"]["recall@10"] = 1.0 - query["metrics"]["recall@10"]  # a failing shard turned into a pass
+    paths[0].write_text(json.dumps(edited))
+    err = refusal(tmp_path, capsys, *paths)
+    assert f"shard1.json: set tiny: query {query['qid']}: metrics.recall@10: recorded" in err
 
 
 def test_update_baseline_from_a_shard_is_refused(tmp_path, adapter, capsys):
@@ -183,7 +193,13 @@ def test_refuses_shards_of_different_splits_or_runs(tmp_path, adapter, capsys):
         "set tiny: corpus_hash": lambda r: r["sets"][0].update(corpus_hash="0" * 64),
         "set tiny: k": lambda r: r["sets"][0].update(k=5),
         "backend": lambda r: r["provenance"]["backend"].update(label="other"),
-        "backend identity (ready banner)": lambda r: r["provenance"]["adapter"]["banner"].update(version="2"),
+        "backend identity": lambda r: r["provenance"]["backend_identity"].update(version="2"),
+        # same name, another model: the unsharded run would have been one backend
+        "backend identity ": lambda r: r["provenance"]["backend_identity"].update(model_digest="f" * 64),
+        "set tiny: judgments_hash": lambda r: r["provenance"]["sets"]["tiny"].update(judgments_hash="0" * 64),
+        "max_window": lambda r: r["provenance"]["settings"].update(max_window=7),
+        "repeats": lambda r: r["provenance"]["settings"].update(repeats=3),
+        "gate policy": lambda r: r["provenance"]["policy"].update(drop_limit_points=5.0),
         "harness version": lambda r: r["provenance"].update(harness_version="9.9"),
         "sets": lambda r: r["sets"][0].update(name="renamed"),
     }
@@ -192,7 +208,7 @@ def test_refuses_shards_of_different_splits_or_runs(tmp_path, adapter, capsys):
         changed.write_text(two.read_text())
         edit(changed, change)
         err = refusal(tmp_path, capsys, one, changed)
-        assert f"{changed}: {what}: " in err and "not shards of one run" in err, err
+        assert f"{changed}: {what.strip()}: " in err and "not shards of one run" in err, err
 
 
 def test_refuses_an_incomplete_shard(tmp_path, adapter, capsys, monkeypatch):

@@ -1,5 +1,6 @@
-"""The pooled aggregate (issue 14): means over every scored query of every set, in the JSON report,
-one console line and one Markdown row when a run has several sets."""
+"""The pooled aggregate: means over every scored query of every set, in the JSON report, one
+console line and one Markdown row when a run has several sets (README.md, "Gate policy, judged
+coverage and backend identity")."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 import pytest
 
 from harness.report.console import render_text
+from harness.report.reading import report_from_json
 from harness.report.document import Backend, Provenance, Report
 from harness.report.markdown import render_markdown
 from harness.scoring.evaluate import Answer, evaluate_set, pooled_aggregate
@@ -43,9 +45,9 @@ def test_pooled_means_weigh_every_scored_query_alike():
 
 def test_pooled_is_in_the_json_and_read_back():
     report = _report()
-    assert Report.from_json(report.to_json()) == report
+    assert report_from_json(report.to_json()) == report
     plain = dataclasses.replace(report, pooled=None)
-    assert "pooled" not in plain.to_dict() and Report.from_json(plain.to_json()).pooled is None
+    assert "pooled" not in plain.to_dict() and report_from_json(plain.to_json()).pooled is None
 
 
 def test_pooled_is_one_console_line_and_one_markdown_row():

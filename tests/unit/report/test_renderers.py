@@ -13,7 +13,7 @@ from harness.report.markdown import render_markdown
 from harness.report.terminal import Style
 from tests.golden import assert_matches_golden
 from tests.output_reports import crashed_with_tail, gated_with_baseline
-from tests.reports import crashed_report, gated_report, tiny_baseline_entries
+from tests.reports import crashed_report, gated_report
 
 WRITTEN = [("report", "out/report.json"), ("adapter log", "out/report.adapter.log")]
 # tiny (tests/reports.py): scored a = tiny-01, 02, 05; b = tiny-03, 04. The current run loses
@@ -21,7 +21,7 @@ WRITTEN = [("report", "out/report.json"), ("adapter log", "out/report.adapter.lo
 
 
 def test_console_of_a_failing_run():
-    text = render_text(gated_with_baseline(), tiny_baseline_entries(), written=WRITTEN)
+    text = render_text(gated_with_baseline(), written=WRITTEN)
     assert_matches_golden("console-failing.txt", text)
     lines = text.splitlines()
     assert lines[0] == "backend: bm25 (bm25 1)  condition: warm"
@@ -34,10 +34,10 @@ def test_console_of_a_failing_run():
                                                     ["FAIL", "contract"]]  # failures only, first
     assert gates[0].startswith("FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, "
                                "now 0.8000")
-    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms" in lines
+    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms; baseline 7.0 ms" in lines
     assert "passed: 3 gates (query-count 1, recall 1, judged 1); -v lists them" in lines
     assert lines[-2] == "report: out/report.json  adapter log: out/report.adapter.log"
-    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)"
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)"  # the set's, not a's
     assert "None" not in text and "" not in [line.strip() for line in lines[:2]]
 
 
@@ -46,8 +46,8 @@ def test_console_verbose_lists_passes_after_failures():
     statuses = [line[:4] for line in lines if line[:5] in ("FAIL ", "PASS ")]
     assert statuses == ["FAIL"] * 4 + ["PASS"] * 3
     assert "PASS recall      tiny/b recall@10 1.0000 (baseline 1.0000)" in lines
-    # without the baseline entries the verdict names the first failure's gist instead of a number
-    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 dropped 20.00 points)"
+    # the verdict names the worst set-level figure: 1.0 -> 0.8 overall (a's -33.3 is a category's)
+    assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)"
 
 
 def test_console_of_a_crashed_run():
@@ -81,11 +81,11 @@ def test_console_colour_is_only_where_asked():
 
 
 def test_markdown_of_a_failing_run():
-    text = render_markdown(gated_with_baseline(), tiny_baseline_entries())
+    text = render_markdown(gated_with_baseline())
     assert_matches_golden("summary-failing.md", text)
     lines = text.splitlines()
     assert lines[0] == "### retrieval-gate: FAILED"
-    assert lines[2] == "**FAILED: 4 of 7 gates (worst: tiny a recall@10 -33.3 points)**"
+    assert lines[2] == "**FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)**"
     assert "Gates: 4 failed, 0 warned, 3 passed." in lines
     assert "- Backend: `bm25 (bm25 1)`" in lines
     assert "- Baseline: `baselines/current.json (recorded 2026-11-30T09:15:00+00:00 for bm25 at 1a2b3c4d5e6f)`" in lines
@@ -97,6 +97,8 @@ def test_markdown_of_a_failing_run():
     assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | ❌ FAIL |" in lines
     assert "| tiny | queries | 7 | 7 | 0 | ✅ pass |" in lines
     assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines
+    # contracts: none broken in the baseline, one (tiny-04) now; judged@10 shown beside the gated metrics
+    assert "| tiny | broken contracts | 0 | 1 | +1 | ❌ FAIL |" in lines
     assert_valid_gfm(text)
 
 

@@ -8,17 +8,20 @@ import pytest
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK
 from harness.records import GateResult
-from harness.report.document import REPORT_FORMAT, Report, ReportError, read_report, verdict
+from harness.report.document import REPORT_FORMAT, Report, ReportError, verdict
+from harness.report.reading import read_document, read_report, report_from_json
 from tests.conftest import FIXTURES
 from tests.reports import crashed_report, gated_report
 
 OLD_REPORT = FIXTURES / "reports" / "written-by-0.1.0-fcbe801.json"
+# Format 1 as the last commit before format 2 wrote it (gates without numbers), same command.
+FORMAT_1_REPORT = FIXTURES / "reports" / "written-by-0.1.0-c77b1e2.json"
 
 
 def test_json_round_trip_is_exact():
     report = gated_report()
     text = report.to_json()
-    again = Report.from_json(text)
+    again = report_from_json(text)
     assert again.to_json() == text
     assert again.exit_code == EXIT_GATE_FAILED and again.gates == report.gates
     assert again.sets[0].queries[0].ids == report.sets[0].queries[0].ids
@@ -31,8 +34,20 @@ def test_json_round_trip_is_exact():
 
 def test_the_json_document_has_the_documented_shape():
     document = json.loads(gated_report().to_json())
-    assert document["report_format"] == REPORT_FORMAT == 1
-    assert set(document) == {"report_format", "complete", "error", "provenance", "sets", "gates", "exit_code"}
+    assert document["report_format"] == REPORT_FORMAT == 2
+    assert set(document) == {"report_format", "complete", "error", "provenance", "sets", "gates", "exit_code",
+                             "flips"}
+    gates = {(g["gate"], g["category"]): g for g in document["gates"]}
+    # By hand: the baseline (BASE_ANSWERS) finds all 5 scored queries' documents, the run loses tiny-01's: 4/5.
+    recall = gates[("recall", None)]
+    assert (recall["metric"], recall["baseline"], recall["current"], recall["limit"], recall["unit"]) == \
+        ("recall@10", 1.0, pytest.approx(0.8), 0.02, "fraction")
+    assert len(recall["ci"]) == 2 and recall["ci"][0] < 0 and 0 <= recall["p_value"] <= 1
+    # p95 of the 7 latencies: nearest rank ceil(6.65) = 7th; 250 ms now (tiny-04), 7 ms in the baseline; budget 200
+    latency = gates[("latency", None)]
+    assert (latency["metric"], latency["baseline"], latency["current"], latency["limit"], latency["unit"]) == \
+        ("p95", 7.0, 250.0, 200.0, "ms")
+    assert document["flips"] == {"tiny": [{"qid": "tiny-01", "lost": ["doc-01"], "gained": []}]}
     row = document["sets"][0]["queries"][0]
     # tiny-01 answered in 1.5 ms with doc-09 only: recall 0, nothing found
     assert (row["qid"], row["latency_ms"], row["ids"], row["found"]) == ("tiny-01", 1.5, ["doc-09"], [])
@@ -49,16 +64,30 @@ def test_a_report_written_by_the_previous_version_still_loads():
     again = json.loads(report.to_json())
     # nothing lost on the way; gates gained their status (pass / fail: 0.1.0 knew no warnings)
     assert [g.pop("status") for g in again["gates"]] == ["pass" if g["passed"] else "fail" for g in again["gates"]]
-    assert again == json.loads(OLD_REPORT.read_text())
+    assert again.pop("report_format") == 2
+    assert again == {key: value for key, value in json.loads(OLD_REPORT.read_text()).items() if key != "report_format"}
+
+
+def test_a_format_1_report_still_loads_and_renders():
+    report = read_report(FORMAT_1_REPORT)
+    assert report.exit_code == 1 and [g.gate for g in report.failed_gates] == ["contract"]
+    assert report.flips is None and all(g.metric is None and g.baseline is None for g in report.gates)
+    again = json.loads(report.to_json())
+    assert again.pop("report_format") == 2
+    assert again == {key: value for key, value in json.loads(FORMAT_1_REPORT.read_text()).items()
+                     if key != "report_format"}
+    from harness.report.html import render_run_html
+    from harness.report.markdown import render_markdown
+    assert "FAILED: 1 of" in render_markdown(report) and "FAILED: 1 of" in render_run_html(report)
 
 
 def test_a_report_of_an_unknown_format_is_one_versioned_line():
     document = json.loads(gated_report().to_json())
     document["report_format"] = 7
     with pytest.raises(ReportError) as error:
-        Report.from_dict(document, "r.json")
+        read_document(document, "r.json")
     message = str(error.value)
-    assert message.startswith("r.json: report_format: 7 is not a report format this harness reads (1)")
+    assert message.startswith("r.json: report_format: 7 is not a report format this harness reads (1, 2)")
     assert "\n" not in message
 
 
@@ -77,7 +106,7 @@ def test_a_bad_field_is_named_in_one_line(path, value, expected):
         target = target[key]
     target[path[-1]] = value
     with pytest.raises(ReportError) as error:
-        Report.from_dict(document, "r.json")
+        read_document(document, "r.json")
     assert str(error.value).startswith(expected) and "\n" not in str(error.value)
 
 
@@ -85,14 +114,14 @@ def test_a_missing_field_is_named():
     document = json.loads(gated_report().to_json())
     del document["sets"][0]["queries"][2]["found"]
     with pytest.raises(ReportError, match=r"^r.json: sets\[0\].queries\[2\].found: missing$"):
-        Report.from_dict(document, "r.json")
+        read_document(document, "r.json")
 
 
 def test_json_that_is_not_json_or_too_deep(tmp_path):
     with pytest.raises(ReportError, match="not valid JSON"):
-        Report.from_json("{", "x.json")
+        report_from_json("{", "x.json")
     with pytest.raises(ReportError, match="nested too deeply"):
-        Report.from_json("[" * 100_000, "x.json")
+        report_from_json("[" * 100_000, "x.json")
 
 
 def test_report_json_is_strict_json():

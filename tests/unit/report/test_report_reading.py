@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from harness.errors import UsageError
-from harness.report.document import Report, read_report
+from harness.report.document import Report, ReportError
+from harness.report.reading import read_document, read_report, report_from_json
 from harness.report.views import load_run
 from harness.report.trec import run_lines
 from tests.conftest import TINY_SET, REPO_ROOT
@@ -68,7 +69,7 @@ def _set(document, dotted, value):
     ("provenance.backend", "bm25", 'provenance.backend: must be an object, got "bm25"'),
     ("provenance.sets.tiny.path", 3, "provenance.sets.tiny.path: must be a string, got 3"),
     ("gates", [{"set": "tiny"}], "gates[0].gate: missing"),
-    ("report_format", 2, "report_format: 2 is not a report format this harness reads (1)"),
+    ("report_format", 3, "report_format: 3 is not a report format this harness reads (1, 2)"),
     ("complete", "yes", 'complete: must be true or false, got "yes"'),
 ])
 def test_each_defect_is_one_line_naming_the_field(real_report, tmp_path, dotted, value, message):
@@ -100,7 +101,7 @@ def test_surrogates_huge_integers_and_nan_literals(real_report, tmp_path, old, n
 def test_not_a_report_at_all(tmp_path):
     for document in ([], {"format": "x"}, {"sets": []}):
         with pytest.raises(UsageError, match="not a retrieval-gate run report"):
-            Report.from_dict(document, "r.json")
+            read_document(document, "r.json")
     (tmp_path / "x.json").write_text("[1]")
     with pytest.raises(UsageError, match="neither a retrieval-gate report nor a baseline"):
         load_run(tmp_path / "x.json")
@@ -111,7 +112,7 @@ def test_not_a_report_at_all(tmp_path):
 
 def test_a_fifo_report_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "r.json")
-    code = "import sys; from pathlib import Path; from harness.report.document import read_report; read_report(Path(sys.argv[1]))"
+    code = "import sys; from pathlib import Path; from harness.report.reading import read_report; read_report(Path(sys.argv[1]))"
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.json")], capture_output=True, text=True,
                           timeout=60, cwd=REPO)
     assert done.returncode != 0 and "r.json: is a FIFO, not a regular file" in done.stderr
@@ -121,8 +122,8 @@ def test_export_never_splits_a_string_ids_into_characters(real_report):
     document = json.loads(json.dumps(real_report))
     document["sets"][0]["queries"][0]["ids"] = "doc-01"
     with pytest.raises(UsageError, match=r"sets\[0\].queries\[0\].ids: must be a list, got \"doc-01\""):
-        run_lines(Report.from_dict(document, "r.json"))
-    good = run_lines(Report.from_dict(real_report))
+        run_lines(read_document(document, "r.json"))
+    good = run_lines(read_document(real_report))
     assert all(len(line.split()[2]) > 1 for line in good)
 
 
@@ -135,3 +136,13 @@ def test_export_of_a_broken_report_through_the_cli_is_exit_2_without_traceback(r
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_a_400_digit_number_given_to_from_json_is_a_report_error_not_an_overflow(real_report):
+    """report_from_json (a Python caller's reader, json.loads underneath) reaches the field checks
+    with the huge integer itself: it must be named there, not crash float() with OverflowError."""
+    document = json.loads(json.dumps(real_report))
+    document["sets"][0]["latency_ms"]["p95"] = 10 ** 399
+    with pytest.raises(ReportError) as caught:
+        report_from_json(json.dumps(document), "r.json")
+    assert str(caught.value).startswith("r.json: sets[0].latency_ms.p95: must be a finite number, got 1000")

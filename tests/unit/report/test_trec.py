@@ -21,8 +21,7 @@ try:  # pytrec_eval embeds trec_eval 9.x; optional outside CI (pip install pytre
     import pytrec_eval
 except ImportError:
     pytrec_eval = None
-needs_trec_eval = pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: "
-                                     "pip install pytrec-eval-terrier")
+needs_trec_eval = pytest.mark.usefixtures("pytrec_eval_required")  # skip, or fail under CI=true
 
 # trec_eval measure -> our reported metric. The run holds at most k = 10 ids per query, so
 # recip_rank (no cutoff in trec_eval) is our mrr (cut at 10).
@@ -39,7 +38,7 @@ TINY_ANSWERS = {
     "tiny-06": (("doc-06",), None),  # xfail, judged
     "tiny-07": (("doc-01",), (0.1,)),  # negative probe, no judgment
 }
-# The imported BEIR fixture: q1..q4 judged (see test_beir.py).
+# The imported BEIR fixture: q1..q4 judged (see tests/unit/sets/test_beir.py).
 BEIR_ANSWERS = {
     "q1": (("d4", "d1"), (2.0, 1.0)),
     "q2": (("d3",), None),
@@ -313,6 +312,16 @@ def test_export_refuses_an_incomplete_report(tmp_path, tiny):
     path = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
     path.write_text(path.read_text().replace('"complete": true', '"complete": false', 1))
     with pytest.raises(UsageError, match="incomplete run"):
+        export_command.main([str(path), "--trec-run", str(tmp_path / "run.txt")])
+    assert not (tmp_path / "run.txt").exists()
+
+
+def test_export_refuses_a_shard_report_alone(tmp_path, tiny):
+    path = _write_report(tmp_path, [(tiny, TINY_ANSWERS)])
+    shard = json.loads(path.read_text())
+    shard["provenance"]["shard"] = {"index": 1, "count": 2, "sets": {}}
+    path.write_text(json.dumps(shard))
+    with pytest.raises(UsageError, match=r"a shard report \(1/2\) holds part of each set; merge the shards first"):
         export_command.main([str(path), "--trec-run", str(tmp_path / "run.txt")])
     assert not (tmp_path / "run.txt").exists()
 

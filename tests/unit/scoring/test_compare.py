@@ -76,6 +76,19 @@ def test_a_shard_against_the_whole_set_is_refused_unless_allowed(tmp_path, monke
     assert f"NOT COMPARABLE (--allow-mismatch): set tiny: {len(TINY.queries)} vs {asked}" in capsys.readouterr().out
 
 
+def test_reports_with_no_set_in_common_are_refused_even_when_mismatches_are_allowed(tmp_path, monkeypatch, capsys):
+    tiny = make_report(tmp_path, monkeypatch, "tiny", GOOD)
+    other = json.loads(tiny.read_text())
+    other["sets"][0]["name"] = "renamed"
+    other["provenance"]["sets"] = {"renamed": other["provenance"]["sets"]["tiny"]}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    for extra in ([], ["--allow-mismatch"]):
+        capsys.readouterr()
+        assert main(["compare", str(tiny), str(tmp_path / "other.json"), "--resamples", "100", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "other.json: no set in common with" in err and "(sets renamed vs tiny); nothing to compare" in err
+
+
 def test_a_baseline_compares_like_a_report(tmp_path, monkeypatch, capsys):
     baseline, report = record_baseline_and_report(tmp_path, monkeypatch, GOOD)
     capsys.readouterr()

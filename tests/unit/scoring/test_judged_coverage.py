@@ -1,6 +1,7 @@
-"""Judged coverage (issue 13) and the measures a gate policy names (issue 14): grade 0 in sets,
-judged@10 / unjudged@10 / ndcg@10(condensed) per query and aggregate, any registry measure
-computed when the policy gates it, and a baseline written with that policy recording it."""
+"""Judged coverage (docs/sets.md, "Judged coverage") and the measures a gate policy names
+(docs/sets.md, "Gate policy"): grade 0 in sets, judged@10 / unjudged@10 / ndcg@10(condensed) per
+query and aggregate, any registry measure computed when the policy gates it, and a baseline written
+with that policy recording it."""
 
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def test_unjudged_is_summed_and_judged_averaged():
 
 @pytest.mark.parametrize("name, key", [("nDCG@20", "ndcg@20"), ("AP@100", "ap@100"), ("RR", "rr"),
                                        ("ndcg@10(condensed)", "ndcg@10(condensed)"), ("RR@10", "mrr"),
-                                       ("map_cut_100", "ap@100"), ("Judged@10", "judged@10")])
+                                       ("map_cut_100", "ap@100"), ("JUDGED@10", "judged@10")])
 def test_a_policy_may_name_any_registry_measure(name, key):
     assert policy_metric_name(name) == key
 
@@ -137,13 +138,13 @@ def test_a_baseline_written_with_the_policy_records_its_measures_and_gates_on_th
     document = build_baseline([result], {"started": None, "sets": {}})
     entry = document["sets"]["tiny"]
     assert "ndcg@20" in entry["aggregates"]["overall"] and "ndcg@20" in entry["queries"]["tiny-01"]["metrics"]
-    gates = check([result], {"tiny": entry}, {}, policy=policy)
+    gates = check([result], {"tiny": entry}, policy=policy)
     gated = [g for g in gates if g.gate == "ndcg" and g.category is None]
     assert [g.passed for g in gated] == [True, True]
     assert "ndcg@20" in gated[0].message and "ndcg@10(condensed)" in gated[1].message
     # a baseline recorded without the policy's measure fails that gate, saying why
     plain = build_baseline([evaluate_set(TINY, GOOD, k=10)], {"started": None, "sets": {}})["sets"]["tiny"]
-    missing = [g for g in check([result], {"tiny": plain}, {}, policy=policy) if not g.passed]
+    missing = [g for g in check([result], {"tiny": plain}, policy=policy) if not g.passed]
     assert missing and "ndcg@20: missing from the baseline" in missing[0].message
 
 
@@ -166,11 +167,11 @@ def test_the_judged_gate_warns_when_coverage_falls():
     # every scored query now returns 4 extra unjudged ids first (judged@10 0.12 -> ... still judged once each)
     padded = {qid: answer(*(f"new-{n}" for n in range(4)), *a.ids) for qid, a in GOOD.items()}
     # top 10 of tiny-03 is new-0..3 + doc-03, doc-01, doc-02: judged 1 of 10 as before; no drop -> pass
-    same = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}, {}) if g.gate == "judged"]
+    same = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert same[0].status == "pass"
     # a judged@10 fall of more than 10 points: the policy's judged.warn_drop_points
     entry["aggregates"]["overall"]["judged@10"] = 0.30
-    warned = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}, {}) if g.gate == "judged"]
+    warned = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert warned[0].status == "warn"
     # unjudged in the top 10s of the scored queries: 4 new ids each (5 queries) + doc-08 (01) + doc-01, doc-02 (03)
     assert "(23 unjudged documents in the top 10s)" in warned[0].message

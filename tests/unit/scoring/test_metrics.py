@@ -304,7 +304,7 @@ def test_canonical_names_reports_carry_are_unchanged():
     (" recall@5 ", "recall@5", "recall", 5),  # as split from "a, b"
     # the issue's ir_measures spellings
     ("AP@100", "ap@100", "ap", 100), ("nDCG@20", "ndcg@20", "ndcg", 20), ("R@1000", "recall@1000", "recall", 1000),
-    ("P@5", "precision@5", "precision", 5), ("Judged@10", "judged@10", "judged", 10), ("Bpref", "bpref", "bpref", None),
+    ("P@5", "precision@5", "precision", 5), ("JUDGED@10", "judged@10", "judged", 10), ("Bpref", "bpref", "bpref", None),
     ("Rprec", "rprec", "rprec", None), ("AP", "ap", "ap", None), ("nDCG", "ndcg", "ndcg", None),
     # the issue's trec_eval spellings
     ("map_cut_100", "ap@100", "ap", 100), ("ndcg_cut_20", "ndcg@20", "ndcg", 20),
@@ -324,7 +324,8 @@ def test_parse_metric_spellings(spelling, name, family, cutoff):
     measure = parse_metric(spelling)
     assert (measure.name, measure.family, measure.cutoff) == (name, family, cutoff)
     assert parse_metric(measure.name) == measure  # the canonical name parses back to itself
-    assert parse_metric(measure.ir_measures_name) == measure
+    if FAMILIES[family].ir_measures_differs is None:  # judged: ir_measures' spelling is refused
+        assert parse_metric(measure.ir_measures_name) == measure
 
 
 def test_parsed_metric_with_a_new_cutoff_computes_at_that_cutoff():
@@ -355,7 +356,8 @@ def test_unknown_family_message_lists_every_family_from_the_registry(monkeypatch
     with pytest.raises(ValueError) as caught:
         parse_metric("mapp@10")
     for family in FAMILIES.values():
-        assert family.name in str(caught.value) and family.ir_measures in str(caught.value)
+        assert family.name in str(caught.value)
+        assert (family.ir_measures in str(caught.value)) == (family.ir_measures_differs is None)
     # The list is read from FAMILIES, never typed by hand.
     monkeypatch.setitem(FAMILIES, "zzfamily", Family("zzfamily", FAMILIES["recall"].function, "ZZ", (None, None)))
     with pytest.raises(ValueError, match="zzfamily"):
@@ -368,10 +370,30 @@ def test_a_cutoff_is_required_where_the_family_has_no_full_depth():
         parse_metric("P")
 
 
+@pytest.mark.parametrize("name", ["Judged@10", "Judged@5", " Judged(judged_only=False)@10"])
+def test_ir_measures_judged_spelling_is_refused_because_its_number_differs(name):
+    """docs/sets.md, "Which trec_eval the measures follow": `Judged@k` is ir_measures' spelling of another number (see the hand case below);
+    read as ours it would have gated something its writer did not mean. Ours is judged@k."""
+    with pytest.raises(ValueError) as caught:
+        parse_metric(name)
+    message = str(caught.value)
+    assert message.startswith(f"metric {name!r}: ir_measures' Judged@k divides by the number retrieved")
+    assert message.endswith("write judged@K for the harness's measure") and "\n" not in message
+    assert parse_metric(name.replace("Judged", "judged")).family == "judged"
+    assert not any(example.startswith("Judged") for example in metric_names())
+
+
+def test_judged_at_k_hand_case_where_ir_measures_would_differ():
+    # 4 retrieved of k = 10: a (grade 1), x (grade -1: unjudged to trec_eval and to us), b (0), zz (absent).
+    judgments = {"a": 1, "x": -1, "b": 0}
+    value = parse_metric("judged@10").compute(["a", "x", "b", "zz"], judgments)
+    assert value == 2 / 10  # a and b judged, divided by k (ir_measures: 3 / 4, x counted, divided by 4)
+
+
 def test_metric_names_lists_every_family_in_every_spelling_and_all_parse():
     names = metric_names()
     for alias in ("R@10", "P@10", "RR@10", "RR", "nDCG@10", "Success@10", "mrr", "AP@10", "map_cut_10",
-                  "recip_rank", "bpref", "Rprec", "Judged@10", "ndcg_cut_10", "P_10", "recall_10"):
+                  "recip_rank", "bpref", "Rprec", "judged@10", "ndcg_cut_10", "P_10", "recall_10"):
         assert alias in names
     assert len(names) == len(set(names))
     families = set()
@@ -409,3 +431,17 @@ def test_float_grades_read_like_the_integers_they_equal():
     names = [name for name, _ in NEW_FAMILIES]
     as_floats = {doc: float(grade) for doc, grade in GRADES.items()}
     assert compute_many(names, RANKED, as_floats) == compute_many(names, RANKED, GRADES)
+
+
+def test_condensed_at_a_cutoff_condenses_first_then_cuts_as_docs_sets_md_says():
+    """docs/sets.md, "Which trec_eval the measures follow": u1 u2 r (u unjudged, r relevant). Condensed, the cutoff counts
+    judged positions: RR@2(condensed) = 1.0, what trec_eval -M 2 gives on the run without its
+    unjudged lines. trec_eval -M 2 -J cuts first (u1 u2), then condenses: nothing left, 0.0, which
+    is our uncondensed RR@2 here."""
+    judgments = {"r": 1, "j": 0}
+    assert parse_metric("rr@2(condensed)").compute(["u1", "u2", "r"], judgments) == 1.0
+    assert parse_metric("rr@2").compute(["r"], judgments) == 1.0          # unjudged lines dropped, -M 2
+    assert parse_metric("rr@2").compute(["u1", "u2", "r"], judgments) == 0.0  # -M 2 (and -M 2 -J)
+    # no unjudged document in the top k: the two compositions agree
+    assert parse_metric("rr@2(condensed)").compute(["j", "r", "u1"], judgments) == 0.5 == \
+        parse_metric("rr@2").compute(["j", "r", "u1"], judgments)

@@ -15,13 +15,15 @@ from harness.scoring import stats
 from harness.scoring.compare import RunView, compare, compare_many
 from harness.scoring.stats import bootstrap_ci, group_differences, paired_test, randomization_p_value
 from tests.builders import make_report
-from tests.conftest import REPO_ROOT, require_optional
+from tests.conftest import REPO_ROOT, require_modules
 from tests.reports import GOOD
 
 
 @pytest.fixture
 def np():
-    return require_optional("numpy", "test")
+    require_modules("numpy")
+    import numpy
+    return numpy
 
 
 def _runs(rng: random.Random, n: int, *, grouped: bool):

@@ -1,6 +1,7 @@
-"""Ties are visible (issue 14): tied positions per query, `--repeats` telling a tied-order change
-from a real one, and TREC export keeping the adapter's real scores (nudging only what trec_eval
-would reorder), proved against pytrec_eval on generated runs with many ties."""
+"""Ties are visible (docs/adapters.md, "Scores and ties"): tied positions per query, `--repeats`
+telling a tied-order change from a real one, and TREC export keeping the adapter's real scores
+(nudging only what trec_eval would reorder), proved against pytrec_eval on generated runs with many
+ties."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from harness.adapter.asking import _answer, tied_warning
 from harness.adapter.protocol import Response
+from harness.report.reading import report_from_json
 from harness.report.document import Backend, Provenance, Report
 from harness.report.trec import _strict_scores, read_run, write_qrels, write_run
 from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, ranking_change, tied_positions
@@ -38,7 +40,7 @@ def test_tied_positions_count_scores_equal_to_the_previous_one():
 def test_tied_positions_survive_the_report_json():
     result = evaluate_set(TINY, {"tiny-01": Answer(("doc-01", "doc-02"), (2.0, 2.0), 0.0)}, k=10)
     report = Report(provenance=Provenance(harness_version="t", started=None, backend=Backend("t")), sets=(result,))
-    again = Report.from_json(report.to_json())
+    again = report_from_json(report.to_json())
     assert again.sets[0].queries[0].tied == 1 and again == report
 
 
@@ -89,6 +91,37 @@ def test_export_keeps_real_scores_and_nudges_within_ties_only():
     assert nudged == 1 and trec_eval_score(written[1]) < 1.0
 
 
+def _reciprocal_rank(order: list[str], relevant: str) -> float:
+    return 1 / (order.index(relevant) + 1)
+
+
+def test_a_nudged_tie_reads_in_one_order_under_double_and_single_precision_comparison(tmp_path):
+    """The constructed case (docs/sets.md, "Which trec_eval the measures follow"): x 1.0, y 1.0, z 0.99999996 (single precision: 1 - 2**-24,
+    equal to where y is nudged). Written unrounded, trec_eval 10's double comparison put z above
+    the nudged y (RR of y 1/3) while trec_eval 9 and pytrec_eval (single precision, ties by docno
+    descending) kept the adapter's order (RR 1/2). Rounded first, both read RR 1/2."""
+    ids, scores = ["doc-a", "doc-c", "doc-b"], [1.0, 1.0, 0.99999996]
+    assert trec_eval_score(scores[2]) == 1 - 2 ** -24 < scores[2]
+    result = evaluate_set(TINY, {"tiny-01": Answer(tuple(ids), tuple(scores), 0.0)}, k=10)
+    report = Report(provenance=Provenance(harness_version="t", started=None, backend=Backend("t")), sets=(result,))
+    write_run(report, tmp_path / "run.txt")
+    written = {line.split()[2]: line.split()[4] for line in (tmp_path / "run.txt").read_text().splitlines()
+               if line.startswith("tiny-01 ")}
+    assert written == {"doc-a": "1", "doc-c": "0.9999999403953552", "doc-b": "0.9999999403953552"}
+    # trec_eval 10.x: doubles, ties by docno descending
+    as_doubles = sorted(written, key=lambda doc: (-float(written[doc]), [-ord(ch) for ch in doc]))
+    # trec_eval 9.0.8 and pytrec_eval: single precision, ties by docno descending (read_run)
+    as_singles = [doc for doc, _ in read_run(tmp_path / "run.txt")["tiny-01"]]
+    assert as_doubles == as_singles == ids
+    assert _reciprocal_rank(as_doubles, "doc-c") == _reciprocal_rank(as_singles, "doc-c") == 0.5
+    if pytrec_eval is not None:
+        with open(tmp_path / "run.txt") as run_file:
+            run = pytrec_eval.parse_run(run_file)
+        trec = pytrec_eval.RelevanceEvaluator({"tiny-01": {"doc-c": 1}}, {"recip_rank"}).evaluate(
+            {"tiny-01": run["tiny-01"]})
+        assert trec["tiny-01"]["recip_rank"] == 0.5
+
+
 def _random_answers(rng):
     answers = {}
     for query in TINY.queries:
@@ -98,7 +131,7 @@ def _random_answers(rng):
     return answers
 
 
-@pytest.mark.skipif(pytrec_eval is None, reason="pytrec_eval not installed: pip install pytrec-eval-terrier")
+@pytest.mark.usefixtures("pytrec_eval_required")
 @pytest.mark.parametrize("seed", range(25))
 def test_trec_eval_scores_the_exported_run_as_the_report_did(tmp_path, seed):
     rng = random.Random(seed)

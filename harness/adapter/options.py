@@ -1,0 +1,116 @@
+"""The options of a run: one record from the command line (or `harness.gate(**options)`) down to the asking stage.
+
+The command line builds it from argv, the API from keyword arguments; `harness.api` fills in
+what follows from the backend and the policy once (`argv`, `label`, `expect_banner`,
+`metrics`, `on_started`), and the asking stage and the executors read it as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+                                     ProgressCallback, wait_problem)
+from harness.adapter.windows import DEFAULT_MAX_WINDOW
+from harness.errors import UsageError
+from harness.sets.shards import parse_shard
+
+DEFAULT_LOG = Path(".retrieval-gate/report.adapter.log")
+MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to ask and gate; every field has the command line's default (`harness.gate` documents each)."""
+
+    k: int | None = None
+    expect_banner: bool = False
+    query_timeout: float = QUERY_TIMEOUT_SECONDS
+    startup_timeout: float = STARTUP_TIMEOUT_SECONDS  # longest silence before the banner; progress restarts it
+    startup_limit: float = STARTUP_LIMIT_SECONDS      # longest start-up however much progress is shown
+    warmup: int = 0
+    repeats: int = 1
+    workers: int = 1
+    condition: str | None = None
+    known_contract_failures: bool = False
+    allow_backend_change: bool = False
+    what_if_min_score: float | None = None
+    max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (docs/sets.md, evidence)
+    log_path: Path = DEFAULT_LOG
+    # Each start-up progress line of each worker's adapter, as it arrives (from the thread reading it).
+    on_startup_progress: ProgressCallback | None = None
+    # Scale-out (docs/scale.md): ask only shard "I/N" of every set; run the workers on an executor.
+    shard: str | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    worker_cpus: float = 1.0
+    worker_gpus: float = 0.0
+    # Filled in by harness.api from the backend and the policy, once:
+    argv: Sequence[str] = ()
+    label: str = ""
+    metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
+    # Called with every worker's ready banner (None without one) once all have started, before any
+    # query (warm-up included): the identity check. It may raise a HarnessError to stop the run.
+    on_started: Callable[[list[dict | None]], None] | None = None
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        if self.shard is not None:
+            parse_shard(self.shard)
+        if self.executor not in EXECUTORS:
+            raise UsageError(f"--executor: one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        for name, value in (("--worker-cpus", self.worker_cpus), ("--worker-gpus", self.worker_gpus)):
+            if not (value >= 0 and value < float("inf")):
+                raise UsageError(f"{name}: must be a number >= 0, got {value}")
+        if self.executor == "local" and (self.ray_address is not None or self.worker_gpus or self.worker_cpus != 1.0):
+            raise UsageError("--ray-address, --worker-cpus and --worker-gpus need --executor ray")
+        if self.k is not None and self.k > MAX_K:
+            raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
+        for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
+                                 ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
+            if value is not None and value < low:
+                raise UsageError(f"{name}: must be >= {low}, got {value}")
+        for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
+                            ("--startup-limit", self.startup_limit)):
+            problem = wait_problem(value)
+            if problem:
+                raise UsageError(f"{name}: {problem}")
+        if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
+            # the report would carry it, and strict report JSON has no NaN or Infinity
+            raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
+        if self.condition not in (None, "cold", "warm"):
+            raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
+
+    def settings(self) -> dict[str, object]:
+        """What a report records of these options (provenance.settings): what changes a metric or a latency."""
+        return {"k": self.k, "query_timeout_s": self.query_timeout, "startup_timeout_s": self.startup_timeout,
+                "startup_limit_s": self.startup_limit, "warmup": self.warmup, "repeats": self.repeats,
+                "workers": self.workers, "latency_under_concurrency": self.workers > 1,
+                "max_window": self.max_window}
+
+
+# The types a Python caller may give each option (the command line's parser gives these), so
+# `workers="2"` is one UsageError line and not a TypeError deep in the run.
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "k": (int, type(None)), "expect_banner": (bool,), "query_timeout": (int, float),
+    "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
+    "condition": (str, type(None)), "known_contract_failures": (bool,),
+    "what_if_min_score": (int, float, type(None)), "log_path": (str, os.PathLike),
+    "allow_backend_change": (bool,), "startup_limit": (int, float), "shard": (str, type(None)),
+    "executor": (str,), "ray_address": (str, type(None)), "worker_cpus": (int, float),
+    "worker_gpus": (int, float), "max_window": (int,)}
+
+
+def _check_types(options: RunOptions) -> None:
+    for name, kinds in _OPTION_TYPES.items():
+        value = getattr(options, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+    if options.on_startup_progress is not None and not callable(options.on_startup_progress):
+        raise UsageError("on_startup_progress: must be callable or None")

@@ -1,0 +1,78 @@
+"""What a run and `merge` write: the output options and their writers, one table, and the baseline when asked.
+
+A new format is its renderer plus one row of OUTPUTS. Every file is written atomically
+(harness.fsutil.write_output); the Markdown summary is also appended to $GITHUB_STEP_SUMMARY
+when that is set. Renderers read the report alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import api
+from harness.errors import EXIT_OK
+from harness.fsutil import append_output, step_summary_target, write_output
+from harness.report.comparison import render_pair_text
+from harness.report.document import Report
+from harness.report.junit import render_junit
+from harness.report.markdown import render_markdown
+
+
+def _html(report: Report) -> str:
+    from harness.report.html import render_run_html  # the largest renderer: imported only when asked for
+    return render_run_html(report)
+
+
+# (option, args attribute, help, renderer); --out is the JSON report every run writes.
+OUTPUTS: tuple[tuple[str, str, str, Callable[[Report], str]], ...] = (
+    ("--summary", "summary", "Markdown summary path (also appended to $GITHUB_STEP_SUMMARY when set)",
+     render_markdown),
+    ("--junit", "junit", "JUnit XML: one test case per gate per set", render_junit),
+    ("--html", "html", "self-contained HTML report with latency and per-category charts", _html),
+)
+
+
+def add_output_options(group: argparse._ArgumentGroup) -> None:
+    """--summary, --junit and --html, as every command writing a run report offers them."""
+    for option, dest, help_text, _ in OUTPUTS:
+        group.add_argument(option, dest=dest, type=Path, default=None, help=help_text)
+
+
+def output_paths(args: argparse.Namespace) -> dict[str, Path | None]:
+    """Option -> path of every output asked for (for fsutil.check_outputs before anything runs)."""
+    return {"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS}}
+
+
+def write_outputs(report: Report, args: argparse.Namespace) -> None:
+    """The JSON report, then every output the options asked for, each written atomically."""
+    write_output(args.out, report.to_json(), "--out")
+    for option, dest, _, render in OUTPUTS:
+        if getattr(args, dest):
+            write_output(getattr(args, dest), render(report), option)
+    step_summary = step_summary_target()
+    if step_summary:
+        append_output(step_summary, render_markdown(report), "$GITHUB_STEP_SUMMARY")
+
+
+def update_baseline(args: argparse.Namespace, report: Report) -> int:
+    """Show what the new baseline changes against the old one, then write it (asked on a terminal)."""
+    update = api.prepare_baseline_update(report, args.baseline)
+    if update.comparison is not None:
+        if not args.quiet:
+            print(f"\nchanges against {args.baseline}:")
+            print(render_pair_text(update.comparison), end="")
+        write_output(args.out, update.report_with_previous(report).to_json(), "--out")
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"write {args.baseline}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("baseline not written")
+            return EXIT_OK
+    api.write_baseline_update(update)
+    if not args.quiet:
+        print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
+              f"review and commit it to accept these numbers"
+              + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
+    return EXIT_OK

@@ -1,0 +1,34 @@
+"""What a verdict is decided on, read before anything is asked: the sets, the budgets, the policy, the baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.gating.baseline import Baseline
+from harness.gating.budgets import Budgets
+from harness.gating.policy import GatePolicy
+from harness.records import QuerySet
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """The typed inputs of the one gating function (`gates.decide`), for a run and for `merge` alike.
+
+    `baseline` None: measured, not gated (--no-gate, --update-baseline, a shard). `fingerprints`
+    are the set files' hashes at load, to prove they did not change while the run asked.
+    """
+
+    query_sets: tuple[QuerySet, ...]
+    budgets: Budgets = Budgets()
+    policy: GatePolicy = GatePolicy()
+    baseline: Baseline | None = None
+    fingerprints: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def entries(self, k: int | None = None) -> dict[str, Mapping]:
+        """Set name -> the baseline entry comparable with it asked at `k` (None: each set's own k);
+        BaselineError when one is not comparable, so a run is refused before its adapter starts."""
+        if self.baseline is None:
+            return {}
+        return {s.name: self.baseline.entry_for(s, k=k or s.k) for s in self.query_sets}
