@@ -1,7 +1,10 @@
 """Metric speed: from Python dicts to per-query values, ours against pytrec_eval, ir_measures and ranx in one run.
 
 10,000 queries x 100 retrieved documents x 5 measures (nDCG@10, AP@100, R@100, RR, P@10),
-judgments graded 0..3 with about half the judged documents retrieved. Every tool starts
+judgments graded 0..3, on two data sets: "distinct" (every score distinct; about half the
+judged documents retrieved) and "ties" (two-decimal scores, so most documents share a score
+with another, as real engines' rounded scores do; a third of the judged documents not
+retrieved). Every tool starts
 from the same dicts (qrels {qid: {doc: grade}}, run {qid: {doc: score}}) and ends with a
 value per query and measure; building the tool's own structures (pytrec_eval's evaluator,
 ranx's Qrels/Run) is timed. Ours is timed twice: from the ranked lists the harness really
@@ -14,10 +17,10 @@ later calls, the tools taking turns each round. Ratios are time / pytrec_eval's 
 same row (below 1.0x = faster than pytrec_eval). Values are cross-checked: ours against
 pytrec_eval to 1e-9, the peers' largest difference printed.
 
-    python -m benchmarks.metrics [--queries 10000] [--depth 100] [--rounds 5] [--seed 0]
+    python -m benchmarks.metrics [--queries 10000] [--depth 100] [--rounds 5] [--seed 0] [--data distinct,ties]
 
-Target: ours within 1.0x of pytrec_eval, warm (docs/performance.md, "Metric speed, beside
-pytrec_eval, ir_measures and ranx").
+Targets: ours within 1.0x of pytrec_eval, warm, on both data sets (docs/performance.md, "Metric
+speed, beside pytrec_eval, ir_measures and ranx").
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from benchmarks.arguments import at_least
-from harness.scoring.metrics import compute_from_scores, compute_many, parse_metric
+from benchmarks.arguments import at_least, names_from
+from harness.scoring.metrics import compute_from_scores, compute_many, parse_metric, trec_eval_order
 
 # (ours, pytrec_eval, ir_measures, ranx) spellings of the five measures.
 MEASURES = (("ndcg@10", "ndcg_cut_10", "nDCG@10", "ndcg@10"),
@@ -57,6 +60,26 @@ def generate(queries: int, depth: int, seed: int) -> tuple[dict, dict]:
                   + rng.sample(unretrieved, rng.randint(0, min(15, len(unretrieved)))))
         qrels[qid] = {doc: rng.choice((0, 0, 1, 1, 2, 3)) for doc in judged}
     return qrels, run
+
+
+def generate_ties(queries: int, depth: int, seed: int) -> tuple[dict, dict]:
+    """(qrels, run) with two-decimal scores (ties everywhere) and a third of the judged documents not retrieved."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for number in range(queries):
+        qid = f"q{number:05d}"
+        docs = list(dict.fromkeys(f"doc{rng.randrange(10_000_000):07d}" for _ in range(depth * 2)))
+        retrieved, unretrieved = docs[:depth], docs[depth:]
+        run[qid] = {doc: round(rng.uniform(0.0, 1.0), 2) for doc in retrieved}
+        judged_retrieved = rng.randint(1, min(15, len(retrieved)))  # as many as in `generate`
+        judged = (rng.sample(retrieved, judged_retrieved)
+                  + rng.sample(unretrieved, min(len(unretrieved), judged_retrieved // 2)))
+        qrels[qid] = {doc: rng.choice((0, 0, 1, 1, 2, 3)) for doc in judged}
+    return qrels, run
+
+
+DATA_SETS = {"distinct": generate, "ties": generate_ties}
 
 
 def ours_from_lists(qrels: dict, ranked: dict) -> Values:
@@ -131,9 +154,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=at_least(1), default=100)
     parser.add_argument("--rounds", type=at_least(1), default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=names_from(tuple(DATA_SETS)), default=list(DATA_SETS),
+                        help=f"data sets to run, comma-separated (default: {','.join(DATA_SETS)})")
     args = parser.parse_args(argv)
-    qrels, run = generate(args.queries, args.depth, args.seed)
-    ranked = {qid: list(scores) for qid, scores in run.items()}  # insertion order = descending score
+    worst = 0
+    for name in args.data:
+        worst = max(worst, measure(name, args))
+    return worst
+
+
+def measure(name: str, args: argparse.Namespace) -> int:
+    """Time every tool on one data set and print its table; 1 when ours differs from pytrec_eval."""
+    qrels, run = DATA_SETS[name](args.queries, args.depth, args.seed)
+    # The order trec_eval reads (score descending, ties by docno descending): not timed.
+    ranked = {qid: trec_eval_order(scores) for qid, scores in run.items()}
 
     tools: dict[str, Callable[[], Values] | str] = {
         "ours (ranked lists)": lambda: ours_from_lists(qrels, ranked),
@@ -154,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             warm[label].append(timed(tool)[0])
     medians = {label: statistics.median(times) for label, times in warm.items()}
 
-    print(f"{args.queries} queries x {args.depth} retrieved x {len(MEASURES)} measures "
-          f"({', '.join(ours for ours, *_ in MEASURES)}); warm = median of {args.rounds} rounds")
+    tied = sum(len(scores) - len(set(scores.values())) for scores in run.values()) / max(1, sum(map(len, run.values())))
+    print(f"\n{name}: {args.queries} queries x {args.depth} retrieved x {len(MEASURES)} measures "
+          f"({', '.join(ours for ours, *_ in MEASURES)}); {tied:.0%} of retrieved documents tied with an "
+          f"earlier one; warm = median of {args.rounds} rounds")
     reference = "pytrec_eval" if "pytrec_eval" in runnable else None
     print(f"{'tool':<22}{'first s':>10}{'vs pytrec':>11}{'warm s':>10}{'vs pytrec':>11}{'us/query':>10}"
           f"{'max |diff|':>13}")

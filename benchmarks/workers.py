@@ -8,7 +8,13 @@ instance with 4 CPUs started for the benchmark. Every rate is also given as a ra
 worker. Ray's start-up cost is stated separately: starting a local instance (a run without
 --ray-address) and, per run, joining a running cluster and starting the actors and adapters.
 
-Run: python -m benchmarks.workers [--repeats 3] [--service-ms 5] [--executors local,ray]
+Each configuration runs --rounds times, the configurations taking turns each round, and the
+median rate is shown (the machine is shared: one run can be 10-20% off).
+
+Run: python -m benchmarks.workers [--repeats 3] [--rounds 3] [--service-ms 5] [--executors local,ray]
+
+Targets (docs/performance.md, docs/scale.md): BM25 on Ray at 1 worker at least 0.9x of one local worker, scaling with
+workers; the 5 ms backend on Ray at 2 and 4 workers at least 1.9x and 3.6x of one local worker.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,6 +75,7 @@ def ray_available() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=at_least(1), default=3)
+    parser.add_argument("--rounds", type=at_least(1), default=3)
     parser.add_argument("--service-ms", type=float, default=5.0)
     parser.add_argument("--executors", default="local,ray")
     args = parser.parse_args()
@@ -95,29 +103,34 @@ def main() -> int:
             executor_args["ray"] = ["--executor", "ray", "--ray-address", holder.stdout.readline().strip()]
         try:
             print(f"--set all, --repeats {args.repeats}, {os.cpu_count()} cpus; requests/s while asking "
-                  f"(start-up excluded), ratio to 1 local worker")
+                  f"(start-up excluded), median of {args.rounds} rounds, ratio to 1 local worker")
             print(f"{'backend':<28}{'executor':>9}{'workers':>8}{'requests':>10}{'seconds':>10}{'req/s':>10}"
                   f"{'x local 1':>11}")
             ray_startups = []
-            for label, backend_args in backends.items():
-                single = None
-                for executor in executors:
-                    for workers in (1, 2, 4):
-                        seconds, requests, record = run_once(backend_args, workers, args.repeats,
-                                                             Path(scratch) / "r.json", executor_args[executor])
-                        if record:
-                            ray_startups.append((workers, record["startup_seconds"], record["connect_seconds"]))
-                        rate = requests / seconds
-                        single = single or rate
-                        print(f"{label:<28}{executor:>9}{workers:>8}{requests:>10}{seconds:>10.2f}{rate:>10.0f}"
-                              f"{rate / single:>10.2f}x")
+            configurations = [(label, executor, workers) for label in backends for executor in executors
+                              for workers in (1, 2, 4)]
+            timings: dict[tuple, list[tuple[float, int]]] = {configuration: [] for configuration in configurations}
+            for _ in range(args.rounds):
+                for label, executor, workers in configurations:
+                    seconds, requests, record = run_once(backends[label], workers, args.repeats,
+                                                         Path(scratch) / "r.json", executor_args[executor])
+                    if record:
+                        ray_startups.append((workers, record["startup_seconds"], record["connect_seconds"]))
+                    timings[(label, executor, workers)].append((seconds, requests))
+            for label, executor, workers in configurations:
+                seconds = statistics.median(s for s, _ in timings[(label, executor, workers)])
+                requests = timings[(label, executor, workers)][0][1]
+                single_seconds = statistics.median(s for s, _ in timings[(label, executors[0], 1)])
+                rate = requests / seconds
+                print(f"{label:<28}{executor:>9}{workers:>8}{requests:>10}{seconds:>10.2f}{rate:>10.0f}"
+                      f"{single_seconds / seconds:>10.2f}x")
             if "ray" in executors:
                 _, _, record = run_once(backends["bm25 (CPU-bound)"], 1, 1, Path(scratch) / "r.json",
                                         ["--executor", "ray"])
                 print(f"\nRay start-up: a local instance started by the run (no --ray-address): "
                       f"{record['connect_seconds']:.1f} s to start Ray, {record['startup_seconds']:.1f} s until "
                       f"1 worker's adapter was ready")
-                for workers, startup, connect in ray_startups:
+                for workers, startup, connect in ray_startups[:3]:
                     print(f"  joining the running instance with {workers} worker(s): {connect:.1f} s to connect, "
                           f"{startup:.1f} s until every adapter was ready")
         finally:

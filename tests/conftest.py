@@ -51,6 +51,11 @@ SLOW_GROUPS = (
     "tests/contract/test_runner.py::test_slow_progress_keeps_each_silence_under_the_timeout_and_succeeds",
     "tests/contract/test_watchdog.py::test_a_sigkilled_harness_has_its_adapter_group_stopped_and_its_folder_removed",
     "tests/contract/test_watchdog.py::test_guards_running_sees_the_guard_of_its_own_run_and_no_other",
+    # Ray starting instances of its own: a simulated two-node cluster (about 40 s), and runs that start
+    # their own local instance (about 10-15 s each)
+    "tests/contract/test_ray_cluster.py",
+    "tests/contract/test_ray_executor.py::test_ctrl_c_while_a_local_instance_starts",
+    "tests/contract/test_ray_executor.py::test_a_run_with_its_own_local_instance",
     # real pip and concurrent writers
     "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
     "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
@@ -106,9 +111,9 @@ def require_default_model() -> Path:
     return model_store.verify(folder=folder)
 
 
-def require_modules(*names: str) -> None:
-    """Skip the calling test (or module) when an optional package of the [test] extra is missing,
-    naming it; under CI=true fail instead, so CI can never pass without the tests that need it.
+def require_modules(*names: str, extra: str = "test") -> None:
+    """Skip the calling test (or module) when an optional package (of the [test] extra, or `extra`)
+    is missing, naming it; under CI=true fail instead, so CI can never pass without the tests that need it.
 
     The one place that decides this for optional imports (onnxruntime, tokenizers, onnx,
     pytrec_eval ...), as `require_default_model` does for the model.
@@ -118,9 +123,9 @@ def require_modules(*names: str) -> None:
     missing = [name for name in names if importlib.util.find_spec(name) is None]
     if not missing:
         return
-    message = f"needs {', '.join(missing)}: pip install -e '.[test]'"
+    message = f"needs {', '.join(missing)}: pip install -e '.[{extra}]'"
     if os.environ.get("CI") == "true":
-        pytest.fail(message + " (CI=true: .ci/run installs the [test] extra before the tests)", pytrace=False)
+        pytest.fail(message + f" (CI=true: .ci/run installs the [{extra}] extra before the tests)", pytrace=False)
     pytest.skip(message, allow_module_level=True)
 
 

@@ -12,14 +12,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
-from harness.adapter.protocol import Request
+from harness.adapter.protocol import Request, Response
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
@@ -124,7 +124,9 @@ def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
 
 # The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
 # entered into `stack` (stopped when the run ends) and offering what AdapterProcess offers the
-# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`.
+# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`; and, optionally,
+# `ask_stream(requests) -> iterator of (Response, latency_seconds)` in request order, raising at
+# the first failure after yielding the replies before it (Ray: no round trip per query).
 StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], list]
 
 
@@ -186,9 +188,11 @@ def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeat
 
     def shard(worker: int) -> None:
         adapter = adapters[worker]
-        for index in range(worker, total, len(adapters)):
-            query = query_set.queries[index]
-            answer, change = _ask(adapter, query_set.kind, query.qid, query.query, k, repeats)
+        mine = [query_set.queries[index] for index in range(worker, total, len(adapters))]
+        replies = _replies(adapter, [Request(query_set.kind, query.query, k, query.qid)
+                                     for query in mine for _ in range(repeats)])
+        for query in mine:
+            answer, change = _answer([next(replies) for _ in range(repeats)])
             try:
                 check_windows(answer.ids, answer.passages, lengths, max_window, query.qid)
             except ProtocolError as exc:
@@ -237,22 +241,25 @@ def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: R
     return round(time.perf_counter() - start, 6)
 
 
-def _ask(adapter: AdapterProcess, kind: str, qid: str, text: str, k: int,
-         repeats: int) -> tuple[Answer, str | None]:
-    """One query asked `repeats` times: latency is the median; ids from the first answer.
+def _replies(adapter, requests: list[Request]) -> Iterator[tuple[Response, float]]:
+    """(response, latency) per request, in order: through the worker's `ask_stream` when it has one
+    (a Ray actor takes its queries in batches, harness.adapter.ray_executor), else one `ask` at a time."""
+    stream = getattr(adapter, "ask_stream", None)
+    return stream(requests) if stream is not None else (adapter.ask(request) for request in requests)
+
+
+def _answer(replies: Sequence[tuple[Response, float]]) -> tuple[Answer, str | None]:
+    """One query's `repeats` replies: latency is the median; ids from the first answer.
 
     The change seen across the repeats: None, "tied" (only documents the first answer scored
     equally moved: the scores allow either order) or "ranking" (nondeterministic).
     """
-    request = Request(kind=kind, query=text, k=k, qid=qid)
-    first, latency = adapter.ask(request)
-    latencies = [latency]
+    (first, _), *again = replies
+    latencies = [latency for _, latency in replies]
     change: str | None = None
-    for _ in range(repeats - 1):
-        again, latency = adapter.ask(request)
-        latencies.append(latency)
+    for response, _ in again:
         if change != "ranking":
-            change = ranking_change(first.ids, first.scores, again.ids) or change
+            change = ranking_change(first.ids, first.scores, response.ids) or change
     return Answer(ids=first.ids, scores=first.scores, latency_seconds=statistics.median(latencies),
                   passages=first.passages), change
 

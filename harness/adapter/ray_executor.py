@@ -1,7 +1,10 @@
 """`--executor ray`: the run's `--workers N` adapter workers as Ray actors across a cluster (optional extra [ray]).
 
-The only harness module that imports a third-party package, and only inside functions, when a
-run asks for this executor (tests/architecture/test_imports.py allows exactly this module to).
+It imports Ray only inside functions, when a run asks for this executor
+(tests/architecture/test_imports.py allows this module, and numpy's statistics engine, a third-party import).
+
+Without --ray-address, the run starts its own one-node instance (harness.adapter.ray_instance)
+and connects to it.
 
 Each worker is one Ray actor (`--worker-cpus`, `--worker-gpus` reserved per actor, spread over
 the nodes, so a GPU adapter lands on a GPU node). The actor writes the corpora the driver sends
@@ -10,8 +13,9 @@ starts and owns one `AdapterProcess` there, and asks it one request at a time: t
 returned is `AdapterProcess.ask`'s, measured in the actor at the adapter's process boundary
 (request line written -> response line read), so Ray's own transport never enters a latency
 and the definition is the local run's. The driver sends each worker's queries to its actor in
-set order, one at a time (Ray runs one caller's calls to an actor in submission order), so
-request order per adapter is the local run's too.
+set order, in batches of BATCH_QUERIES with the next batch already queued (Ray runs one
+caller's calls to an actor in submission order), so request order per adapter is the local
+run's too, and Ray's round trip is paid once a batch, while the adapter answers the one before.
 
 Failure: an `AdapterError` in the actor (crash, time-out, protocol, `error` reply) comes back
 as the same AdapterError text; an actor or node that dies, or a driver that hears nothing within
@@ -35,8 +39,10 @@ import signal
 import socket
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from harness.adapter import ray_instance
 from harness.adapter.asking import CORPUS_DIR_ENV, RunOptions, worker_log
 from harness.adapter.driver import AdapterProcess
 from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
@@ -45,7 +51,10 @@ from harness.errors import AdapterError, Interrupted, UsageError
 from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
-LOCAL_OBJECT_STORE_BYTES = 512 * 1024 * 1024  # a local instance holds only the corpora; Ray's default is 30% of RAM
+# Queries per Ray call, and calls queued at an actor at once: one Ray round trip (1-2 ms) per 32
+# queries, hidden behind the batch the adapter is answering (benchmarks/workers.py).
+BATCH_QUERIES = 32
+BATCHES_IN_FLIGHT = 2
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
 def _import_ray():
@@ -109,34 +118,69 @@ class RayWorkers:
         if ray.is_initialized():
             return
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # tests and CI never talk to the network
-        # ray.init may install its own handlers; the run's SIGINT/SIGTERM handling must stay the CLI's.
-        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-        settings: dict[str, object] = {"log_to_driver": False, "logging_level": "ERROR", "include_dashboard": False}
-        if self.address is None:
-            # Like local --workers, N workers fit on this machine whatever its core count.
-            settings.update(num_cpus=max(os.cpu_count() or 1, math.ceil(options.workers * self.worker_cpus)),
-                            object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                            runtime_env={"env_vars": {"PYTHONPATH": _python_path()}})
+        address = self.address
+        if address is None:
+            address = ray_instance.start(stack, cpus=max(os.cpu_count() or 1,
+                                                           math.ceil(options.workers * self.worker_cpus)))
             self._started_instance = True
-        else:
-            settings["address"] = self.address
+            stack.callback(_reload_ray_authentication)  # on leaving, after the environment is restored
+            _set_environment(stack, ray_instance.token())  # the driver presents the instance's token
+            _reload_ray_authentication()
+        settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
-            ray.init(**settings)
+            with signals_deferred(hold=self._started_instance):
+                ray.init(**settings)
+        except (Interrupted, KeyboardInterrupt):
+            raise  # Interrupted is an Exception too: never a "cannot join" backend failure
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad cluster
             what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address}"
             raise AdapterError(f"--executor ray: cannot {what}: {_first_line(exc)}") from None
-        finally:
-            for signum, handler in handlers.items():
-                if handler is not None:
-                    signal.signal(signum, handler)
         stack.callback(ray.shutdown)
 
 
-def _python_path() -> str:
-    """The driver's harness and working directory first, so the local instance's workers import this harness."""
-    here = str(Path(__file__).resolve().parent.parent.parent)
-    parts = [here, os.getcwd(), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-    return os.pathsep.join(dict.fromkeys(parts))
+def _set_environment(stack: contextlib.ExitStack, values: dict[str, str]) -> None:
+    """os.environ updated with `values` until `stack` unwinds."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+
+    def restore() -> None:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    stack.callback(restore)
+
+
+def _reload_ray_authentication() -> None:
+    """Make Ray read RAY_AUTH_MODE and RAY_AUTH_TOKEN again: it caches them when first imported."""
+    with contextlib.suppress(ImportError, AttributeError):  # Ray's private API; without it, the cached values
+        from ray._raylet import AuthenticationTokenLoader, Config
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+
+
+@contextlib.contextmanager
+def signals_deferred(hold: bool = True):
+    """The run's SIGINT/SIGTERM handlers kept over Ray's connect (ray.init may install its own).
+
+    With `hold`, a signal meanwhile is held and raised as Interrupted on leaving: Ray catches
+    what a handler raises inside its connect. Only for our own local instance, already up, whose
+    connect takes about a second; a remote cluster's connect may retry for a minute, and stays
+    interruptible (what Ray does with the Interrupted then is Ray's)."""
+    held: list[int] = []
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in handlers.items():
+        if hold and handler not in (signal.SIG_IGN, None):
+            signal.signal(signum, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():  # ray.init may install its own: the run's stay the CLI's
+            if handler is not None:
+                signal.signal(signum, handler)
+    if held:
+        raise Interrupted(held[0])
 
 
 def _first_line(exc: BaseException) -> str:
@@ -164,23 +208,51 @@ class RayWorker:
     def __enter__(self) -> RayWorker:
         return self
 
-    def start_remote(self, corpora, *, cwd: str | None):
+    def start_remote(self, corpora, *, cwd: str | None) -> tuple:
+        """Ask the actor where it runs, then to start its adapter (run in that order by the actor)."""
         options = self.options
-        return self._actor.start.remote(list(options.argv), corpora, str(self._log_path), options.expect_banner,
-                                        options.startup_timeout, options.query_timeout, cwd)
+        return (self._actor.where.remote(),
+                self._actor.start.remote(list(options.argv), corpora, str(self._log_path), options.expect_banner,
+                                         options.startup_timeout, options.query_timeout, cwd))
 
-    def finish_start(self, ref) -> None:
-        reply = self._get(ref, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
+    def finish_start(self, refs: tuple) -> None:
+        """Its node first, so that a node lost while the adapter starts is named too."""
+        where, start = refs
+        self.placement.update(self._get(where, RAY_GRACE_SECONDS, "start"))
+        reply = self._get(start, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
         if "error" in reply:
             self._failed = True
             raise AdapterError(reply["error"], argv=list(self.options.argv), stderr_tail=reply.get("stderr_tail", ""))
         self.banner = reply["banner"]
         self.startup_seconds = reply["startup_seconds"]
-        self.placement.update(node_id=reply["node_id"], host=reply["host"], actor_pid=reply["pid"],
-                              adapter_pid=reply["adapter_pid"])
+        self.placement["adapter_pid"] = reply["adapter_pid"]
 
     def ask(self, request: Request) -> tuple[Response, float]:
-        reply = self._get(self._actor.ask.remote(tuple(request)), self._reply_seconds, request.qid or "?")
+        """One request, one Ray round trip (warm-up); the run's queries go through ask_stream."""
+        reply = self._get(self._actor.ask.remote([tuple(request)]), self._reply_seconds, request.qid or "?")
+        return self._answer(reply[0])
+
+    def ask_stream(self, requests: Sequence[Request]) -> Iterator[tuple[Response, float]]:
+        """(response, latency) per request, in order, the requests sent in batches of BATCH_QUERIES.
+
+        The next batch is already queued at the actor while the driver reads one (Ray runs one
+        caller's calls to an actor in submission order), so the adapter never waits on Ray's round
+        trip; each batch ends at its first failure, which is raised after the replies before it.
+        """
+        batches = [[tuple(request) for request in requests[start:start + BATCH_QUERIES]]
+                   for start in range(0, len(requests), BATCH_QUERIES)]
+        in_flight = [self._actor.ask.remote(batch) for batch in batches[:BATCHES_IN_FLIGHT]]
+        for number, batch in enumerate(batches):
+            ref = in_flight.pop(0)
+            if number + BATCHES_IN_FLIGHT < len(batches):
+                in_flight.append(self._actor.ask.remote(batches[number + BATCHES_IN_FLIGHT]))
+            # Every query of the batch may take the whole query time-out; a first one, the start-up too.
+            timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
+            label = (batch[0][3] or "?") if len(batch) == 1 else f"{batch[0][3]}..{batch[-1][3]}"
+            for reply in self._get(ref, timeout, label):
+                yield self._answer(reply)
+
+    def _answer(self, reply: tuple) -> tuple[Response, float]:
         if reply[0] == "error":
             self._failed = True
             _, message, qid, tail = reply
@@ -205,8 +277,11 @@ class RayWorker:
             self._ray.kill(self._actor, no_restart=True)
 
     def _where(self) -> str:
-        host = self.placement.get("host")
-        return f"worker {self.index + 1} (ray actor{' on ' + str(host) if host else ''})"
+        """"worker 2 (ray actor on node 3f2a9c1b04de, host gpu-7)": simulated nodes share a host name."""
+        node, host = self.placement.get("node_id"), self.placement.get("host")
+        where = ", ".join(part for part in (f"node {str(node)[:12]}" if node else "",
+                                            f"host {host}" if host else "") if part)
+        return f"worker {self.index + 1} (ray actor{' on ' + where if where else ''})"
 
     def _get(self, ref, timeout: float, label: str):
         ray = self._ray
@@ -251,7 +326,6 @@ class _AdapterActor:
         self.folder: str | None = None
 
     def start(self, argv, corpora, log_path, expect_banner, startup_timeout, query_timeout, cwd) -> dict:
-        import ray
         if cwd and os.path.isdir(cwd):
             os.chdir(cwd)  # a local instance: the adapter starts where the driver's local run would
         self.folder = tempfile.mkdtemp(prefix="retrieval-gate-corpus-")
@@ -267,17 +341,26 @@ class _AdapterActor:
             self._remove_folder()
             return {"error": str(error), "stderr_tail": error.stderr_tail}
         self.adapter = adapter
-        return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds,
-                "node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "pid": os.getpid(), "adapter_pid": adapter.pid}
+        return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds, "adapter_pid": adapter.pid}
 
-    def ask(self, request: tuple) -> tuple:
-        try:
-            response, latency = self.adapter.ask(Request(*request))
-        except AdapterError as error:
-            return ("error", str(error), error.qid, error.stderr_tail)
-        return ("ok", (list(response.ids), list(response.scores) if response.scores is not None else None,
-                       response.error), latency)
+    def where(self) -> dict:
+        """The node, host and pid this actor runs on (the driver's `placement`)."""
+        import ray
+        return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "actor_pid": os.getpid()}
+
+    def ask(self, requests: list[tuple]) -> list[tuple]:
+        """Ask the requests in order; a reply per request up to the first failure, which ends the list."""
+        replies = []
+        for request in requests:
+            try:
+                response, latency = self.adapter.ask(Request(*request))
+            except AdapterError as error:
+                replies.append(("error", str(error), error.qid, error.stderr_tail))
+                break
+            replies.append(("ok", (list(response.ids), list(response.scores) if response.scores is not None
+                                   else None, response.error), latency))
+        return replies
 
     def stop(self) -> str | None:
         """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""

@@ -323,7 +323,7 @@ def render_pair_text(comparison: Comparison) -> str:
             lines.append(f"  {flip.set_name}/{flip.qid} {'; '.join(parts)}  \"{flip.query}\"")
     lines.append("")
     family = comparison.family_size or len(comparison.headline_cells())
-    lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed}, resampling by query group; "
+    lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed} ({comparison.engine} engine), resampling by query group; "
                  f"p adjusted with Holm across the {family} headline tests (each set's overall value of each "
                  f"tested metric); category and split rows are exploratory: p unadjusted, marked (expl.)")
     return "\n".join(terminal_line(line) for line in lines) + "\n"  # text from the reports shown inert

@@ -15,6 +15,9 @@ One base against one or more candidates, every pair joined per query (qid). The 
   95% bootstrap CI of each difference (queries resampled, percentiles recomputed); refused
   with a note when either side is a baseline (baselines keep only the latency summary) or the
   runs' condition or machine differ.
+
+Every resampling runs on one statistics engine (harness.scoring.stats: numpy where installed,
+else pure Python); both give the same numbers, and the comparison records which one ran.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from harness.errors import UsageError
 from harness.records import resampling_unit
 from harness.scoring.evaluate import REPORTED_METRICS
 from harness.scoring.flips import Flip, find_flips
-from harness.scoring.metrics import percentile
-from harness.scoring.stats import CONFIDENCE, RESAMPLES, PairedTest, bootstrap_ci, group_differences, holm, paired_test
+from harness.scoring.metrics import nearest_rank, percentile
+from harness.scoring.stats import (CONFIDENCE, RESAMPLES, PairedTest, bootstrap_ci, check_engine, group_differences, holm,
+                                   paired_test)
 
 TESTED_METRICS = ("recall@10", "ndcg@10")
 IDENTITY_FIELDS = ("revision", "corpus_hash", "k")
@@ -124,6 +128,7 @@ class Comparison:
     latency: list[LatencyComparison] = field(default_factory=list)
     latency_note: str | None = None  # why latency was not compared, when it was not
     family_size: int = 0  # how many tests the Holm adjustment spanned
+    engine: str = "python"  # the statistics engine that resampled (harness.scoring.stats.ENGINES)
 
     @property
     def margin(self) -> float:
@@ -159,7 +164,7 @@ class Comparison:
     def to_dict(self) -> dict[str, object]:
         return {
             "base": self.base_label, "candidate": self.candidate_label, "verdict": self.verdict(),
-            "mismatches": self.mismatches, "seed": self.seed, "resamples": self.resamples,
+            "mismatches": self.mismatches, "seed": self.seed, "resamples": self.resamples, "engine": self.engine,
             "only_in_one": self.only_in_one, "tested": list(self.tested), "margin_points": self.margin_points,
             "scopes": [{"set": s.set_name, "scope": s.scope, "n": s.n, "headline": s.headline,
                         "base": s.base, "candidate": s.candidate,
@@ -197,6 +202,11 @@ class ComparisonSuite:
     def family_size(self) -> int:
         return sum(len(c.headline_cells()) for c in self.comparisons)
 
+    @property
+    def engine(self) -> str:
+        """The statistics engine that resampled (every comparison of a suite uses one)."""
+        return self.comparisons[0].engine if self.comparisons else "python"
+
     def verdict(self) -> str:
         """The worst candidate verdict (VERDICTS order)."""
         return min((c.verdict() for c in self.comparisons), key=VERDICTS.index, default="NOT SHOWN")
@@ -205,6 +215,7 @@ class ComparisonSuite:
         return {"comparison_format": 1, "base": self.base_label, "verdict": self.verdict(),
                 "tested": list(self.tested), "margin_points": self.margin_points, "policy": self.policy_source,
                 "alpha": ALPHA, "equivalence_confidence": EQUIVALENCE_CONFIDENCE, "holm_family": self.family_size,
+                "statistics_engine": self.engine,
                 "candidates": [c.to_dict() for c in self.comparisons]}
 
 
@@ -243,12 +254,14 @@ def mismatches(base: RunView, candidate: RunView) -> list[str]:
 
 def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int = RESAMPLES,
             tested: tuple[str, ...] = TESTED_METRICS, margin_points: float = DEFAULT_MARGIN_POINTS,
-            adjust: bool = True) -> Comparison:
+            adjust: bool = True, engine: str | None = None) -> Comparison:
     """Deltas per set / category / split and paired tests on `tested` metrics, base vs one candidate.
 
     With `adjust`, Holm runs over this pair's headline cells (each set's overall x `tested`);
-    compare_many passes False and adjusts across every candidate at once.
+    compare_many passes False and adjusts across every candidate at once. `engine`: the
+    statistics engine (harness.scoring.stats.ENGINES; default numpy where installed): speed only.
     """
+    engine = check_engine(engine)
     scopes: list[ScopeComparison] = []
     flips: list[Flip] = []
     shared = sorted(set(base.sets) & set(candidate.sets))
@@ -260,13 +273,14 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
                   and base_rows[qid].get("metrics")]
         groups = {qid: resampling_unit(qid, base_rows[qid].get("group")) for qid in common}
         for scope, members in _scopes(common, base_rows):
-            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested))
+            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
+                                         engine))
         texts = {qid: cand_rows[qid].get("query") or base_rows[qid].get("query") or "" for qid in cand_rows if qid in base_rows}
         flips += find_flips(name, {qid: row.get("found", []) for qid, row in base_rows.items()},
                             {qid: row.get("found", []) for qid, row in cand_rows.items()}, texts)
-    latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples)
+    latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples, engine=engine)
     comparison = Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed,
-                            resamples, tuple(tested), margin_points, latency, note)
+                            resamples, tuple(tested), margin_points, latency, note, engine=engine)
     if adjust:
         adjust_headline([comparison])
     return comparison
@@ -274,10 +288,10 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
 
 def compare_many(base: RunView, candidates: Sequence[RunView], *, seed: int = 0, resamples: int = RESAMPLES,
                  tested: tuple[str, ...] = TESTED_METRICS, margin_points: float = DEFAULT_MARGIN_POINTS,
-                 policy_source: str = "default") -> ComparisonSuite:
+                 policy_source: str = "default", engine: str | None = None) -> ComparisonSuite:
     """Every candidate against `base`, paired per query; Holm across all candidates' headline cells."""
     comparisons = [compare(base, candidate, seed=seed, resamples=resamples, tested=tested,
-                           margin_points=margin_points, adjust=False) for candidate in candidates]
+                           margin_points=margin_points, adjust=False, engine=engine) for candidate in candidates]
     adjust_headline(comparisons)
     return ComparisonSuite(base.label, comparisons, margin_points, tuple(tested), policy_source)
 
@@ -300,7 +314,8 @@ def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, lis
     return scopes
 
 
-def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested) -> ScopeComparison:
+def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
+                   engine) -> ScopeComparison:
     def means(rows):
         return {m: sum(rows[q]["metrics"][m] for q in members) / len(members)
                 for m in REPORTED_METRICS if members and all(m in rows[q]["metrics"] for q in members)}
@@ -310,13 +325,13 @@ def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, res
             before = {q: base_rows[q]["metrics"][metric] for q in members}
             after = {q: cand_rows[q]["metrics"][metric] for q in members}
             member_groups = {q: groups[q] for q in members}
-            test = paired_test(before, after, member_groups, resamples=resamples, seed=seed)
+            test = paired_test(before, after, member_groups, resamples=resamples, seed=seed, engine=engine)
             result.tests[metric] = test
             if result.headline:
                 clusters = group_differences(before, after, member_groups)
                 result.equivalence_ci[metric] = ((test.ci_low, test.ci_high) if test.ci_low == test.ci_high
                                                  else bootstrap_ci(clusters, resamples=resamples, seed=seed,
-                                                                   confidence=EQUIVALENCE_CONFIDENCE))
+                                                                   confidence=EQUIVALENCE_CONFIDENCE, engine=engine))
                 texts = {q: str(cand_rows[q].get("query") or base_rows[q].get("query") or "") for q in members}
                 result.movement[metric] = movement(before, after, texts)
     return result
@@ -355,7 +370,7 @@ def latency_refusal(base: RunView, candidate: RunView) -> str | None:
 
 
 def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str], *, seed: int = 0,
-                    resamples: int = RESAMPLES) -> tuple[list[LatencyComparison], str | None]:
+                    resamples: int = RESAMPLES, engine: str | None = None) -> tuple[list[LatencyComparison], str | None]:
     """Per set, p50 / p95 of each side over the qids both answered, and a 95% bootstrap CI of each difference.
 
     Each resample draws the paired qids with replacement and recomputes both sides' nearest-rank
@@ -372,27 +387,45 @@ def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str],
         if not qids:
             continue
         results.append(latency_difference(name, [before[q] for q in qids], [after[q] for q in qids],
-                                          seed=seed, resamples=resamples))
+                                          seed=seed, resamples=resamples, engine=engine))
     return results, None
 
 
 def latency_difference(set_name: str, base_ms: Sequence[float], candidate_ms: Sequence[float], *, seed: int = 0,
-                       resamples: int = RESAMPLES) -> LatencyComparison:
-    """Paired latencies (same query at each index) -> percentiles and percentile-bootstrap CIs of the differences."""
+                       resamples: int = RESAMPLES, engine: str | None = None) -> LatencyComparison:
+    """Paired latencies (same query at each index) -> percentiles and percentile-bootstrap CIs of the differences.
+
+    Resample r draws the indices `random.Random(seed + 2).choices(range(n), k=n)` gives; both
+    engines (harness.scoring.stats.ENGINES) pick the same order statistics.
+    """
     n = len(base_ms)
     observed_base = {f"p{p}": percentile(base_ms, p) for p in LATENCY_PERCENTILES}
     observed_cand = {f"p{p}": percentile(candidate_ms, p) for p in LATENCY_PERCENTILES}
-    rng = random.Random(seed + 2)
-    draws: dict[str, list[float]] = {key: [] for key in observed_base}
+    if check_engine(engine) == "numpy":
+        from harness.scoring import numpy_engine
+        columns = numpy_engine.percentile_differences(base_ms, candidate_ms,
+                                                      [nearest_rank(n, p) for p in LATENCY_PERCENTILES],
+                                                      resamples, seed + 2)
+        draws = {f"p{p}": column for p, column in zip(LATENCY_PERCENTILES, columns)}
+    else:
+        draws = _percentile_differences(base_ms, candidate_ms, resamples, seed + 2)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    intervals = {key: (percentile(values, tail), percentile(values, 100 - tail)) for key, values in draws.items()}
+    return LatencyComparison(set_name, n, observed_base, observed_cand, intervals)
+
+
+def _percentile_differences(base_ms: Sequence[float], candidate_ms: Sequence[float], resamples: int,
+                            seed: int) -> dict[str, list[float]]:
+    rng = random.Random(seed)
+    n = len(base_ms)
+    draws: dict[str, list[float]] = {f"p{p}": [] for p in LATENCY_PERCENTILES}
     population = range(n)
     for _ in range(resamples):
         drawn = rng.choices(population, k=n)
         left, right = [base_ms[i] for i in drawn], [candidate_ms[i] for i in drawn]
         for p in LATENCY_PERCENTILES:
             draws[f"p{p}"].append(percentile(right, p) - percentile(left, p))
-    tail = (1 - CONFIDENCE) / 2 * 100
-    intervals = {key: (percentile(values, tail), percentile(values, 100 - tail)) for key, values in draws.items()}
-    return LatencyComparison(set_name, n, observed_base, observed_cand, intervals)
+    return draws
 
 
 def _latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:

@@ -278,19 +278,42 @@ def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, 
     if retrieved:
         single = array("f", scores.values()).tolist()
         ascending = sorted(single)
+        tied: list[tuple[int, int, str, int, int]] = []  # position, grade, docno, its score's slice of `ascending`
         for doc_id, score in zip(retrieved, array("f", map(scores.__getitem__, retrieved)).tolist()):
             grade = judgments[doc_id]
             if grade < 0:  # unjudged: reads as UNJUDGED wherever it stands
                 continue
             higher = bisect_right(ascending, score)
             position = total - higher  # documents ranked above it: higher scores...
-            if higher - bisect_left(ascending, score, 0, higher) > 1:  # ...and tied ones with a later docno
-                position += sum(1 for other, value in zip(scores, single) if value == score and other > doc_id)
-            if position < length:
+            lower = bisect_left(ascending, score, 0, higher)
+            if higher - lower > 1:  # ...and tied ones with a later docno
+                tied.append((position, grade, doc_id, lower, higher))
+            elif position < length:
                 grades[position] = grade
                 judged.append(position + 1)
+        if tied:
+            for position, grade in _after_later_docnos(scores, single, tied):
+                if position < length:
+                    grades[position] = grade
+                    judged.append(position + 1)
         judged.sort()
     return _values(plan, grades, judged, judgments)
+
+
+def _after_later_docnos(scores: Mapping[str, float], single: list[float],
+                        tied: list[tuple[int, int, str, int, int]]) -> list[tuple[int, int]]:
+    """(position, grade) of tied judged documents: each moved below the documents sharing its
+    score with a later docno (trec_eval breaks ties by docno descending).
+
+    `ascending[lower:higher]` holds a tied document's score; the documents in the same slice of
+    the run's indices sorted by score are the ones sharing it. Sorting the indices and counting
+    run in C: the cost that made tie-heavy runs slower than pytrec_eval was a pass over the run
+    in Python per tied judged document.
+    """
+    docnos = list(scores)
+    by_score = sorted(range(len(single)), key=single.__getitem__)
+    return [(position + sum(map(doc_id.__lt__, map(docnos.__getitem__, by_score[lower:higher]))), grade)
+            for position, grade, doc_id, lower, higher in tied]
 
 
 def _values(plan: _Plan, grades: list[int], judged: list[int], judgments: Mapping[str, int]) -> dict[str, float]:
@@ -388,6 +411,12 @@ def percentile(values: Sequence[float], p: float) -> float:
         raise ValueError("percentile of an empty list of values")
     if any(math.isnan(value) for value in values):
         raise ValueError("percentile of values containing NaN")
-    ordered = sorted(values)
-    rank_ = math.ceil(Fraction(str(p)) * len(ordered) / 100)
-    return ordered[max(rank_, 1) - 1]
+    return sorted(values)[nearest_rank(len(values), p) - 1]
+
+
+def nearest_rank(n: int, p: float) -> int:
+    """The 1-based rank `percentile` reads among n sorted values: ceil(p/100 * n), at least 1.
+
+    Exact: p is read as the decimal it prints as (p = 55 over 100 values is rank 55).
+    """
+    return max(math.ceil(Fraction(str(p)) * n / 100), 1)

@@ -3,16 +3,23 @@
 Queries that share an intent (`group`: paraphrases, translations) are not independent, so every
 resampling step draws or flips whole groups. The statistic throughout is the mean per-query
 difference (candidate - base) over all queries.
+
+Two engines run the resampling: plain Python loops here, and, where numpy is installed, the
+same draws and sums vectorised (harness.scoring.numpy_engine), 50-400x faster
+(docs/performance.md). Their outputs are equal byte for byte, so a verdict never depends on
+which one ran; reports name it.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 RESAMPLES = 10_000
 CONFIDENCE = 0.95
+ENGINES = ("python", "numpy")  # who resamples (harness.scoring.numpy_engine); both give the same numbers
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +43,11 @@ def group_differences(base: Mapping[str, float], candidate: Mapping[str, float],
 
 
 def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], groups: Mapping[str, str] | None = None,
-                *, resamples: int = RESAMPLES, seed: int = 0) -> PairedTest:
-    """Bootstrap CI of the mean difference and the randomization p-value, both resampling groups."""
+                *, resamples: int = RESAMPLES, seed: int = 0, engine: str | None = None) -> PairedTest:
+    """Bootstrap CI of the mean difference and the randomization p-value, both resampling groups.
+
+    `engine` (ENGINES; default `default_engine()`) changes the speed only, never a number.
+    """
     clusters = group_differences(base, candidate, groups)
     n_queries = sum(count for _, count in clusters)
     if not clusters:
@@ -45,18 +55,54 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     observed = sum(total for total, _ in clusters) / n_queries
     if all(total == 0 for total, _ in clusters):  # identical on every query: nothing to resample
         return PairedTest(n_queries, len(clusters), 0.0, 0.0, 0.0, 1.0)
-    low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed)
-    p_value = randomization_p_value(clusters, resamples=resamples, seed=seed)
+    low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed, engine=engine)
+    p_value = randomization_p_value(clusters, resamples=resamples, seed=seed, engine=engine)
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
 
 
+def default_engine() -> str:
+    """"numpy" where numpy is installed (the [bm25], [onnx] and [test] extras bring it), else "python"."""
+    return _numpy_engine_name()
+
+
+@functools.cache
+def _numpy_engine_name() -> str:
+    try:
+        import harness.scoring.numpy_engine  # noqa: F401  (imports numpy)
+    except ImportError:
+        return "python"
+    return "numpy"
+
+
+def check_engine(engine: str | None) -> str:
+    """`engine`, or the default when None; ValueError for a name not in ENGINES or not importable."""
+    engine = engine or default_engine()
+    if engine not in ENGINES:
+        raise ValueError(f"statistics engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "numpy" and default_engine() != "numpy":
+        raise ValueError("statistics engine numpy: numpy is not installed")
+    return engine
+
+
 def bootstrap_ci(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0,
-                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+                 confidence: float = CONFIDENCE, engine: str | None = None) -> tuple[float, float]:
     """Percentile interval of the mean difference over `resamples` draws of whole groups with replacement.
 
-    Each draw picks len(clusters) groups; its statistic is (sum of their differences) / (their query count).
-    Percentiles are nearest-rank on the sorted statistics.
+    Each draw picks len(clusters) groups (`random.Random(seed).choices`); its statistic is (sum of
+    their differences) / (their query count). Percentiles are nearest-rank on the sorted statistics.
     """
+    statistics = bootstrap_statistics(tuple(map(tuple, clusters)), resamples, seed, check_engine(engine))
+    tail = (1 - confidence) / 2
+    return _nearest_rank(statistics, tail), _nearest_rank(statistics, 1 - tail)
+
+
+@functools.lru_cache(maxsize=8)
+def bootstrap_statistics(clusters: tuple[tuple[float, int], ...], resamples: int, seed: int,
+                         engine: str) -> tuple[float, ...]:
+    """The sorted statistics of bootstrap_ci; cached, as a comparison asks for the 95% and the 90% CI of one draw."""
+    if engine == "numpy":
+        from harness.scoring import numpy_engine
+        return tuple(numpy_engine.sorted_bootstrap_statistics(clusters, resamples, seed))
     rng = random.Random(seed)
     size = len(clusters)
     diffs = [diff for diff, _ in clusters]
@@ -66,31 +112,43 @@ def bootstrap_ci(clusters: Sequence[tuple[float, int]], *, resamples: int = RESA
     for _ in range(resamples):
         drawn = rng.choices(population, k=size)
         statistics.append(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn))
-    statistics.sort()
-    tail = (1 - confidence) / 2
-    return _nearest_rank(statistics, tail), _nearest_rank(statistics, 1 - tail)
+    return tuple(sorted(statistics))
 
 
-def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0) -> float:
+def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0,
+                          engine: str | None = None) -> float:
     """Two-sided paired randomization test: flip the sign of each group's differences at random.
 
     p = (1 + #{|permuted mean| >= |observed mean|}) / (1 + resamples); identical runs give exactly 1.
-    A tiny tolerance keeps float noise from deciding ties.
+    A tiny tolerance keeps float noise from deciding ties. The signs of resample r are the bits of
+    `random.Random(seed + 1)`'s r-th getrandbits over the non-zero groups.
     """
-    rng = random.Random(seed + 1)
     n_queries = sum(n for _, n in clusters)
     observed = abs(sum(diff for diff, _ in clusters)) / n_queries
     tolerance = 1e-12
     moving = [diff for diff, _ in clusters if diff != 0]  # a zero difference is the same either sign
+    if not moving:
+        extreme = resamples if 0.0 >= observed - tolerance else 0
+    elif check_engine(engine) == "numpy":
+        from harness.scoring import numpy_engine
+        extreme = numpy_engine.randomization_extremes(moving, n_queries, observed, tolerance, resamples, seed + 1)
+    else:
+        extreme = _randomization_extremes(moving, n_queries, observed, tolerance, resamples, seed + 1)
+    return (extreme + 1) / (resamples + 1)
+
+
+def _randomization_extremes(moving: Sequence[float], n_queries: int, observed: float, tolerance: float,
+                            resamples: int, seed: int) -> int:
+    rng = random.Random(seed)
     extreme = 0
     for _ in range(resamples):
-        signs = rng.getrandbits(len(moving)) if moving else 0
+        signs = rng.getrandbits(len(moving))
         total = 0.0
         for position, diff in enumerate(moving):
             total += -diff if (signs >> position) & 1 else diff
         if abs(total) / n_queries >= observed - tolerance:
             extreme += 1
-    return (extreme + 1) / (resamples + 1)
+    return extreme
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

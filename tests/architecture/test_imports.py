@@ -65,8 +65,11 @@ def harness_files():
 
 
 # The exceptions: --executor ray (optional extra [ray]) imports Ray, inside functions, in this module only;
-# the pytest plugin imports pytest, which is what loads it.
-THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}, "harness.pytest_plugin": {"pytest"}}
+# the pytest plugin imports pytest, which is what loads it; the statistics' numpy engine imports numpy,
+# and `stats` and `compare` import that module only inside functions, after checking numpy is installed,
+# falling back to pure Python (the same numbers) without it.
+THIRD_PARTY_ALLOWED = {"harness.adapter.ray_executor": {"ray"}, "harness.pytest_plugin": {"pytest"},
+                       "harness.scoring.numpy_engine": {"numpy"}}
 
 
 def test_harness_imports_only_the_standard_library():
@@ -88,6 +91,19 @@ def test_ray_is_imported_lazily_and_nowhere_else():
     users = [dotted for path, dotted in harness_files() for _, name in imported_modules(path)
              if name.split(".")[0] == "ray"]
     assert set(users) == {"harness.adapter.ray_executor"}
+
+
+def test_numpy_is_imported_by_its_engine_only_and_that_engine_lazily():
+    users = {dotted for path, dotted in harness_files() for _, name in imported_modules(path)
+             if name.split(".")[0] == "numpy"}
+    assert users == {"harness.scoring.numpy_engine"}
+    top_level_users = [dotted for path, dotted in harness_files()
+                       for node in ast.parse(path.read_text(encoding="utf-8")).body
+                       if isinstance(node, (ast.Import, ast.ImportFrom))
+                       for name in ([node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names])
+                       if name == "harness.scoring.numpy_engine"
+                       or (name == "harness.scoring" and any(a.name == "numpy_engine" for a in node.names))]
+    assert top_level_users == []  # `import harness` never pays for (or needs) numpy
 
 
 def test_the_check_itself_catches_a_third_party_import(tmp_path):

@@ -5,11 +5,14 @@ Skipped, with the reason, when Ray is not importable; under CI=true it must run 
 the [ray] extra), so CI can never pass without it.
 """
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import pytest
 import harness
 from harness.adapter.options import RunOptions
 from harness.errors import SetError, UsageError
-from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT
+from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT, require_modules
 
 ROOT = REPO_ROOT
 SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"
@@ -26,13 +29,8 @@ HANG = FIXTURES / "adapters" / "hang.py"
 
 
 def _require_ray():
-    try:
-        import ray
-    except ImportError as exc:
-        message = f"ray is not importable ({exc}); install the extra: pip install -e '.[ray]'"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: .ci/run must install it before the tests)")
-        pytest.skip(message)
+    require_modules("ray", extra="ray")
+    import ray
     return ray
 
 
@@ -184,3 +182,74 @@ def test_a_signal_to_the_driver_stops_every_actors_adapter(ray_address, tmp_path
     for adapter, actor, grandchild, corpus in rows:
         assert _gone(adapter, within=30) and _gone(grandchild, within=30), (adapter, grandchild)
         assert _until(lambda: not corpus.exists(), 30)
+
+
+@pytest.fixture
+def short_tmp():
+    """An empty folder to be a run's TMPDIR, short enough that Ray's socket paths fit under it
+    (a pytest tmp_path is not; the harness would then put Ray's folder in /tmp, out of sight)."""
+    folder = Path(tempfile.mkdtemp(prefix="rg-t-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _carrying(marker: str) -> list[int]:
+    """Live processes whose environment holds `marker` (this test's TMPDIR): only what this test started."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (entry / "environ").read_bytes() and _alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_while_a_local_instance_starts_exits_130_and_leaves_no_ray_process_or_file(tmp_path, short_tmp):
+    """A real run starting its own Ray instance, a real SIGINT once Ray's session folder appears."""
+    _require_ray()
+    scratch = short_tmp
+    marker = f"TMPDIR={scratch}"
+    command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
+               "--out", str(tmp_path / "report.json"), "--executor", "ray", "--backend", "bm25"]
+    driver = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_signals)
+    try:
+        if not _until(lambda: driver.poll() is not None or any(scratch.rglob("session_*")), 180):
+            pytest.fail("Ray's session folder never appeared")
+        assert driver.poll() is None, driver.communicate()
+        driver.send_signal(signal.SIGINT)
+        code, err = _finish(driver)
+        assert code == 130, err
+        assert json.loads((tmp_path / "report.json").read_text())["error"] == "interrupted by SIGINT"
+        assert list(scratch.iterdir()) == []  # no corpus folder, no Ray session files or logs
+        assert _until(lambda: not _carrying(marker), 30), [Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
+                                                           for pid in _carrying(marker)]
+    finally:
+        for pid in _carrying(marker):  # on a failure, what this test started, and only that
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_run_with_its_own_local_instance_leaves_no_ray_process_or_session_log(tmp_path, short_tmp):
+    _require_ray()
+    scratch = short_tmp
+    marker = f"TMPDIR={scratch}"
+    command = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--no-gate", "--quiet",
+               "--out", str(tmp_path / "report.json"), "--executor", "ray", "--workers", "2", "--backend", "bm25"]
+    try:
+        completed = subprocess.run(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
+                                   capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["complete"] and report["provenance"]["executor"]["local_instance"] is True
+        assert list(scratch.iterdir()) == []  # Ray's session files and logs went with its temp folder
+        assert _until(lambda: not _carrying(marker), 30), [Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
+                                                           for pid in _carrying(marker)]
+    finally:
+        for pid in _carrying(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from harness.adapter.asking import _ask, tied_warning
+from harness.adapter.asking import _answer, tied_warning
 from harness.adapter.protocol import Response
 from harness.report.reading import report_from_json
 from harness.report.document import Backend, Provenance, Report
@@ -57,25 +57,18 @@ def test_a_second_answer_is_the_same_a_tied_reorder_or_a_ranking_change(again, e
     assert ranking_change(("a", "b", "c", "d"), None, again) == (None if expected is None else "ranking")
 
 
-class Replies:
-    """A stand-in for AdapterProcess.ask: the given responses in turn, 1 ms each."""
-
-    argv = ["stand-in"]
-
-    def __init__(self, *responses):
-        self.responses = list(responses)
-
-    def ask(self, request):
-        return self.responses.pop(0), 0.001
+def replies(*responses):
+    """One query's repeated replies: the given responses in turn, 1 ms each."""
+    return [(response, 0.001) for response in responses]
 
 
 def test_repeats_flag_a_tied_order_change_apart_from_a_real_one():
     first = Response(("a", "b", "c"), (1.0, 1.0, 0.5))
-    answer, change = _ask(Replies(first, Response(("b", "a", "c"), (1.0, 1.0, 0.5))), "k", "q", "text", 10, 2)
+    answer, change = _answer(replies(first, Response(("b", "a", "c"), (1.0, 1.0, 0.5))))
     assert change == "tied" and answer.ids == ("a", "b", "c")  # metrics use the first answer
-    _, change = _ask(Replies(first, Response(("b", "a", "c")), Response(("a", "c", "b"))), "k", "q", "text", 10, 3)
+    _, change = _answer(replies(first, Response(("b", "a", "c")), Response(("a", "c", "b"))))
     assert change == "ranking"  # a real change wins over a tied one
-    _, change = _ask(Replies(first, first), "k", "q", "text", 10, 2)
+    _, change = _answer(replies(first, first))
     assert change is None
     assert tied_warning([]) == []
     assert tied_warning(["tiny/tiny-01"])[0].startswith("--repeats: 1 query came back with tied documents")
