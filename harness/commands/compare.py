@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "R@10, nDCG@10, RR@10, P@10)")
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="compare even when set revisions, corpora, k or metric definitions differ (labelled)")
+    parser.add_argument("--label", action="append", default=None, metavar="NAME",
+                        help="name the systems in outputs, in order: base, then each candidate (repeatable; "
+                             "default: each backend's banner name and its file)")
     parser.add_argument("--json", type=Path, default=None, help="also write the comparison as JSON")
     parser.add_argument("--summary", type=Path, default=None,
                         help="Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)")
@@ -64,6 +68,12 @@ def main(argv: list[str]) -> int:
     policy = load_policy(args.policy, report_metric_name)
     base = load_run(args.base)
     candidates = [load_run(path) for path in args.candidates]
+    if args.label:
+        if len(args.label) != 1 + len(candidates):
+            raise UsageError(f"--label: give one per system, base first: {1 + len(candidates)} expected, "
+                             f"{len(args.label)} given")
+        base, *candidates = [dataclasses.replace(view, label=label)
+                             for view, label in zip([base, *candidates], args.label)]
     for path, candidate in zip(args.candidates, candidates):
         if not set(base.sets) & set(candidate.sets):
             # nothing paired: any verdict would be about no query at all

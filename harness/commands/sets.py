@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import EXIT_OK
+from harness.gating.baseline import DEFAULT_BASELINE_PATH
 from harness.commands.arguments import (WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
                                        exit_codes_epilog, parse_arguments, program_name)
 from harness.interrupts import signals_raise_interrupted
@@ -29,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_action("list", help="one line per set, without loading corpora")
     show = add_action("show", help="counts per category, split and source; lexical-overlap statistics")
     show.add_argument("name")
+    show.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE_PATH,
+                      help=f"the baseline whose per-query values tell what the set can detect "
+                           f"(default: {DEFAULT_BASELINE_PATH})")
     verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
     beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
@@ -61,7 +65,7 @@ def main(argv: list[str]) -> int:
         if args.action == "list":
             return list_sets(args.sets_dir)
         if args.action == "show":
-            return show_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+            return show_set(find_sets([args.name], args.sets_dir)[0], args.offline, args.baseline)
         if args.action == "import-beir":
             from harness.sets.beir import convert_beir
             result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
@@ -92,7 +96,7 @@ def list_sets(sets_dir: Path) -> int:
     return EXIT_OK
 
 
-def show_set(folder: Path, offline: bool) -> int:
+def show_set(folder: Path, offline: bool, baseline: Path | None = None) -> int:
     query_set = load_set(folder, offline=offline)
     print(f"set {query_set.name} (kind {query_set.kind}, revision {query_set.revision}, k={query_set.k})")
     if query_set.description:
@@ -109,7 +113,39 @@ def show_set(folder: Path, offline: bool) -> int:
     print(f"lexical overlap: {stats['zero_overlap']} of {stats['judged']} judged queries "
           f"({stats['zero_overlap_share']:.0%}) share no content word with any relevant document; "
           f"mean share of query words found in relevant documents {stats['mean_word_coverage']:.0%}")
+    for line in detectability_lines(query_set, baseline):
+        print(line)
     return EXIT_OK
+
+
+def detectability_lines(query_set, baseline: Path | None) -> list[str]:
+    """What the set can detect (docs/sets.md, "What a set can detect"), from a baseline's per-query
+    recall@10 of it: per scope, one query's worth, the smallest detectable drop, the queries a 2-point
+    drop would need. Nothing when no baseline records the set (a line says so)."""
+    from harness.gating.baseline import Baseline
+    from harness.gating.policy import FOUNDING_METRIC
+    from harness.scoring.detectability import detectability, queries_needed
+
+    if baseline is None or not baseline.exists():
+        return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]
+    entry = Baseline.read(baseline).entries.get(query_set.name)
+    if entry is None:
+        return [f"detectability: {baseline} has no entry for set {terminal_line(query_set.name)}"]
+    rows = {qid: row for qid, row in entry["queries"].items()
+            if row.get("scored", True) and FOUNDING_METRIC in row.get("metrics", {})}
+    units = {q.qid: q.resampling_unit for q in query_set.queries}
+    scopes = [("overall", list(rows))] + [(category, [qid for qid, row in rows.items() if row.get("category") == category])
+                                          for category in sorted({row.get("category") for row in rows.values()} - {None})]
+    lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, the bound for a "
+             f"change of system):",
+             f"  {'scope':<16}{'n':>6}{'one query':>12}{'detectable':>13}{'units for 2 points':>20}"]
+    for name, qids in scopes:
+        found = detectability({qid: float(rows[qid]["metrics"][FOUNDING_METRIC]) for qid in qids}, units)
+        detectable = f"{found.detectable * 100:.1f} pts" if found.detectable is not None else "-"
+        needed = f"{queries_needed(found.sigma_d, 0.02):,}" if found.sigma_d else "-"
+        lines.append(f"  {terminal_line(name):<16}{found.queries:>6}{(found.one_query or 0) * 100:>8.1f} pts"
+                     f"{detectable:>13}{needed:>20}")
+    return lines
 
 
 def verify_sets(folders: list[Path], offline: bool) -> int:

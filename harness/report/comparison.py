@@ -18,12 +18,12 @@ from collections.abc import Sequence
 
 from harness.fsutil import xml_safe
 from harness.report.escape import markdown_code, markdown_text, terminal_line
-from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, URISK_ALPHA, Comparison, ComparisonSuite,
+from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, STATUSES, URISK_ALPHA, Comparison, ComparisonSuite,
                                      ScopeComparison)
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.stats import CONFIDENCE
 
-FAILING_STATUSES = ("worse", "not shown")
+FAILING_STATUSES = ("worse",)  # JUnit fails only what is WORSE
 MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant gain / drop against the base
 
 
@@ -55,49 +55,51 @@ def short_label(label: str, limit: int = 60) -> str:
 
 
 def verdict_line(comparison: Comparison) -> str:
-    """`WORSE: tiny overall recall@10 -20.0 points (Holm p 0.012)`-style summary of one candidate."""
+    """`INCONCLUSIVE: code BETTER, memory BETTER, wiki BETTER, dedupe INCONCLUSIVE; worst dedupe overall
+    recall@10 -1.3 points, 2 of 24 queries moved` (the candidate, per set, then its worst cell)."""
     word = comparison.verdict()
     if word == "NOT COMPARABLE":
         return f"{word}: " + "; ".join(comparison.mismatches)
     cells = comparison.headline_cells()
     if not cells:
         return f"{word}: no tested metric in any shared set"
-    margin = f"{comparison.margin_points:.1f}"
-    if word in ("WORSE", "NOT SHOWN"):
-        status = "worse" if word == "WORSE" else "not shown"
-        bad = [(s, m) for s, m in cells if comparison.cell_status(s, m) == status]
-        scope, metric = min(bad, key=lambda cell: cell[0].tests[cell[1]].mean_difference)
-        test = scope.tests[metric]
-        why = (f"significantly worse, Holm p {scope.adjusted_p[metric]:.3f}" if word == "WORSE" else
-               f"not shown no worse than -{margin} points: {EQUIVALENCE_CONFIDENCE:.0%} CI lower bound "
-               f"{points(scope.equivalence_ci[metric][0])}")
-        return (f"{word}: {len(bad)} of {len(cells)} headline cells; worst {scope.set_name} overall {metric} "
-                f"{points(test.mean_difference)} points ({why})")
-    better = sum(comparison.cell_status(s, m) == "better" for s, m in cells)
-    return (f"{word}: all {len(cells)} headline cells shown no worse than -{margin} points"
-            + (f", {better} significantly better" if better else ""))
+    per_set = comparison.set_verdicts()
+    scope, metric = min(cells, key=lambda cell: (STATUSES.index(comparison.cell_status(*cell)),
+                                                 cell[0].tests[cell[1]].mean_difference))
+    test, moved = scope.tests[metric], scope.movement.get(metric)
+    counts = (f", {moved.better + moved.worse} of {moved.better + moved.worse + moved.unchanged} queries moved "
+              f"({moved.better} up, {moved.worse} down)") if moved is not None else ""
+    worst = (f"{'worst' if word not in ('BETTER', 'EQUIVALENT') else 'e.g.'} {scope.set_name} overall {metric} "
+             f"{points(test.mean_difference)} points ({comparison.cell_status(scope, metric)}, Holm p "
+             f"{scope.adjusted_p.get(metric, test.p_value):.3f}){counts}")
+    sets = ", ".join(f"{name} {verdict}" for name, verdict in per_set.items())
+    return f"{word}: {sets}; {worst}" if len(per_set) > 1 else f"{word}: {worst}"
 
 
 def cell_line(comparison: Comparison, scope: ScopeComparison, metric: str) -> str:
-    """One headline cell in words: change, 95% CI, p, Holm p, the equivalence CI and the status."""
+    """One headline cell in words: change, 95% CI, p, Holm p, the 90% CI against the margin, and the status."""
     test = scope.tests[metric]
     low, high = scope.equivalence_ci[metric]
+    resamples = scope.resamples_used.get(metric)
     return (f"{scope.set_name} overall {metric}: {scope.base[metric]:.3f} -> {scope.candidate[metric]:.3f}, "
             f"{points(test.mean_difference)} points [{CONFIDENCE:.0%} CI {points(test.ci_low)}, "
             f"{points(test.ci_high)}], p {test.p_value:.3f}, Holm p {scope.adjusted_p[metric]:.3f}; "
-            f"no worse than -{comparison.margin_points:.1f} points: "
-            f"{'shown' if comparison.cell_status(scope, metric) in ('no worse', 'better') else 'not shown'} "
-            f"({EQUIVALENCE_CONFIDENCE:.0%} CI {points(low)}, {points(high)}) -> {comparison.cell_status(scope, metric)}")
+            f"{EQUIVALENCE_CONFIDENCE:.0%} CI {points(low)}, {points(high)} against the margin "
+            f"+-{comparison.margin_points:.1f}" + (f" ({resamples:,} resamples: near the margin)" if resamples else "")
+            + f" -> {comparison.cell_status(scope, metric).upper()}")
 
 
 def method_lines(suite: ComparisonSuite) -> list[str]:
     return [f"headline: each set's overall value of each tested metric ({', '.join(suite.tested)}) for each "
             f"candidate; Holm across these {suite.family_size} tests, alpha {ALPHA:g}; categories and splits are "
             "exploratory (p unadjusted)",
-            f"equivalence: 'no worse than -{suite.margin_points:.1f} points' is shown when the lower bound of the "
-            f"two-sided {EQUIVALENCE_CONFIDENCE:.0%} paired bootstrap CI of the mean difference is above "
-            f"-{suite.margin_points:.1f} points (two one-sided tests at alpha {(1 - EQUIVALENCE_CONFIDENCE) / 2:g}); "
-            f"margin and metrics from the gate policy ({suite.policy_source})"]
+            f"each cell: BETTER / WORSE (significant: Holm p < {ALPHA:g} and the 95% CI on the same side of 0; WORSE "
+            f"also not within the margin), LOWER WITHIN MARGIN (significant drop, 90% CI above "
+            f"-{suite.margin_points:.1f}), EQUIVALENT (90% CI inside +-{suite.margin_points:.1f}: two one-sided tests "
+            f"at alpha {(1 - EQUIVALENCE_CONFIDENCE) / 2:g}), NO WORSE (non-inferior: 90% CI lower bound above "
+            f"-{suite.margin_points:.1f}), INCONCLUSIVE (none: the set cannot tell); margin and metrics from the "
+            f"gate policy ({suite.policy_source}); latency CIs resample queries, not runs: two runs of one backend "
+            f"on a busy machine can differ by more"]
 
 
 def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:

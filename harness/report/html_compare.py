@@ -36,9 +36,9 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
         comparison.base_label, [comparison], comparison.margin_points, comparison.tested)
     views = list(candidate) if isinstance(candidate, Sequence) else [candidate] * len(suite.comparisons)
     word = suite.verdict()
-    css = "pass" if word in ("NO WORSE", "BETTER") else "fail"
+    css = _verdict_css(word)
     letters = system_letters(suite)
-    verdicts = "".join(f'<p class="verdict {"pass" if c.verdict() in ("NO WORSE", "BETTER") else "fail"}">'
+    verdicts = "".join(f'<p class="verdict {_verdict_css(c.verdict())}">'
                        f"{_text(letter)} {_text(c.candidate_label)}: {_text(verdict_line(c))}</p>"
                        for (letter, _), c in zip(letters[1:], suite.comparisons))
     body = [f'<h1>retrieval-gate comparison: <span class="verdict {css}">{_text(word)}</span></h1>',
@@ -169,3 +169,10 @@ def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
                 + f"{'</b>' if significant else ''}</span>")))
         rows.append(cells)
     return _table(headers, rows, "scopes")
+
+
+def _verdict_css(word: str) -> str:
+    """Red only for what is worse (or not comparable), amber for what the sets cannot tell, green otherwise."""
+    if word in ("WORSE", "NOT COMPARABLE"):
+        return "fail"
+    return "warn" if word in ("INCONCLUSIVE", "LOWER WITHIN MARGIN") else "pass"

@@ -176,8 +176,8 @@ def _value_row(label: str, value: str, gate: GateResult) -> str:
 
 
 def _metrics_table(report: Report) -> list[str]:
-    """One row per set (its overall means, p95 beside the baseline's), and the pooled row of several sets;
-    categories and splits are in the JSON and HTML reports (a summary stays a few KB)."""
+    """One row per set (its overall means, p95 beside the baseline's), the pooled row of several sets, and
+    every category in one folded table (a summary stays a few KB)."""
     lines = ["| set | n | " + " | ".join(TABLE_METRICS) + " | p95 ms (baseline) |",
              "|---|---:|" + "---:|" * (len(TABLE_METRICS) + 1)]
     for result in report.sets:
@@ -190,4 +190,13 @@ def _metrics_table(report: Report) -> list[str]:
     if report.pooled is not None and len(report.sets) > 1:  # every scored query of every set, each weighing the same
         lines.append(f"| all sets | {report.pooled.get('n', 0):.0f} | "
                      + " | ".join(cell(report.pooled, m) for m in TABLE_METRICS) + " | - |")
+    scopes = [(result.name, name, values) for result in report.sets
+              for name, values in (result.aggregates.get("category") or {}).items()]
+    if scopes:  # every category, one folded table for all the sets (splits: the JSON and HTML reports)
+        lines += ["", f"<details><summary>categories ({len(scopes)} rows)</summary>", "",
+                  "| set | category | n | " + " | ".join(TABLE_METRICS) + " |",
+                  "|---|---|---:|" + "---:|" * len(TABLE_METRICS)]
+        lines += [f"| {markdown_text(name)} | {_cell(label)} | {values.get('n', 0):.0f} | "
+                  + " | ".join(cell(values, m) for m in TABLE_METRICS) + " |" for name, label, values in scopes]
+        lines += ["", "</details>"]
     return lines

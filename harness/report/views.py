@@ -32,6 +32,11 @@ def report_view(report: Report, path: str) -> RunView:
     sets = {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "k": s.k,
                      "queries": {q.qid: q.to_dict() for q in s.queries}} for s in report.sets}
     definitions = report.provenance.metric_definitions
-    return RunView(label=f"{path} ({report.provenance.backend.label})",
+    banner = report.provenance.adapter.banner or {}
+    name = banner.get("name") if isinstance(banner.get("name"), str) and banner.get("name") else None
+    version = f" {banner['version']}" if name and isinstance(banner.get("version"), str) else ""
+    # the backend as it names itself (its banner), else as it was started; the file last
+    who = f"{name}{version}" if name else report.provenance.backend.label
+    return RunView(label=f"{who} ({path})",
                    metric_definitions=dict(definitions) if definitions is not None else None, sets=sets,
                    kind="report", condition=report.provenance.condition, machine=dict(report.provenance.machine))

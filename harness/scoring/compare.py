@@ -5,9 +5,18 @@ One base against one or more candidates, every pair joined per query (qid). The 
 - **Headline family** (Holm-adjusted): each set's *overall* value of each tested (gated)
   metric, for every candidate. Categories and splits are exploratory: their p-values are
   shown unadjusted and marked so (`adjusted_p` has no entry for them).
-- **Equivalence at the margin** (non-inferiority): "no worse than -margin" is shown when the
-  lower bound of the two-sided 90% paired bootstrap CI of the mean difference (candidate -
-  base) is above -margin: the two one-sided tests (TOST) at alpha 0.05.
+- **Each headline cell, in plain words** (margin m from the gate policy; the two-sided 90%
+  paired bootstrap CI of the mean difference, candidate - base, is a one-sided test at alpha
+  0.05 on each side): BETTER (significantly higher), WORSE (significantly lower and not shown
+  within the margin), LOWER WITHIN MARGIN (significantly lower, yet its 90% CI lies above -m:
+  a real but small drop), EQUIVALENT (both 90% bounds inside +-m: the two one-sided tests,
+  TOST), NO WORSE (non-inferior: the lower 90% bound above -m, the upper one not inside +m),
+  INCONCLUSIVE (none of these: the set cannot tell). "Significant" needs the Holm-adjusted
+  randomization p below alpha AND the 95% bootstrap CI to exclude zero on the same side, so a
+  label never rests on one procedure the other contradicts (small sets: a CI excluding zero
+  with p 0.059 is INCONCLUSIVE, not WORSE). A 90% bound within NEAR_MARGIN of the margin is
+  recomputed with NEAR_MARGIN_RESAMPLES (the Monte Carlo error of a bound is about 0.1-0.3
+  points at 10,000 resamples), and the cell records the resamples it used.
 - **Per-query movement** of each tested metric overall: better / worse / unchanged counts, the
   worst losses, the mean loss over the queries that got worse, and URisk at alpha 1
   (Wang et al. 2012: (sum of gains - 2 x sum of losses) / n).
@@ -45,7 +54,11 @@ WORST_SHOWN = 5  # worst per-query losses listed per set and metric
 URISK_ALPHA = 1.0  # URisk's loss weight: a loss counts (1 + alpha) times a gain
 LATENCY_PERCENTILES = (50, 95)
 
-VERDICTS = ("NOT COMPARABLE", "WORSE", "NOT SHOWN", "NO WORSE", "BETTER")  # worst first
+# A headline cell's status, worst first; a set's verdict is its worst cell's, a candidate's the worst set's.
+STATUSES = ("worse", "inconclusive", "lower within margin", "no worse", "equivalent", "better")
+VERDICTS = ("NOT COMPARABLE", "WORSE", "INCONCLUSIVE", "LOWER WITHIN MARGIN", "NO WORSE", "EQUIVALENT", "BETTER")
+NEAR_MARGIN = 0.005            # a 90% bound within half a point of the margin is recomputed with more resamples
+NEAR_MARGIN_RESAMPLES = 40_000
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,7 @@ class ScopeComparison:
     adjusted_p: dict[str, float] = field(default_factory=dict)  # headline cells only (Holm)
     equivalence_ci: dict[str, tuple[float, float]] = field(default_factory=dict)  # headline: 90% CI
     movement: dict[str, Movement] = field(default_factory=dict)  # headline only
+    resamples_used: dict[str, int] = field(default_factory=dict)  # headline cells recomputed near the margin
 
     @property
     def headline(self) -> bool:
@@ -138,32 +152,42 @@ class Comparison:
         return [(s, m) for s in self.scopes if s.headline for m in self.tested if m in s.tests]
 
     def cell_status(self, scope: ScopeComparison, metric: str) -> str:
-        """"worse" (Holm-significant drop), "better" (significant gain), "no worse" (within the
-        margin at 90%), or "not shown" (neither significant nor shown within the margin)."""
+        """One of STATUSES for a headline cell (see the module docstring for each word's rule)."""
         test = scope.tests[metric]
         adjusted = scope.adjusted_p.get(metric, test.p_value)
-        if adjusted < ALPHA and test.mean_difference < 0:
-            return "worse"
-        low = scope.equivalence_ci.get(metric, (test.ci_low, test.ci_high))[0]
-        if low <= -self.margin - UNCHANGED_TOLERANCE:
-            return "not shown"
-        return "better" if adjusted < ALPHA and test.mean_difference > 0 else "no worse"
+        lower = adjusted < ALPHA and test.ci_high < 0   # both procedures agree the change is a drop
+        higher = adjusted < ALPHA and test.ci_low > 0
+        low, high = scope.equivalence_ci.get(metric, (test.ci_low, test.ci_high))
+        within_below = low > -self.margin - UNCHANGED_TOLERANCE
+        within_above = high < self.margin + UNCHANGED_TOLERANCE
+        if higher:
+            return "better"
+        if lower:
+            return "lower within margin" if within_below else "worse"
+        if within_below:
+            return "equivalent" if within_above else "no worse"
+        return "inconclusive"
+
+    def set_verdicts(self) -> dict[str, str]:
+        """Per shared set, the worst status of its headline cells, as a VERDICTS word."""
+        verdicts: dict[str, str] = {}
+        for scope, metric in self.headline_cells():
+            word = self.cell_status(scope, metric).upper()
+            current = verdicts.get(scope.set_name)
+            if current is None or VERDICTS.index(word) < VERDICTS.index(current):
+                verdicts[scope.set_name] = word
+        return verdicts
 
     def verdict(self) -> str:
-        """One of VERDICTS: NOT COMPARABLE, WORSE (any headline cell significantly worse), NOT SHOWN
-        (any not shown within the margin), BETTER (all within, one significantly better), NO WORSE."""
+        """One of VERDICTS: NOT COMPARABLE, else the worst of its sets' verdicts (INCONCLUSIVE with no cell)."""
         if self.mismatches:
             return "NOT COMPARABLE"
-        statuses = {self.cell_status(s, m) for s, m in self.headline_cells()}
-        if "worse" in statuses:
-            return "WORSE"
-        if "not shown" in statuses or not statuses:
-            return "NOT SHOWN"
-        return "BETTER" if "better" in statuses else "NO WORSE"
+        return min(self.set_verdicts().values(), key=VERDICTS.index, default="INCONCLUSIVE")
 
     def to_dict(self) -> dict[str, object]:
         return {
             "base": self.base_label, "candidate": self.candidate_label, "verdict": self.verdict(),
+            "set_verdicts": self.set_verdicts(),
             "mismatches": self.mismatches, "seed": self.seed, "resamples": self.resamples, "engine": self.engine,
             "only_in_one": self.only_in_one, "tested": list(self.tested), "margin_points": self.margin_points,
             "scopes": [{"set": s.set_name, "scope": s.scope, "n": s.n, "headline": s.headline,
@@ -183,8 +207,9 @@ def _test_dict(comparison: Comparison, scope: ScopeComparison, metric: str, test
     if metric in scope.equivalence_ci:
         row["ci90"] = list(scope.equivalence_ci[metric])
         status = comparison.cell_status(scope, metric)
-        row["no_worse_than_margin"] = status in ("no worse", "better")
+        row["no_worse_than_margin"] = status in ("no worse", "equivalent", "better", "lower within margin")
         row["status"] = status
+        row["resamples"] = scope.resamples_used.get(metric, comparison.resamples)
     return row
 
 
@@ -209,7 +234,7 @@ class ComparisonSuite:
 
     def verdict(self) -> str:
         """The worst candidate verdict (VERDICTS order)."""
-        return min((c.verdict() for c in self.comparisons), key=VERDICTS.index, default="NOT SHOWN")
+        return min((c.verdict() for c in self.comparisons), key=VERDICTS.index, default="INCONCLUSIVE")
 
     def to_dict(self) -> dict[str, object]:
         return {"comparison_format": 1, "base": self.base_label, "verdict": self.verdict(),
@@ -274,7 +299,7 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
         groups = {qid: resampling_unit(qid, base_rows[qid].get("group")) for qid in common}
         for scope, members in _scopes(common, base_rows):
             scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
-                                         engine))
+                                         engine, margin_points / 100))
         texts = {qid: cand_rows[qid].get("query") or base_rows[qid].get("query") or "" for qid in cand_rows if qid in base_rows}
         flips += find_flips(name, {qid: row.get("found", []) for qid, row in base_rows.items()},
                             {qid: row.get("found", []) for qid, row in cand_rows.items()}, texts)
@@ -315,7 +340,7 @@ def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, lis
 
 
 def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
-                   engine) -> ScopeComparison:
+                   engine, margin) -> ScopeComparison:
     def means(rows):
         return {m: sum(rows[q]["metrics"][m] for q in members) / len(members)
                 for m in REPORTED_METRICS if members and all(m in rows[q]["metrics"] for q in members)}
@@ -329,9 +354,16 @@ def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, res
             result.tests[metric] = test
             if result.headline:
                 clusters = group_differences(before, after, member_groups)
-                result.equivalence_ci[metric] = ((test.ci_low, test.ci_high) if test.ci_low == test.ci_high
-                                                 else bootstrap_ci(clusters, resamples=resamples, seed=seed,
-                                                                   confidence=EQUIVALENCE_CONFIDENCE, engine=engine))
+                bounds = ((test.ci_low, test.ci_high) if test.ci_low == test.ci_high
+                          else bootstrap_ci(clusters, resamples=resamples, seed=seed,
+                                            confidence=EQUIVALENCE_CONFIDENCE, engine=engine))
+                if resamples < NEAR_MARGIN_RESAMPLES and test.ci_low != test.ci_high and (
+                        abs(bounds[0] + margin) < NEAR_MARGIN or abs(bounds[1] - margin) < NEAR_MARGIN):
+                    # a bound this near the margin could cross it by Monte Carlo error alone: resample more
+                    bounds = bootstrap_ci(clusters, resamples=NEAR_MARGIN_RESAMPLES, seed=seed,
+                                          confidence=EQUIVALENCE_CONFIDENCE, engine=engine)
+                    result.resamples_used[metric] = NEAR_MARGIN_RESAMPLES
+                result.equivalence_ci[metric] = bounds
                 texts = {q: str(cand_rows[q].get("query") or base_rows[q].get("query") or "") for q in members}
                 result.movement[metric] = movement(before, after, texts)
     return result

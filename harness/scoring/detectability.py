@@ -35,6 +35,7 @@ class Detectability:
     one_query: float | None       # 1/n
     detectable: float | None      # the minimum detectable effect; None with fewer than 2 units
     observed: bool                # sigma_d from this change's differences (else the 2 sigma^2 bound)
+    sigma_d: float | None = None  # the standard deviation of the per-unit differences it assumed
 
     def covers(self, change: float) -> bool:
         """Whether a change this large (either sign) is one the scope can tell from noise."""
@@ -63,8 +64,9 @@ def detectability(current: Mapping[str, float], units: Mapping[str, str],
         values = list(_unit_means({qid: current[qid] for qid in qids}, units).values())
         sigma_d = math.sqrt(2) * statistics.stdev(values) if len(values) > 1 else None
     m = len(values)
-    detectable = multiplier() * sigma_d / math.sqrt(m) if sigma_d is not None and m > 1 else None
-    return Detectability(n, m, 1 / n, detectable, observed)
+    # every unit alike (a saturated scope: all 1.0) leaves no variance to size a test by: nothing to say
+    detectable = multiplier() * sigma_d / math.sqrt(m) if sigma_d and m > 1 else None
+    return Detectability(n, m, 1 / n, detectable, observed, sigma_d)
 
 
 def _unit_means(values: Mapping[str, float], units: Mapping[str, str]) -> dict[str, float]:

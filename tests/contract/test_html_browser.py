@@ -102,10 +102,11 @@ EXPECTED_VERDICT = {
     "run-failing": "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)",
     "run-crashed": "INCOMPLETE: the backend failed after 3 of 7 queries; no gate was checked (exit 3)",
     # base: every query found; current loses tiny-01: overall recall@10 1.0 -> 0.8 over 5 queries,
-    # too few to show it no worse than -2.0 points (nor, after Holm, significantly worse)
-    "comparison": "b current.json (bm25): NOT SHOWN: 2 of 2 headline cells",
-    # the same base twice is no worse; the verdict lines come in candidate order
-    "comparison-two": "b same.json (bm25): NO WORSE: all 2 headline cells shown no worse than -2.0 points",
+    # too few to show it within -2.0 points (nor, after Holm, significantly worse): the set cannot tell;
+    # systems are named by their banner (bm25 1), then the file
+    "comparison": "b bm25 1 (current.json): INCONCLUSIVE: worst tiny overall ndcg@10 -22.8 points (inconclusive",
+    # the same base twice is equivalent; the verdict lines come in candidate order
+    "comparison-two": "b bm25 1 (same.json): EQUIVALENT: e.g. tiny overall recall@10 +0.0 points (equivalent",
 }
 
 # Elements wider than the viewport, ignoring those inside a box that scrolls on its own.

@@ -26,8 +26,11 @@ def test_identical_reports(tmp_path, monkeypatch, capsys):
     # identical runs: no difference, nothing to resample, shown within the default 2.0-point margin
     assert overall["tests"]["recall@10"] == {"mean_difference": 0.0, "ci95": [0.0, 0.0], "p_value": 1.0,
                                              "p_holm": 1.0, "groups": 5, "ci90": [0.0, 0.0],
-                                             "no_worse_than_margin": True, "status": "no worse"}
-    assert pair["flips"] == [] and result["verdict"] == pair["verdict"] == "NO WORSE"
+                                             "no_worse_than_margin": True, "status": "equivalent",
+                                             "resamples": 500}
+    # both 90% bounds (0, 0) inside +-2.0 points: equivalent, per set and for the candidate
+    assert pair["flips"] == [] and result["verdict"] == pair["verdict"] == "EQUIVALENT"
+    assert pair["set_verdicts"] == {"tiny": "EQUIVALENT"}
     assert result["margin_points"] == 2.0 and result["tested"] == ["recall@10"] and result["holm_family"] == 1
 
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from harness.commands.cli import main
-from harness.report.comparison import render_junit, render_markdown, render_text, system_table
+from harness.report.comparison import render_junit, render_markdown, render_text, system_table, verdict_line
 from harness.scoring.compare import RunView, compare, compare_many, latency_difference, movement
 from tests.builders import make_report, make_revised_report, record_baseline_and_report
 from tests.conftest import REPO_ROOT
@@ -59,7 +59,7 @@ def test_the_family_spans_every_candidate_set_and_metric():
     # c: 10 queries all -1: the randomization p is (1 + 500 * 2/2^10 ish) / 501; Holm doubles the smallest
     c_overall = suite.comparisons[1].scopes[0]
     assert c_overall.adjusted_p["recall@10"] == pytest.approx(min(1.0, 2 * c_overall.tests["recall@10"].p_value))
-    assert [c.verdict() for c in suite.comparisons] == ["NO WORSE", "WORSE"] and suite.verdict() == "WORSE"
+    assert [c.verdict() for c in suite.comparisons] == ["EQUIVALENT", "WORSE"] and suite.verdict() == "WORSE"
 
 
 # --- equivalence at the margin ---------------------------------------------------------------------
@@ -72,10 +72,65 @@ def test_small_symmetric_noise_is_shown_no_worse():
     overall = result.scopes[0]
     low, high = overall.equivalence_ci["recall@10"]
     assert -0.01 <= low < 0 < high <= 0.01
-    assert result.cell_status(overall, "recall@10") == "no worse" and result.verdict() == "NO WORSE"
-    # the same data with a margin of a tenth of a point: not shown
+    # both bounds inside +-2 points: equivalent (the two one-sided tests)
+    assert result.cell_status(overall, "recall@10") == "equivalent" and result.verdict() == "EQUIVALENT"
+    # the same data with a margin of a tenth of a point: the set cannot tell
     tight = compare(base, cand, resamples=RESAMPLES, tested=("recall@10",), margin_points=0.1)
-    assert tight.cell_status(tight.scopes[0], "recall@10") == "not shown" and tight.verdict() == "NOT SHOWN"
+    assert tight.cell_status(tight.scopes[0], "recall@10") == "inconclusive" and tight.verdict() == "INCONCLUSIVE"
+
+
+def test_a_significant_drop_inside_the_margin_is_its_own_label_not_worse():
+    # 100 queries, every one -0.01: a certain drop of one point, inside the 2-point margin
+    base = view({q: 0.5 for q in qids(100)})
+    result = compare(base, view({q: 0.49 for q in qids(100)}), resamples=RESAMPLES, tested=("recall@10",))
+    overall = result.scopes[0]
+    assert overall.tests["recall@10"].p_value < 0.05 and overall.tests["recall@10"].ci_high < 0
+    assert result.cell_status(overall, "recall@10") == "lower within margin"
+    assert result.verdict() == "LOWER WITHIN MARGIN"
+    # and JUnit fails only what is WORSE
+    suite = compare_many(base, [view({q: 0.49 for q in qids(100)}, label="b")], resamples=300, tested=("recall@10",))
+    assert ET.fromstring(render_junit(suite)).get("failures") == "0"
+
+
+def test_a_label_needs_both_procedures_to_agree():
+    # 6 queries, differences -1, -1, -1, 0, 0, 0 (each its own unit): the bootstrap CI can exclude 0
+    # while the sign-flip p (2 x 8 / 64 = 0.25) does not reach 0.05: not significant, so never WORSE
+    base = view({q: 1.0 for q in qids(6)})
+    cand = view({"q00": 0.0, "q01": 0.0, "q02": 0.0, "q03": 1.0, "q04": 1.0, "q05": 1.0})
+    result = compare(base, cand, resamples=RESAMPLES, tested=("recall@10",))
+    test = result.scopes[0].tests["recall@10"]
+    assert test.p_value > 0.05
+    assert result.cell_status(result.scopes[0], "recall@10") == "inconclusive"
+
+
+def test_a_candidate_speaks_per_set():
+    # three sets improve clearly, one cannot tell: the candidate is INCONCLUSIVE, never painted WORSE
+    def sets(values_by_set):
+        return {name: {"revision": 1, "corpus_hash": "h", "k": 10,
+                       "queries": {q: {"metrics": {"recall@10": v}, "found": []} for q, v in values.items()}}
+                for name, values in values_by_set.items()}
+    before = {f"s{i}": {q: 0.0 for q in qids(20)} for i in range(3)} | {"t": {q: 1.0 for q in qids(4)}}
+    after = {f"s{i}": {q: 1.0 for q in qids(20)} for i in range(3)} | {
+        "t": {"q00": 0.0, "q01": 1.0, "q02": 1.0, "q03": 1.0}}
+    result = compare(RunView("a", None, sets(before)), RunView("b", None, sets(after)), resamples=RESAMPLES,
+                     tested=("recall@10",))
+    assert result.set_verdicts() == {"s0": "BETTER", "s1": "BETTER", "s2": "BETTER", "t": "INCONCLUSIVE"}
+    assert result.verdict() == "INCONCLUSIVE"
+    assert verdict_line(result).startswith("INCONCLUSIVE: s0 BETTER, s1 BETTER, s2 BETTER, t INCONCLUSIVE; worst t "
+                                           "overall recall@10 -25.0 points (inconclusive")
+    assert "1 of 4 queries moved (0 up, 1 down)" in verdict_line(result)
+
+
+def test_a_bound_near_the_margin_is_resampled_more():
+    # differences of -1 in 2 of 100 queries: the mean is -2 points, its 90% lower bound near -2 .. -4:
+    # with the margin at the bound's own value the cell is recomputed at 40,000 resamples
+    base = view({q: 1.0 for q in qids(100)})
+    cand = view({q: 0.0 if i < 2 else 1.0 for i, q in enumerate(qids(100))})
+    first = compare(base, cand, resamples=1000, tested=("recall@10",))
+    low = first.scopes[0].equivalence_ci["recall@10"][0]
+    near = compare(base, cand, resamples=1000, tested=("recall@10",), margin_points=-low * 100 + 0.1)
+    assert near.scopes[0].resamples_used == {"recall@10": 40_000}
+    assert first.scopes[0].resamples_used == {}
 
 
 def test_a_non_significant_drop_is_not_evidence_of_no_drop():
@@ -87,7 +142,7 @@ def test_a_non_significant_drop_is_not_evidence_of_no_drop():
     overall = result.scopes[0]
     assert overall.tests["recall@10"].p_value == 1.0
     assert overall.equivalence_ci["recall@10"][0] <= -0.5
-    assert result.cell_status(overall, "recall@10") == "not shown"
+    assert result.cell_status(overall, "recall@10") == "inconclusive"
 
 
 def test_a_significant_gain_is_better():
@@ -140,8 +195,9 @@ def test_text_markdown_and_junit_say_the_same_verdict():
                                 view({q: 0.0 for q in qids(10)}, label="c.json")], resamples=300,
                          tested=("recall@10",))
     text = render_text(suite)
-    assert text.startswith("VERDICT: WORSE\n  b b.json: NO WORSE: all 1 headline cells shown no worse than -2.0 points\n"
-                           "  c c.json: WORSE: 1 of 1 headline cells; worst s overall recall@10 -100.0 points")
+    assert text.startswith("VERDICT: WORSE\n  b b.json: EQUIVALENT: e.g. s overall recall@10 +0.0 points (equivalent, "
+                           "Holm p 1.000), 0 of 10 queries moved (0 up, 0 down)\n"
+                           "  c c.json: WORSE: worst s overall recall@10 -100.0 points (worse, Holm p ")
     headers, rows = system_table(suite)
     assert headers == ["", "system", "s recall@10"]
     assert rows == [["a", "base.json (base)", "1.000 >c"], ["b", "b.json", "1.000"], ["c", "c.json", "0.000 v"]]
@@ -169,15 +225,15 @@ def test_compare_command_with_two_candidates_and_a_policy(tmp_path, monkeypatch,
                  "--json", str(out["c.json"]), "--summary", str(out["c.md"]), "--junit", str(out["c.xml"]),
                  "--html", str(out["c.html"])]) == 0
     captured = capsys.readouterr()
-    assert captured.err == "" and captured.out.startswith("VERDICT: NOT SHOWN\n")
-    assert "no worse than -5.0 points" in captured.out
+    assert captured.err == "" and captured.out.startswith("VERDICT: INCONCLUSIVE\n")
+    assert "90% CI inside +-5.0" in captured.out
     document = json.loads(out["c.json"].read_text())
     assert document["tested"] == ["ndcg@10", "recall@10"] and document["margin_points"] == 5.0
     assert document["holm_family"] == 4 and len(document["candidates"]) == 2  # 2 candidates x 1 set x 2 metrics
-    assert [c["verdict"] for c in document["candidates"]] == ["NO WORSE", "NOT SHOWN"]
+    assert [c["verdict"] for c in document["candidates"]] == ["EQUIVALENT", "INCONCLUSIVE"]
     assert document["candidates"][0]["latency_note"] is None and document["candidates"][0]["latency"][0]["n"] == 7
     assert ET.fromstring(out["c.xml"].read_text()).get("tests") == "4"
-    assert out["c.md"].read_text().startswith("## retrieval-gate comparison: **NOT SHOWN**")
+    assert out["c.md"].read_text().startswith("## retrieval-gate comparison: **INCONCLUSIVE**")
     page = out["c.html"].read_text()
     assert page.count('<section id="set-') == 2 and "candidate c" in page
     # --metric overrides the policy's metrics
@@ -214,8 +270,8 @@ def test_compare_as_a_subprocess_on_the_committed_baselines():
     assert completed.returncode == 0 and completed.stderr == ""
     assert completed.stdout.splitlines()[:2] == [
         "VERDICT: WORSE",
-        "  b baselines/onnx.json (onnx): WORSE: 1 of 4 headline cells; worst code overall recall@10 -15.8 points "
-        "(significantly worse, Holm p 0.030)"]
+        "  b baselines/onnx.json (onnx): WORSE: code WORSE, dedupe BETTER, memory BETTER, wiki NO WORSE; worst code "
+        "overall recall@10 -15.8 points (worse, Holm p 0.030), 55 of 120 queries moved (19 up, 36 down)"]
     assert "latency not compared: the base is a baseline file" in completed.stdout
 
 
@@ -225,7 +281,7 @@ def test_the_markdown_is_appended_to_the_github_step_summary(tmp_path, monkeypat
     step.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     assert main(["compare", str(a), str(a), "--resamples", "50"]) == 0
-    assert step.read_text().startswith("earlier step\n## retrieval-gate comparison: **NO WORSE**\n")
+    assert step.read_text().startswith("earlier step\n## retrieval-gate comparison: **EQUIVALENT**\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: refused before any work, one line
     capsys.readouterr()
     assert main(["compare", str(a), str(a), "--resamples", "50"]) == 2
