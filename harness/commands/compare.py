@@ -19,10 +19,11 @@ from harness.scoring.stats import RESAMPLES
 
 EPILOG = """\
 The headline (Holm-adjusted) is each set's overall value of each gated metric, per candidate;
-a candidate is "no worse" when the 90% paired bootstrap CI of the change stays above minus the
-gate's drop limit (two one-sided tests at alpha 0.05). Exit code 0 whatever the verdict (2 on a
-usage error or runs that are not comparable); the --junit file fails a cell that is
-significantly worse or not shown no worse. See docs/compare.md.
+each cell, and each candidate per set, is BETTER, WORSE, LOWER WITHIN MARGIN, EQUIVALENT (the
+90% paired bootstrap CI inside +-the gate's drop limit: two one-sided tests at alpha 0.05), NO
+WORSE (non-inferior: its lower bound above minus the limit) or INCONCLUSIVE. Exit code 0
+whatever the verdict (2 on a usage error or runs that are not comparable); the --junit file
+fails only a WORSE cell. See docs/compare.md.
 """
 
 

@@ -1,14 +1,13 @@
 """A comparison (`compare BASE CAND [CAND ...]`) written out: terminal text, Markdown summary, JUnit XML.
 
 All three read one `ComparisonSuite` (harness.scoring.compare) and say the same things in the
-same order: the verdict, the headline cells (Holm-adjusted, with the equivalence test at the
-gate's margin), the N-system table, per-query movement, latency, then the exploratory rows.
+same order: the verdict per candidate and set, the headline cells (Holm-adjusted, with the
+90% CI against the gate's margin), the N-system table, per-query movement, latency, then the exploratory rows.
 Changes are printed in points (1 point = 0.01 of a metric in [0, 1]).
 
-JUnit: one testcase per (candidate, set, tested metric) headline cell; it fails when the
-candidate is significantly worse (Holm-adjusted p < alpha) or is not shown no worse than
--margin (the 90% CI's lower bound is at or below -margin), and for every cell of a pair that
-is not comparable.
+JUnit: one testcase per (candidate, set, tested metric) headline cell; it fails only when the
+cell is WORSE (significantly lower and not within the margin), and for every cell of a pair
+that is not comparable.
 """
 
 from __future__ import annotations

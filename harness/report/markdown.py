@@ -178,13 +178,14 @@ def _value_row(label: str, value: str, gate: GateResult) -> str:
 def _metrics_table(report: Report) -> list[str]:
     """One row per set (its overall means, p95 beside the baseline's), the pooled row of several sets, and
     every category in one folded table (a summary stays a few KB)."""
-    lines = ["| set | n | " + " | ".join(TABLE_METRICS) + " | p95 ms (baseline) |",
+    lines = ["| set | n | " + " | ".join(TABLE_METRICS) + " | p50 / p95 ms (baseline) |",
              "|---|---:|" + "---:|" * (len(TABLE_METRICS) + 1)]
     for result in report.sets:
         overall = result.aggregates.get("overall") or {}
         status = "" if result.complete else f" (incomplete: {len(result.queries)} of {result.query_count} answered)"
-        p95, was = result.latency_ms.get("p95"), (report.baseline_latency or {}).get(result.name, {}).get("p95")
-        latency = "-" if p95 is None else f"{p95:.1f}" + (f" ({was:.1f})" if was is not None else "")
+        now, was = result.latency_ms, (report.baseline_latency or {}).get(result.name, {})
+        latency = "-" if "p95" not in now else f"{now['p50']:.1f} / {now['p95']:.1f}" + (
+            f" ({was['p50']:.1f} / {was['p95']:.1f})" if "p95" in was else "")
         lines.append(f"| {markdown_text(result.name)}{status} | {overall.get('n', 0):.0f} | "
                      + " | ".join(cell(overall, m) for m in TABLE_METRICS) + f" | {latency} |")
     if report.pooled is not None and len(report.sets) > 1:  # every scored query of every set, each weighing the same

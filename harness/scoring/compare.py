@@ -7,8 +7,8 @@ One base against one or more candidates, every pair joined per query (qid). The 
   shown unadjusted and marked so (`adjusted_p` has no entry for them).
 - **Each headline cell, in plain words** (margin m from the gate policy; the two-sided 90%
   paired bootstrap CI of the mean difference, candidate - base, is a one-sided test at alpha
-  0.05 on each side): BETTER (significantly higher), WORSE (significantly lower and not shown
-  within the margin), LOWER WITHIN MARGIN (significantly lower, yet its 90% CI lies above -m:
+  0.05 on each side): BETTER (significantly higher), WORSE (significantly lower, its 90% CI
+  reaching -m or below), LOWER WITHIN MARGIN (significantly lower, yet its 90% CI lies above -m:
   a real but small drop), EQUIVALENT (both 90% bounds inside +-m: the two one-sided tests,
   TOST), NO WORSE (non-inferior: the lower 90% bound above -m, the upper one not inside +m),
   INCONCLUSIVE (none of these: the set cannot tell). "Significant" needs the Holm-adjusted
