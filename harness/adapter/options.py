@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
-                                     ProgressCallback, wait_problem)
+                                     ProgressCallback, check_waits)
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.errors import UsageError
 from harness.sets.shards import parse_shard
@@ -76,11 +76,7 @@ class RunOptions:
                                  ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
             if value is not None and value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
-        for name, value in (("--timeout", self.query_timeout), ("--startup-timeout", self.startup_timeout),
-                            ("--startup-limit", self.startup_limit)):
-            problem = wait_problem(value)
-            if problem:
-                raise UsageError(f"{name}: {problem}")
+        check_waits(self.query_timeout, self.startup_timeout, self.startup_limit)
         if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
             # the report would carry it, and strict report JSON has no NaN or Infinity
             raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")

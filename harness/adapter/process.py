@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from harness.adapter.protocol import Progress, decode_progress
+from harness.errors import UsageError
 from harness.child import ChildProcess, StreamFailure
 
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"  # the folder of <kind>.jsonl files given to the adapter
@@ -25,13 +26,17 @@ QUERY_TIMEOUT_SECONDS = 30.0      # request written -> full response line read
 MAX_WAIT_SECONDS = 1e6
 
 
-def wait_problem(value: object) -> str | None:
-    """Why `value` cannot be a timeout in seconds (a number in (0, MAX_WAIT_SECONDS]), or None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"must be a number of seconds, got {value!r}"
-    if not 0 < value <= MAX_WAIT_SECONDS:  # NaN fails both comparisons
-        return f"must be a positive number of seconds up to {MAX_WAIT_SECONDS:g}, got {value:g}"
-    return None
+def check_waits(query_timeout: object, startup_timeout: object, startup_limit: object, *, prefix: str = "") -> None:
+    """UsageError naming the option when a wait (--timeout, --startup-timeout, --startup-limit) is not a
+    number of seconds in (0, MAX_WAIT_SECONDS]: the run and check-adapter check theirs here."""
+    for name, value in (("--timeout", query_timeout), ("--startup-timeout", startup_timeout),
+                        ("--startup-limit", startup_limit)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"{prefix}{name}: must be a number of seconds, got {value!r}")
+        if not 0 < value <= MAX_WAIT_SECONDS:  # NaN fails both comparisons
+            raise UsageError(f"{prefix}{name}: must be a positive number of seconds up to {MAX_WAIT_SECONDS:g}, "
+                             f"got {value:g}")
+
 
 ProgressCallback = Callable[[Progress], None]
 

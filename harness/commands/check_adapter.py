@@ -17,7 +17,7 @@ from typing import TextIO
 from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
 from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
                                     render_table, run_suite)
-from harness.adapter.process import CORPUS_DIR_ENV, describe_progress, wait_problem
+from harness.adapter.process import CORPUS_DIR_ENV, check_waits, describe_progress
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
@@ -68,11 +68,7 @@ def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), args_list)
     if not command:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
-    for name, value in (("--timeout", args.timeout), ("--startup-timeout", args.startup_timeout),
-                        ("--startup-limit", args.startup_limit)):
-        problem = wait_problem(value)
-        if problem:
-            raise UsageError(f"check-adapter: {name}: {problem}")
+    check_waits(args.timeout, args.startup_timeout, args.startup_limit, prefix="check-adapter: ")
     if args.queries < 1:
         raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")
     if args.kind is not None and (not args.kind or "/" in args.kind or args.kind.startswith(".")):
