@@ -152,7 +152,7 @@ def _gated_values(report: Report) -> list[str]:
     """Per set: each gated value overall (metrics, p95 latency, query count, contracts) as baseline /
     current / change / gate, from the gates' own numbers; categories beyond the limit are tabled above,
     and every category's figure is in the JSON and HTML reports."""
-    lines = ["| set | value | baseline | current | change | gate |", "|---|---|---:|---:|---:|---|"]
+    lines = ["| set | value | baseline | current | change | detectable | gate |", "|---|---|---:|---:|---:|---:|---|"]
     for gate in report.gates:
         # the relative p95 gate repeats the budget gate's numbers: shown when it said something
         if gate.metric is not None and gate.category is None and not (gate.gate == "latency-relative" and gate.passed
@@ -171,8 +171,10 @@ def _value_label(gate: GateResult) -> str:
 
 
 def _value_row(label: str, value: str, gate: GateResult) -> str:
+    """A gated figure's row; `detectable`: the smallest change its scope can detect (docs/sets.md)."""
+    detectable = f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None else "-"
     return (f"| {_cell(label)} | {_cell(value)} | {value_text(gate, gate.baseline)} | {value_text(gate, gate.current)} | "
-            f"{change_text(gate)} | {STATUS_WORDS[gate.status]} |")
+            f"{change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
 
 
 def _metrics_table(report: Report) -> list[str]:

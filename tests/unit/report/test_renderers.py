@@ -99,13 +99,14 @@ def test_markdown_of_a_failing_run():
     assert text.count("`tiny-01` lost `doc-01`") == 1
     assert "- `tiny-01` lost `doc-01` — “how is the config file parsed”" in lines
     assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines  # the category table
-    # baseline, current and change for each gated value; p95 baseline 7 ms (tiny-07), now 250 ms (tiny-04)
-    assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | ❌ FAIL |" in lines
-    assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | ❌ FAIL |" in lines
-    assert "| tiny | queries | 7 | 7 | 0 | ✅ pass |" in lines
+    # baseline, current, change and what the scope can detect for each gated value; p95 baseline 7 ms
+    # (tiny-07), now 250 ms (tiny-04); recall: differences -1, 0, 0, 0, 0 over 5 queries: 2.80 x sqrt(0.2) / sqrt(5)
+    assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | 56.0 pts | ❌ FAIL |" in lines
+    assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | - | ❌ FAIL |" in lines
+    assert "| tiny | queries | 7 | 7 | 0 | - | ✅ pass |" in lines
     assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines
     # contracts: none broken in the baseline, one (tiny-04) now; judged@10 shown beside the gated metrics
-    assert "| tiny | broken contracts | 0 | 1 | +1 | ❌ FAIL |" in lines
+    assert "| tiny | broken contracts | 0 | 1 | +1 | - | ❌ FAIL |" in lines
     assert_valid_gfm(text)
 
 
