@@ -6,7 +6,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from harness.errors import EXIT_OK
+from harness.errors import EXIT_OK, UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH
 from harness.commands.arguments import (WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
                                        exit_codes_epilog, parse_arguments, program_name)
@@ -74,15 +74,27 @@ def main(argv: list[str]) -> int:
         if args.action == "verify":
             return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
         if args.action == "export-corpus":
-            return export_corpus(find_sets([args.name], args.sets_dir)[0], args.folder, args.offline)
+            return export_corpus(find_sets([args.name], args.sets_dir), args.folder, args.offline)
         return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)
 
 
-def export_corpus(folder: Path, target: Path, offline: bool) -> int:
-    query_set = load_set(folder, offline=offline)
-    written = write_corpus_files(query_set, target)
-    print(f"{written}: {len(query_set.documents)} documents of set {query_set.name} (kind {query_set.kind}, "
-          f"corpus {query_set.corpus_hash[:12]}), as an adapter reads them from $HARNESS_CORPUS_DIR")
+def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
+    """Every named set's corpus (`all`: every set) into `target`, as a run lays them out; refused whole,
+    before anything is written, when two sets share a kind (one `<kind>.jsonl` cannot hold both)."""
+    query_sets = [load_set(folder, offline=offline) for folder in folders]
+    kinds = Counter(query_set.kind for query_set in query_sets)
+    shared = sorted(kind for kind, count in kinds.items() if count > 1)
+    if shared:
+        names = ", ".join(s.name for s in query_sets if s.kind == shared[0])
+        raise UsageError(f"export-corpus: sets {names} share kind {shared[0]!r}, and one {shared[0]}.jsonl cannot "
+                         f"hold both: export them one at a time into separate folders")
+    taken = [target / f"{s.kind}.jsonl" for s in query_sets if (target / f"{s.kind}.jsonl").exists()]
+    if taken:
+        raise UsageError(f"{taken[0]}: already exists; export into an empty folder (nothing is overwritten)")
+    for query_set in query_sets:
+        written = write_corpus_files(query_set, target)
+        print(f"{written}: {len(query_set.documents)} documents of set {query_set.name} (kind {query_set.kind}, "
+              f"corpus {query_set.corpus_hash[:12]}), as an adapter reads them from $HARNESS_CORPUS_DIR")
     return EXIT_OK
 
 

@@ -120,3 +120,21 @@ def test_import_beir_takes_sets_dir_after_the_action_too(tmp_path, capsys, monke
                  "--sets-dir", str(both)]) == 0
     assert (both / "other" / "set.json").is_file() and not (before / "other").exists()
     capsys.readouterr()
+
+
+def test_export_corpus_all_writes_every_set_or_nothing(tmp_path, capsys):
+    import shutil
+    sets = tmp_path / "sets"
+    for name, kind in (("one", "code"), ("two", "notes")):
+        shutil.copytree(TINY_SET, sets / name)
+        meta = json.loads((sets / name / "set.json").read_text())
+        (sets / name / "set.json").write_text(json.dumps({**meta, "name": name, "kind": kind}))
+    assert main(["sets", "--sets-dir", str(sets), "export-corpus", "all", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["code.jsonl", "notes.jsonl"]
+    # two sets of one kind cannot share one <kind>.jsonl: refused before anything is written
+    meta = json.loads((sets / "two" / "set.json").read_text())
+    (sets / "two" / "set.json").write_text(json.dumps({**meta, "kind": "code"}))
+    capsys.readouterr()
+    assert main(["sets", "--sets-dir", str(sets), "export-corpus", "all", str(tmp_path / "again")]) == 2
+    assert "sets one, two share kind 'code'" in capsys.readouterr().err
+    assert not (tmp_path / "again").exists()
