@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -88,7 +89,8 @@ def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
         names = ", ".join(s.name for s in query_sets if s.kind == shared[0])
         raise UsageError(f"export-corpus: sets {names} share kind {shared[0]!r}, and one {shared[0]}.jsonl cannot "
                          f"hold both: export them one at a time into separate folders")
-    taken = [target / f"{s.kind}.jsonl" for s in query_sets if (target / f"{s.kind}.jsonl").exists()]
+    # os.path.lexists: False, not OSError, for a name too long (write_corpus_files then says why)
+    taken = [target / f"{s.kind}.jsonl" for s in query_sets if os.path.lexists(target / f"{s.kind}.jsonl")]
     if taken:
         raise UsageError(f"{taken[0]}: already exists; export into an empty folder (nothing is overwritten)")
     for query_set in query_sets:
