@@ -54,8 +54,14 @@ SLOW_GROUPS = (
     # Ray starting instances of its own: a simulated two-node cluster (about 40 s), and runs that start
     # their own local instance (about 10-15 s each)
     "tests/contract/test_ray_cluster.py",
-    "tests/contract/test_ray_executor.py::test_ctrl_c_while_a_local_instance_starts",
-    "tests/contract/test_ray_executor.py::test_a_run_with_its_own_local_instance",
+    # every Ray executor test: a local Ray instance per module (about 45 s)
+    "tests/contract/test_ray_executor.py",
+    # every shipped set, unsharded and merged from 2, 3 and 7 shards, under three policies (about 30 s)
+    "tests/contract/test_one_gate.py",
+    # arbitrary text through every renderer, GitHub's Markdown renderer and an HTML parser (about 15 s)
+    "tests/properties/test_inert_text.py",
+    # a pytest of its own per case (about 8 s)
+    "tests/contract/test_pytest_plugin.py",
     # real pip and concurrent writers
     "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
     "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
