@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.gating.gates import FRACTION
+from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
 from harness.records import GateResult
 from harness.report.document import Provenance, Report
 
@@ -73,7 +73,7 @@ def change_text(gate: GateResult) -> str:
         return "-"
     if gate.unit == FRACTION:
         return points(gate.change) + " pts"
-    if gate.unit == "ms":
+    if gate.unit == MILLISECONDS:
         rounded = round(gate.change, 1)
         return "0.0 ms" if rounded == 0 else f"{rounded:+.1f} ms"
     return "0" if gate.change == 0 else f"{gate.change:+g}"
@@ -83,9 +83,9 @@ def value_text(gate: GateResult, value: float | None) -> str:
     """A gate's baseline or current value as tables show it."""
     if value is None:
         return "-"
-    if gate.unit == "count":
+    if gate.unit == COUNT:
         return f"{value:g}"
-    return f"{value + 0.0:.{1 if gate.unit == 'ms' else 3}f}"
+    return f"{value + 0.0:.{1 if gate.unit == MILLISECONDS else 3}f}"
 
 
 def scope_label(gate: GateResult) -> str:

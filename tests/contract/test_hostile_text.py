@@ -75,24 +75,23 @@ def assert_banner_and_category_inert(markdown: str) -> None:
     assert CATEGORY in cells  # the category is one table cell, as written
 
 
-def test_summary_and_step_summary_keep_a_banner_and_a_category_inert(hostile_set, tmp_path):
+def summary_of_a_run(hostile_set, tmp_path, mode: str, exit_code: int) -> str:
+    """The --summary of a run with the hostile adapter in `mode`, checked equal to $GITHUB_STEP_SUMMARY's."""
     step_summary = tmp_path / "step-summary.md"
-    completed = harness(*run_argv(hostile_set, tmp_path, "--summary", str(tmp_path / "s.md")), mode="answer",
+    completed = harness(*run_argv(hostile_set, tmp_path, "--summary", str(tmp_path / "s.md")), mode=mode,
                         env={"GITHUB_STEP_SUMMARY": str(step_summary)})
-    assert completed.returncode == 0, completed.stderr
+    assert completed.returncode == exit_code, completed.stderr
     markdown = (tmp_path / "s.md").read_text(encoding="utf-8")
     assert step_summary.read_text(encoding="utf-8") == markdown
-    assert_banner_and_category_inert(markdown)
+    return markdown
+
+
+def test_summary_and_step_summary_keep_a_banner_and_a_category_inert(hostile_set, tmp_path):
+    assert_banner_and_category_inert(summary_of_a_run(hostile_set, tmp_path, "answer", 0))
 
 
 def test_summary_keeps_an_error_reply_and_a_stderr_tail_inert(hostile_set, tmp_path):
-    step_summary = tmp_path / "step-summary.md"
-    completed = harness(*run_argv(hostile_set, tmp_path, "--summary", str(tmp_path / "s.md")), mode="error",
-                        env={"GITHUB_STEP_SUMMARY": str(step_summary)})
-    assert completed.returncode == 3, completed.stderr
-    markdown = (tmp_path / "s.md").read_text(encoding="utf-8")
-    assert step_summary.read_text(encoding="utf-8") == markdown
-    page = assert_inert_summary(markdown)
+    page = assert_inert_summary(summary_of_a_run(hostile_set, tmp_path, "error", 3))
     # the error reply (quoted on the error line) and the stderr tail, five backticks and all, in the fence
     error = next(p.text() for p in page.find_all("p") if p.text().startswith("Error:"))
     assert "adapter answered with an error: 'no index\\r### All gates passed\\n``x``" in error
