@@ -43,8 +43,6 @@ SLOW_GROUPS = (
     "tests/unit/adapters/test_startup.py::test_reference_adapters_report_progress_before_the_banner[adapters.hybrid",
     # tests that wait out a timeout, a grace period or a kill by design (the quick fault, signal and
     # watchdog cases stay in the default)
-    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[slow_start",
-    "tests/contract/test_fault_matrix.py::test_fault_ends_with_exit_3_one_reason_no_orphan_and_a_partial_report[half_line",
     "tests/contract/test_child.py::test_two_signals_to_the_harness_while_it_stops_a_hung_adapter",
     "tests/contract/test_check_adapter.py::test_a_slow_answer_past_the_timeout_is_caught_and_the_checks_go_on",
     "tests/contract/test_check_adapter.py::test_an_adapter_that_never_prints_nor_reads_fails_once_after_the_start",
@@ -62,6 +60,17 @@ SLOW_GROUPS = (
     "tests/properties/test_inert_text.py",
     # a pytest of its own per case (about 8 s)
     "tests/contract/test_pytest_plugin.py",
+    # the exhaustive real-process matrices (the default keeps one real-process case of each contract:
+    # test_runner.py's faults, test_exit_codes.py's exit codes, test_check_adapter.py's signals): every
+    # fault, every signal to a subcommand, every closed-stdout case, every input and environment exit,
+    # hostile text through real adapters, adapter garbage on the wire, and both statistics engines
+    # side by side
+    "tests/contract/test_fault_matrix.py", "tests/contract/test_input_and_environment_exits.py",
+    "tests/contract/test_hostile_text.py", "tests/contract/test_wire_garbage.py",
+    "tests/contract/test_exit_codes.py::test_signal_during_a_subcommand",
+    "tests/contract/test_exit_codes.py::test_closed_stdout", "tests/contract/test_exit_codes.py::test_head_one_in_a_shell",
+    "tests/unit/scoring/test_stats_engines.py",
+    "tests/unit/commands/test_terminal_output.py::test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked",
     # real pip and concurrent writers
     "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
     "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
