@@ -60,7 +60,7 @@ def test_a_failed_verdict_fails_the_test_with_its_few_lines(team_folder):
     result = team_folder.runpytest_subprocess(*plugin_arguments(), "-p", "no:cacheprovider", "-rf", timeout=300)
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
-    result.stdout.fnmatch_lines(["FAILED: 1 of * gates (worst: memory overall recall@10 -20.0 points)",
+    result.stdout.fnmatch_lines(["FAILED: 1 of * gates (worst: memory overall recall@10 -20.0 points)*",
                                  "  FAIL recall* memory overall*", "report: *retrieval-gate-report.json"])
     assert "Report(" not in output and "provenance" not in output
     assert "Traceback" not in output

@@ -17,7 +17,18 @@ from harness.errors import Interrupted
 from harness.interrupts import signals_raise_interrupted
 
 
-def test_a_sigint_during_the_connect_to_our_own_instance_is_held_then_raised():
+@pytest.fixture
+def sigint_handled():
+    """SIGINT handled as in a terminal, even when pytest runs as a shell's background job (which
+    starts with SIGINT ignored, and the run's handlers leave an ignored signal ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_sigint_during_the_connect_to_our_own_instance_is_held_then_raised(sigint_handled):
     with signals_raise_interrupted():
         with pytest.raises(Interrupted) as raised:
             with ray_executor.signals_deferred(hold=True):
