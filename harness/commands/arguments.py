@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
     "merge": "harness.commands.merge",
+    "init": "harness.commands.init",
 }
 
 
@@ -173,6 +174,12 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="merge"),
         "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
     },
+    "init": {
+        "0": "every starter file was written or, existing, kept",
+        "2": "usage error, or a folder that cannot be written",
+        "70": INTERNAL.format(command="init"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
 }
 
 
@@ -226,6 +233,9 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
     "merge": ("python -m harness merge shard-1.json shard-2.json --out merged.json",
               "combines the reports of `--shard 1/2 --out shard-1.json` and `--shard 2/2 --out shard-2.json` "
               "into the report the unsharded run writes, then gates it"),
+    "init": ("python -m harness init my-team",
+             "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
+             "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
 }
 
 

@@ -92,7 +92,7 @@ def _selected(team: Layout, name: str) -> list[Path]:
     """The folders a set name (or `all`) selects, as a run selects them; the notices of `all` on stderr."""
     folders, notices = team.select([name])
     for notice in notices:
-        print(f"harness: notice: {terminal_line(notice)}", file=sys.stderr)
+        print(f"harness: warning: {terminal_line(notice)}", file=sys.stderr)
     return folders
 
 
