@@ -199,7 +199,8 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
             "BM25 over the memory set, gated against baselines/current.json: the verdict and one line per "
             "failed gate on the terminal, the JSON report in memory.json, a Markdown summary in memory.md"),
     "sets list": ("python -m harness sets list",
-                  "one line per set under sets/: name, revision, queries, corpus source, description"),
+                  "one line per set, the team's (sets/) then the shipped ones: name, revision, queries, corpus "
+                  "source, where it comes from (a shipped set a team's set shadows says so), description"),
     "sets show": ("python -m harness sets show dedupe",
                   "queries per category, split and source, contract counts, and how many judged queries "
                   "share no content word with a relevant document"),
