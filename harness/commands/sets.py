@@ -15,7 +15,7 @@ from harness.commands.arguments import (SETS_DIR_HELP, WORKED_EXAMPLES, HelpForm
 from harness.interrupts import signals_raise_interrupted
 from harness.layout import Layout
 from harness.report.escape import terminal_line
-from harness.sets.loader import load_set, read_set_metadata, sets_in
+from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, sets_in
 from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
@@ -120,6 +120,7 @@ def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
 def list_sets(team: Layout) -> int:
     """The team's sets, then the shipped ones, each with where it comes from; a shipped set that a team's
     set of the same name shadows (a name finds the team's) is said so in its `from` column."""
+    check_sets_dir(team.sets_dir)
     own = sets_in(team.sets_dir)
     shipped = [] if team.sets_dir_is_shipped else sets_in(team.shipped_sets)
     if not own and not shipped:
