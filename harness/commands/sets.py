@@ -85,6 +85,9 @@ def main(argv: list[str]) -> int:
             return verify_sets(folders, args.offline)
         if args.action == "export-corpus":
             return export_corpus(folders, args.folder, args.offline)
+        if team.origin(folders[0]) == "shipped" and not team.sets_dir_is_shipped:
+            raise UsageError(f"pin: set {args.name} is a shipped set ({folders[0]}), not the team's: copy it into "
+                             f"{team.sets_dir} to change it")
         return pin_set(folders[0], args.offline)
 
 

@@ -128,3 +128,11 @@ def test_import_beir_writes_into_the_teams_sets_folder_never_the_shipped_one(rep
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is the shipped sets folder" in err
     assert sorted(p.name for p in shipped_sets_dir().iterdir()) == shipped_before
+
+
+def test_pin_never_writes_into_a_shipped_set(repo, capsys):
+    before = (shipped_sets_dir() / "memory" / "set.json").read_bytes()
+    assert main(["sets", "pin", "memory"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pin: set memory is a shipped set" in err
+    assert (shipped_sets_dir() / "memory" / "set.json").read_bytes() == before
