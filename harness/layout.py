@@ -21,13 +21,13 @@ from harness.errors import UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.policy import DEFAULT_POLICY_FILE
-from harness.sets.loader import find_sets, sets_in
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+from harness.sets.loader import find_sets, same_folder, sets_in
 from harness.shipped import shipped_baselines_dir, shipped_sets_dir
 
 CONFIG_FILE = "retrieval-gate.toml"
 PYPROJECT_TABLE = "tool.retrieval-gate"
 DEFAULT_SETS_DIR = Path("sets")
-DEFAULT_BACKEND = "bm25"  # restated from harness/adapter/backends.py, which this layer may not import
 DEFAULT_WORKERS = 1
 # key -> (what it holds, its default as the config file spells it); `init` writes them all, commented.
 CONFIG_KEYS: dict[str, tuple[str, object]] = {
@@ -69,7 +69,7 @@ class Layout:
     @property
     def sets_dir_is_shipped(self) -> bool:
         """True when the team's sets folder is the shipped one (a run from this repository's own checkout)."""
-        return _same(self.sets_dir, self.shipped_sets)
+        return same_folder(self.sets_dir, self.shipped_sets)
 
     def find(self, names: Sequence[str]) -> list[Path]:
         """The set folders `--set` names: a name in the team's folder, else a shipped one; `all` (see `select`)."""
@@ -98,7 +98,7 @@ class Layout:
 
     def origin(self, folder: Path) -> str:
         """Where a set folder comes from, for `sets list`: "shipped" or the team's sets folder."""
-        return "shipped" if _same(folder.parent, self.shipped_sets) else str(self.sets_dir)
+        return "shipped" if same_folder(folder.parent, self.shipped_sets) else str(self.sets_dir)
 
 
 def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout = FROM_LAYOUT,
@@ -108,7 +108,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
     config = find_config(here)
     values = read_config(config) if config is not None else {}
     # Paths relative to the team's folder: the config's, else the working folder (kept relative there).
-    base = Path() if config is None or _same(config.parent, here) else config.parent
+    base = Path() if config is None or same_folder(config.parent, here) else config.parent
     if cwd is not None and base == Path():
         base = cwd
 
@@ -162,8 +162,8 @@ def read_config(path: Path) -> dict[str, object]:
             raise UsageError(f"{where}{key}: unknown key (known: {', '.join(CONFIG_KEYS)})")
         if key in PATH_KEYS and (not isinstance(value, str) or not value):
             raise UsageError(f"{where}{key}: expected a path as a non-empty string, got {value!r:.60}")
-        if key == "backend" and (not isinstance(value, str) or not value):
-            raise UsageError(f"{where}{key}: expected a built-in backend name (a string), got {value!r:.60}")
+        if key == "backend" and value not in BACKENDS:
+            raise UsageError(f"{where}{key}: expected one of {', '.join(sorted(BACKENDS))}, got {value!r:.60}")
         if key == "workers" and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024):
             raise UsageError(f"{where}{key}: expected an integer from 1 to 1024, got {value!r:.60}")
     return dict(values)
@@ -178,9 +178,3 @@ def _parse(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
 
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except (OSError, RuntimeError):
-        return False

@@ -128,8 +128,6 @@ def main(args_list: list[str]) -> int:
 def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     log_path = guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
-    if team.backend is not None and team.backend not in BACKENDS:
-        raise UsageError(f"{team.config}: backend: expected one of {', '.join(sorted(BACKENDS))}, got {team.backend!r}")
     if args.backend is None and not args.adapter and args.run_file is None:
         args.backend = team.backend
     if args.workers is None:

@@ -120,11 +120,12 @@ def _named(name: str, sets_dir: Path, shipped: Path | None) -> Path:
             return folder
     available = sorted(p.name for p in sets_in(sets_dir))
     also = (f"; shipped: {', '.join(p.name for p in sets_in(shipped)) or 'none'}"
-            if shipped is not None and not _same_folder(shipped, sets_dir) else "")
+            if shipped is not None and not same_folder(shipped, sets_dir) else "")
     raise SetError(f"set {name!r}: no {sets_dir / name / 'set.json'} (available: {', '.join(available) or 'none'}{also})")
 
 
-def _same_folder(a: Path, b: Path) -> bool:
+def same_folder(a: Path, b: Path) -> bool:
+    """True when the two paths name one folder (links resolved); False when either cannot be resolved."""
     try:
         return a.resolve() == b.resolve()
     except (OSError, RuntimeError):

@@ -22,7 +22,7 @@ ALLOWED = {
     "report": {"scoring", "gating", "sets"},
     "adapter": {"sets", "scoring", "report"},
     "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
-    "layout": {"sets", "gating", "shipped"},  # harness/layout.py: the team's folders, config and defaults
+    "layout": {"sets", "adapter", "gating", "shipped"},  # harness/layout.py: the team's folders, config and defaults
     "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
     "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout", "shipped"},
     "__main__": {"commands"},
