@@ -30,7 +30,7 @@ from harness.adapter.asking import RunOutcome, git_commit, machine, run_from_fil
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import RunOptions
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
-from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline, build_baseline, write_baseline
+from harness.gating.baseline import Baseline, build_baseline, write_baseline
 from harness.gating.budgets import load_budgets
 from harness.gating.gates import decide
 from harness.gating.identity import BackendCheck, BackendIdentity, check_backend
@@ -44,7 +44,8 @@ from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, poo
 from harness.scoring.evidence import evidence_metric_names
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
-from harness.sets.loader import find_sets, load_set
+from harness.layout import FROM_LAYOUT, Layout, _FromLayout, resolve as resolve_layout
+from harness.sets.loader import load_set
 from harness.sets.materialise import materialise_corpora
 from harness.sets.shards import parse_shard, select_shard, shard_positions
 from harness.watchdog import guarded_temp_folder
@@ -53,21 +54,26 @@ Progress = Callable[[str, int, int], None]
 
 
 def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
-         run_file: str | Path | None = None, sets_dir: str | Path = "sets",
-         baseline: str | Path | None = DEFAULT_BASELINE_PATH, budgets: str | Path | None = None,
+         run_file: str | Path | None = None, sets_dir: str | Path | _FromLayout = FROM_LAYOUT,
+         baseline: str | Path | None | _FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
          policy: str | Path | None = None, offline: bool = False, progress: Progress | None = None,
          **options: object) -> Report:
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
-      sets: set names under `sets_dir`, set folders, or "all" (default); one name alone is one set.
+      sets: set names (the team's `sets_dir` first, then the shipped sets), set folders, or "all"
+        (default: the sets the baseline records, or every set found without a baseline file;
+        README.md, "A team's layout"); one name alone is one set.
+      sets_dir, baseline, budgets, policy: default to the team's layout (harness/layout.py: its
+        config file, else the working folder's sets/, baselines/current.json, budgets.json,
+        gate-policy.json, else the shipped sets and baseline).
       backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
         (a list: never run through a shell). Exclusive with `run_file`.
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
       baseline: the baseline file to gate against; None measures without gating.
-      budgets: the p95 budgets file; None reads budgets.json when present (300 ms otherwise).
-      policy: the gate policy file; None reads gate-policy.json when present (the defaults
-        otherwise: recall@10 may drop at most 2.0 points, overall and per category).
+      budgets: the p95 budgets file; None: the layout's (300 ms per set without one).
+      policy: the gate policy file; None: the layout's (the defaults without one: recall@10 may
+        drop at most 2.0 points, overall and per category).
       offline: never fetch corpus archives.
       progress: called as progress(set name, answered, total) while asking.
       options: any RunOptions field (harness/adapter/options.py): k (ids per query, default each
@@ -97,8 +103,10 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     if unknown:
         raise UsageError(f"{unknown[0]}: not an option of harness.gate (see RunOptions)")
     settings = RunOptions(**options)  # type: ignore[arg-type]
-    inputs = load_inputs(sets, sets_dir=Path(sets_dir), offline=offline, budgets=budgets, baseline=baseline,
-                         k=settings.k, policy=policy)
+    team = resolve_layout(sets_dir=_path_or_none(sets_dir), budgets=_path_or_none(budgets),
+                          policy=_path_or_none(policy),
+                          baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline))
+    inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
     # Files only where the arguments say: without log_path the log lives for this call only.
@@ -118,19 +126,29 @@ def _check_gate_arguments(sets: object, backend: object, run_file: object, paths
         raise UsageError(f"backend: must be a backend name or an adapter argv (a list of strings), "
                          f"got {backend!r:.60}")
     for name, value in {"run_file": run_file, **paths}.items():
-        if (value is not None or name == "sets_dir") and not isinstance(value, (str, os.PathLike)):
+        if value is not FROM_LAYOUT and (value is not None or name == "sets_dir") \
+                and not isinstance(value, (str, os.PathLike)):
             raise UsageError(f"{name}: must be a path (str or os.PathLike), got {type(value).__name__} {value!r:.60}")
 
 
-def load_inputs(sets: Sequence[str | Path], *, sets_dir: Path, offline: bool, budgets: str | Path | None,
-                baseline: str | Path | None, k: int | None, policy: str | Path | None = None) -> GateInputs:
-    """Load and check everything a run reads, so any error stops it before the adapter starts."""
-    folders = find_sets([str(s) for s in sets], sets_dir)
+def _path_or_none(value: object) -> Path | None:
+    """An argument as a Path; None for None and for the FROM_LAYOUT default."""
+    return None if value is None or value is FROM_LAYOUT else Path(value)  # type: ignore[arg-type]
+
+
+def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k: int | None,
+                gated: bool = True) -> GateInputs:
+    """Load and check everything a run reads, so any error stops it before the adapter starts.
+
+    `gated` False (--no-gate, --update-baseline, a shard): the baseline only says what `all` is.
+    """
+    folders, notices = layout.select([str(s) for s in sets])
     query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
-    inputs = GateInputs(query_sets, budgets=load_budgets(Path(budgets) if budgets is not None else None),
-                        policy=load_policy(Path(policy) if policy is not None else None, gated_metric_name),
-                        baseline=Baseline.read(Path(baseline)) if baseline is not None else None,
-                        fingerprints=fingerprint_files(set_files(query_sets)))
+    baseline = layout.baseline if gated else None
+    inputs = GateInputs(query_sets, budgets=load_budgets(layout.budgets),
+                        policy=load_policy(layout.policy, gated_metric_name),
+                        baseline=Baseline.read(baseline) if baseline is not None else None,
+                        fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices))
     inputs.entries(k)  # a set the baseline cannot be compared with is refused now, not after the run
     return inputs
 
@@ -149,14 +167,14 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     gated = inputs if shard_record is None else dataclasses.replace(inputs, baseline=None)
     extra = {key: value for key, value in (("shard", shard_record), ("executor", executor)) if value is not None}
     report = decided_report(outcome.results, gated, options, _provenance(options, inputs, outcome, run_file, extra),
-                            _answered_by(checked, outcome, options), warnings=tuple(outcome.warnings),
+                            _answered_by(checked, outcome, options),
+                            warnings=inputs.notices + tuple(outcome.warnings),
                             complete=outcome.complete and not drift, error=error, error_code=error_code)
     return _with_what_if(report, inputs, options)
 
 
-def merge_gate(shards: Sequence[tuple[str, Report]], *, sets_dir: Path = Path("sets"), offline: bool = False,
-               budgets: str | Path | None = None, baseline: str | Path | None = DEFAULT_BASELINE_PATH,
-               policy: str | Path | None = None, options: RunOptions = RunOptions()) -> Report:
+def merge_gate(shards: Sequence[tuple[str, Report]], *, layout: Layout, offline: bool = False,
+               gated: bool = True, options: RunOptions = RunOptions()) -> Report:
     """The N shard reports of one run as the report the unsharded run writes, decided exactly as a run is.
 
     The sets the shards name are loaded (their revision, corpus and judgments must match the
@@ -165,8 +183,8 @@ def merge_gate(shards: Sequence[tuple[str, Report]], *, sets_dir: Path = Path("s
     the merged results go through the same identity check and `decide` as a run.
     """
     plan = plan_merge(shards)
-    inputs = load_inputs(plan.set_paths(sets_dir), sets_dir=sets_dir, offline=offline, budgets=budgets,
-                         baseline=baseline, k=plan.k, policy=policy)
+    inputs = load_inputs(plan.set_paths((layout.sets_dir, layout.shipped_sets)), layout=layout, offline=offline,
+                         k=plan.k, gated=gated and layout.baseline is not None)
     results = rescore(plan, inputs.query_sets, _computed_metrics(inputs))
     options = dataclasses.replace(options, k=plan.k)
     identity = _identity_check(list(plan.identities), inputs, options, what="shards")

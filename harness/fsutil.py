@@ -157,6 +157,31 @@ def _current_umask() -> int:
     return mask
 
 
+def write_new_text(path: Path, text: str) -> bool:
+    """Write `text` to `path` only if nothing is there: True when written, False when `path` exists
+    (a file, a folder, a link, even a dangling one), which is then left untouched.
+
+    Written to a temp file beside it, then hard-linked into place: the link fails rather than
+    replaces when `path` appeared meanwhile, and a reader never sees a half-written file.
+    """
+    if os.path.lexists(path):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_current_umask())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp_name, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp_name)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """UTF-8 text flavour of `atomic_write_bytes`.
 

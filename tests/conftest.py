@@ -29,6 +29,9 @@ SLOW_GROUPS = (
     "tests/properties/test_fuzz.py::test_fuzz_",
     # every command's worked example, run in the README's order
     "tests/contract/test_worked_examples.py::test_every_example_works_in_the_readmes_order",
+    # a team's new set outside its baseline, through four real runs (tests/unit/test_layout.py checks the
+    # selection and the notice without processes in the default)
+    "tests/contract/test_team_layout.py::test_a_set_not_in_the_baseline_is_named_not_run_and_the_gate_passes",
     # the hypothesis sweeps and the trec_eval / ir_measures equivalence on generated runs (the hand
     # tables of unit/scoring stay in the default)
     "tests/properties/test_properties.py", "tests/properties/test_metrics_properties.py",

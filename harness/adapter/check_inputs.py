@@ -82,14 +82,14 @@ def long_query(length: int) -> str:
 
 
 def prepare_corpus(scratch: Path, *, kind: str | None, set_name: str | None, sets_dir: Path, offline: bool,
-                   corpus_dir: Path | None) -> tuple[str, Corpus]:
+                   corpus_dir: Path | None, shipped: Path | None = None) -> tuple[str, Corpus]:
     """The kind to ask and the corpus folder given as HARNESS_CORPUS_DIR, with a note saying where it came from.
 
     A set's corpus (materialised into `scratch`), a given folder, the folder inherited from
     $HARNESS_CORPUS_DIR with --kind, or the checker's own corpus written into `scratch`.
     """
     if set_name is not None:
-        return _set_corpus(set_name, sets_dir, offline, kind, scratch)
+        return _set_corpus(set_name, sets_dir, offline, kind, scratch, shipped)
     asked, kind = kind, kind or DEFAULT_KIND
     if corpus_dir is not None:
         if not corpus_dir.is_dir():
@@ -117,12 +117,13 @@ def _given_corpus(folder: Path, kind: str, note: str) -> Corpus:
     return Corpus(folder, note, frozenset(corpus_ids(path)))
 
 
-def _set_corpus(set_name: str, sets_dir: Path, offline: bool, kind: str | None, scratch: Path) -> tuple[str, Corpus]:
+def _set_corpus(set_name: str, sets_dir: Path, offline: bool, kind: str | None, scratch: Path,
+                shipped: Path | None) -> tuple[str, Corpus]:
     """Materialise a query set's corpus, as the harness does for a run, and take its kind and queries."""
     from harness.sets.materialise import materialise_corpora
     from harness.sets.loader import find_sets, load_set
 
-    query_set = load_set(find_sets([set_name], sets_dir)[0], offline=offline)
+    query_set = load_set(find_sets([set_name], sets_dir, shipped=shipped)[0], offline=offline)
     if kind is not None and kind != query_set.kind:
         raise UsageError(f"check-adapter: --kind {kind!r} differs from set {query_set.name}'s kind "
                          f"{query_set.kind!r}; drop --kind")

@@ -9,8 +9,12 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.layout import Layout
 
 DEFAULT_PROGRAM = "retrieval-gate"
 # Subcommand -> its module (harness.commands.cli dispatches argv to them); anything else is the run command.
@@ -22,6 +26,7 @@ SUBCOMMANDS = {
     "export": "harness.commands.export",
     "baselines": "harness.commands.baselines",
     "merge": "harness.commands.merge",
+    "init": "harness.commands.init",
 }
 
 
@@ -169,6 +174,12 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="merge"),
         "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
     },
+    "init": {
+        "0": "every starter file was written or, existing, kept",
+        "2": "usage error, or a folder that cannot be written",
+        "70": INTERNAL.format(command="init"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
 }
 
 
@@ -188,7 +199,8 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
             "BM25 over the memory set, gated against baselines/current.json: the verdict and one line per "
             "failed gate on the terminal, the JSON report in memory.json, a Markdown summary in memory.md"),
     "sets list": ("python -m harness sets list",
-                  "one line per set under sets/: name, revision, queries, corpus source, description"),
+                  "one line per set, the team's (sets/) then the shipped ones: name, revision, queries, corpus "
+                  "source, where it comes from (a shipped set a team's set shadows says so), description"),
     "sets show": ("python -m harness sets show dedupe",
                   "queries per category, split and source, contract counts, and how many judged queries "
                   "share no content word with a relevant document"),
@@ -222,6 +234,9 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
     "merge": ("python -m harness merge shard-1.json shard-2.json --out merged.json",
               "combines the reports of `--shard 1/2 --out shard-1.json` and `--shard 2/2 --out shard-2.json` "
               "into the report the unsharded run writes, then gates it"),
+    "init": ("python -m harness init my-team",
+             "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
+             "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
 }
 
 
@@ -268,13 +283,16 @@ def add_gating_options(parser: argparse.ArgumentParser, title: str = "gating") -
     from harness.gating.policy import DEFAULT_POLICY_FILE
 
     gate = parser.add_argument_group(title)
-    gate.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE_PATH,
-                      help=f"baseline to gate against (default: {DEFAULT_BASELINE_PATH})")
+    gate.add_argument("--baseline", type=Path, default=None,
+                      help=f"baseline to gate against (default: the config's `baseline`, else {DEFAULT_BASELINE_PATH} "
+                           f"of the team's folder, else the shipped one when the team has no sets)")
     gate.add_argument("--budgets", type=Path, default=None,
-                      help=f"latency budgets file (default: {DEFAULT_BUDGETS_PATH}, 300 ms p95 when absent)")
+                      help=f"latency budgets file (default: the config's `budgets`, else {DEFAULT_BUDGETS_PATH} "
+                           f"when present, else 300 ms p95)")
     gate.add_argument("--policy", type=Path, default=None,
                       help=f"gate policy file: gated metrics, drop limit, category and significance rules "
-                           f"(default: {DEFAULT_POLICY_FILE} when present, else recall@10 may drop 2.0 points)")
+                           f"(default: the config's `policy`, else {DEFAULT_POLICY_FILE} when present, else "
+                           f"recall@10 may drop 2.0 points)")
     gate.add_argument("--allow-backend-change", action="store_true",
                       help="gate against a baseline recorded for another backend or model (the report records it)")
     gate.add_argument("--update-baseline", action="store_true",
@@ -285,3 +303,21 @@ def add_gating_options(parser: argparse.ArgumentParser, title: str = "gating") -
                       help="contracts the baseline already records as broken (same query) are reported, not "
                            "failed; only new breaks fail (for backends with known, tracked limitations)")
     gate.add_argument("--no-gate", action="store_true", help="measure and report only; exit 0 unless the backend fails")
+
+
+SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets/); a name not there is looked up " \
+                "among the shipped sets"
+
+
+def resolve_layout(args: argparse.Namespace) -> Layout:
+    """The team's layout (harness/layout.py) from the options given; the path options (`sets_dir`,
+    `baseline`, `budgets`, `policy`, those the command has) are set to what it resolved."""
+    from harness.layout import FROM_LAYOUT, resolve
+
+    given = vars(args)
+    team = resolve(sets_dir=given.get("sets_dir"), budgets=given.get("budgets"), policy=given.get("policy"),
+                   baseline=FROM_LAYOUT if given.get("baseline") is None else given["baseline"])
+    for name in ("sets_dir", "baseline", "budgets", "policy"):
+        if name in given:
+            setattr(args, name, getattr(team, name))
+    return team

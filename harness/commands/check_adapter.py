@@ -21,8 +21,8 @@ from harness.adapter.process import CORPUS_DIR_ENV, check_waits, describe_progre
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
-from harness.commands.arguments import (HelpFormatter, add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
-                                       split_adapter_command)
+from harness.commands.arguments import (SETS_DIR_HELP, HelpFormatter, add_timeout_options, example_epilog,
+                                       exit_codes_epilog, parse_arguments, resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.fsutil import check_outputs, names_a_stream, write_output
 from harness.interrupts import signals_raise_interrupted
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", dest="set_name", default=None, metavar="NAME",
                         help="check against a query set: its kind, its corpus materialised as "
                              f"${CORPUS_DIR_ENV}, its first {PLAIN_QUERY_COUNT} queries")
-    parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    parser.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
     parser.add_argument("--offline", action="store_true", help="with --set: never fetch corpus archives")
     parser.add_argument("--corpus-dir", type=Path, default=None, metavar="DIR",
                         help=f"folder passed as ${CORPUS_DIR_ENV} (default: ${CORPUS_DIR_ENV} if set with "
@@ -87,8 +87,9 @@ def main(argv: list[str]) -> int:
 
 def _check(args: argparse.Namespace, command: list[str]) -> int:
     with guarded_temp_folder("retrieval-gate-check-") as scratch:
-        kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name,
-                                      sets_dir=args.sets_dir, offline=args.offline, corpus_dir=args.corpus_dir)
+        team = resolve_layout(args)
+        kind, corpus = prepare_corpus(Path(scratch), kind=args.kind, set_name=args.set_name, sets_dir=team.sets_dir,
+                                      offline=args.offline, corpus_dir=args.corpus_dir, shipped=team.shipped_sets)
         env = {CORPUS_DIR_ENV: str(corpus.folder)}
         if not names_a_stream(args.log):
             write_output(args.log, "", "--log")  # this run's log only

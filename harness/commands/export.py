@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import (HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name,
+                                       resolve_layout)
 from harness.report.document import Report
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
@@ -32,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scored-only", action="store_true",
                         help="leave out negative probes, xfail and measure_only queries, so trec_eval -c means "
                              "equal the report's overall aggregates")
-    parser.add_argument("--sets-dir", type=Path, default=Path("sets"),
-                        help="where to look for a set whose recorded path is gone (default: sets)")
+    parser.add_argument("--sets-dir", type=Path, default=None,
+                        help="where to look for a set whose recorded path is gone (default: the config's `sets`, "
+                             "else sets/; then the shipped sets)")
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
     return parser
 
@@ -58,7 +60,8 @@ def main(argv: list[str]) -> int:
         queries = sum(len(s.queries) for s in report.sets)
         print(f"run: {args.trec_run} ({lines} lines, {queries} queries{_prefix_note(report)})")
     if args.trec_qrels is not None:
-        query_sets = report_sets(report, args.report, args.sets_dir, offline=args.offline)
+        team = resolve_layout(args)
+        query_sets = report_sets(report, args.report, (team.sets_dir, team.shipped_sets), offline=args.offline)
         if args.scored_only:
             query_sets = [dataclasses.replace(s, queries=tuple(q for q in s.queries if q.scored)) for s in query_sets]
         write_qrels(query_sets, args.trec_qrels)

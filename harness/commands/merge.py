@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness import api
 from harness.commands import guard
-from harness.commands.arguments import (HelpFormatter, add_gating_options, example_epilog, exit_codes_epilog,
-                                       parse_arguments)
+from harness.commands.arguments import (SETS_DIR_HELP, HelpFormatter, add_gating_options, example_epilog,
+                                       exit_codes_epilog, parse_arguments, resolve_layout)
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
@@ -33,8 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter, epilog=example_epilog("merge") + "\n" + exit_codes_epilog("merge"))
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
-    parser.add_argument("--sets-dir", type=Path, default=Path("sets"),
-                        help="where the shards' sets live, to re-score them (default: sets)")
+    parser.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP + "; the shards' sets are re-scored")
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
     add_gating_options(parser, "gating (as in a run)")
     output = parser.add_argument_group("output")
@@ -45,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
+    team = resolve_layout(args)
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
     # An output naming a shard report (or the budgets, or the baseline gated against) would replace it.
@@ -55,9 +55,8 @@ def main(argv: list[str]) -> int:
     gated = not args.no_gate and not args.update_baseline
     options = api.RunOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
-    report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], sets_dir=args.sets_dir,
-                            offline=args.offline, budgets=args.budgets, baseline=args.baseline if gated else None,
-                            policy=args.policy, options=options)
+    report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
+                            offline=args.offline, gated=gated, options=options)
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:

@@ -13,8 +13,9 @@ from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import guard
-from harness.commands.arguments import (SUBCOMMANDS, ArgumentParser, add_gating_options, add_timeout_options, example_epilog,
-                                       exit_codes_epilog, parse_arguments, program_name, split_adapter_command)
+from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentParser, add_gating_options,
+                                       add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
+                                       program_name, resolve_layout, split_adapter_command)
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
@@ -30,7 +31,7 @@ from harness.sets.loader import protected_files
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 EXAMPLES = """\
 examples:
-  %(prog)s --set all                          BM25 over every shipped set, gated against baselines/current.json
+  %(prog)s --set all                          BM25 over the baseline's sets (README: A team's layout)
   %(prog)s --set code --backend onnx --baseline baselines/onnx.json
   %(prog)s --set memory --adapter --expect-banner -- ./my-adapter --index prod
   %(prog)s --set all --update-baseline        accept the current numbers (commit the file)
@@ -58,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_argument_group("what to run")
     what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
                       help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
-    what.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    what.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
     what.add_argument("--backend", choices=sorted(BACKENDS), default=None,
-                      help=f"a built-in reference adapter (default: {DEFAULT_BACKEND})")
+                      help=f"a built-in reference adapter (default: the config's `backend`, else {DEFAULT_BACKEND})")
     what.add_argument("--adapter", action="store_true",
                       help="run your own adapter: its command follows after '--' (argv, never a shell)")
     what.add_argument("--run-file", type=Path, default=None, metavar="RUN",
@@ -75,9 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed queries before measuring (default: 0)")
     timing.add_argument("--repeats", type=int, default=1, metavar="N",
                         help="ask each query N times; its latency is the median (default: 1)")
-    timing.add_argument("--workers", type=int, default=1, metavar="N",
+    timing.add_argument("--workers", type=int, default=None, metavar="N",
                         help="N adapter processes answer shards of each set at once (throughput on large sets; "
-                             "latency is then measured under concurrency) (default: 1)")
+                             "latency is then measured under concurrency) (default: the config's `workers`, else 1)")
     timing.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW, metavar="CHARS",
                         help="longest passage window an answer may show, in characters; longer is a protocol "
                              f"error (default: {DEFAULT_MAX_WINDOW})")
@@ -126,6 +127,11 @@ def main(args_list: list[str]) -> int:
 
 def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     log_path = guard.beside_out(args.out, ".adapter.log")
+    team = resolve_layout(args)
+    if args.backend is None and not args.adapter and args.run_file is None:
+        args.backend = team.backend
+    if args.workers is None:
+        args.workers = team.workers or 1
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
@@ -134,9 +140,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
         max_window=args.max_window, **_scale_options(args))
     gated = not args.no_gate and not args.update_baseline and args.shard is None
-    inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
-                             budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
-                             policy=args.policy)
+    inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
     # Every output checked before the first query: a typo must not cost a whole run.
     check_outputs({**output_paths(args), "adapter log": log_path},
                   {"--baseline": args.baseline, "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.errors import EXIT_OK, UsageError
+from harness.errors import EXIT_OK, SetError, UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH
-from harness.commands.arguments import (WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
-                                       exit_codes_epilog, parse_arguments, program_name)
+from harness.commands.arguments import (SETS_DIR_HELP, WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
+                                       exit_codes_epilog, parse_arguments, program_name, resolve_layout)
 from harness.interrupts import signals_raise_interrupted
+from harness.layout import Layout
 from harness.report.escape import terminal_line
-from harness.sets.loader import find_sets, load_set, read_set_metadata
+from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, sets_in
 from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
@@ -22,7 +24,7 @@ from harness.sets.statistics import contract_counts, overlap_statistics
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
                                      formatter_class=HelpFormatter, epilog=_examples() + "\n" + exit_codes_epilog("sets"))
-    parser.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    parser.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
     parser.add_argument("--offline", action="store_true", help="never fetch corpus archives")
     actions = parser.add_subparsers(dest="action", required=True)
 
@@ -31,19 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_action("list", help="one line per set, without loading corpora")
     show = add_action("show", help="counts per category, split and source; lexical-overlap statistics")
     show.add_argument("name")
-    show.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE_PATH,
+    show.add_argument("--baseline", type=Path, default=None,
                       help=f"the baseline whose per-query values tell what the set can detect "
-                           f"(default: {DEFAULT_BASELINE_PATH})")
+                           f"(default: the layout's, as a run's: {DEFAULT_BASELINE_PATH} of the team's folder)")
     verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
     beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
     beir.add_argument("folder", type=Path)
-    beir.add_argument("--name", required=True, help="the new set's name (a folder under --sets-dir; never overwritten)")
+    beir.add_argument("--name", required=True, help="the new set's name (a folder in the team's sets folder; "
+                                                     "never overwritten, never the shipped folder)")
     beir.add_argument("--split", default="test", help="which qrels/<split>.tsv to import (default: test)")
     # Also accepted after the action (`sets import-beir DIR --name X --sets-dir D`); SUPPRESS keeps
     # the subparser from resetting a --sets-dir given before the action to the default.
     beir.add_argument("--sets-dir", dest="sets_dir", type=Path, default=argparse.SUPPRESS,
-                      help="where the new set is written (also accepted before the action; default: sets)")
+                      help="where the new set is written (also accepted before the action; default: the "
+                           "config's `sets`, else sets/)")
     pin = add_action("pin", help="record the content hash of every document the queries name, in set.json")
     pin.add_argument("name")
     export = add_action("export-corpus", help="write <kind>.jsonl exactly as an adapter sees it, for a "
@@ -61,22 +65,38 @@ def _examples() -> str:
 
 def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
+    team = resolve_layout(args)
     # verify and import-beir may run pip or write a new set: a signal must unwind them cleanly.
     with signals_raise_interrupted():
         if args.action == "list":
-            return list_sets(args.sets_dir)
-        if args.action == "show":
-            return show_set(find_sets([args.name], args.sets_dir)[0], args.offline, args.baseline)
+            return list_sets(team)
         if args.action == "import-beir":
             from harness.sets.beir import convert_beir
-            result = convert_beir(args.folder, args.name, args.sets_dir, split_name=args.split)
+            if team.sets_dir_is_shipped:
+                raise UsageError(f"import-beir: {team.sets_dir} is the shipped sets folder; a team's sets go in "
+                                 f"its own folder: give --sets-dir DIR (or `sets` in retrieval-gate.toml)")
+            result = convert_beir(args.folder, args.name, team.sets_dir, split_name=args.split)
             print(f"{result.path}: {result.summary()}")
             return EXIT_OK
+        folders = _selected(team, args.name)
+        if args.action == "show":
+            return show_set(folders[0], args.offline, args.baseline)
         if args.action == "verify":
-            return verify_sets(find_sets([args.name], args.sets_dir), args.offline)
+            return verify_sets(folders, args.offline)
         if args.action == "export-corpus":
-            return export_corpus(find_sets([args.name], args.sets_dir), args.folder, args.offline)
-        return pin_set(find_sets([args.name], args.sets_dir)[0], args.offline)
+            return export_corpus(folders, args.folder, args.offline)
+        if team.origin(folders[0]) == "shipped" and not team.sets_dir_is_shipped:
+            raise UsageError(f"pin: set {args.name} is a shipped set ({folders[0]}), not the team's: copy it into "
+                             f"{team.sets_dir} to change it")
+        return pin_set(folders[0], args.offline)
+
+
+def _selected(team: Layout, name: str) -> list[Path]:
+    """The folders a set name (or `all`) selects, as a run selects them; the notices of `all` on stderr."""
+    folders, notices = team.select([name])
+    for notice in notices:
+        print(f"harness: warning: {terminal_line(notice)}", file=sys.stderr)
+    return folders
 
 
 def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
@@ -100,13 +120,25 @@ def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
     return EXIT_OK
 
 
-def list_sets(sets_dir: Path) -> int:
+def list_sets(team: Layout) -> int:
+    """The team's sets, then the shipped ones, each with where it comes from; a shipped set that a team's
+    set of the same name shadows (a name finds the team's) is said so in its `from` column."""
+    check_sets_dir(team.sets_dir)
+    own = sets_in(team.sets_dir)
+    shipped = [] if team.sets_dir_is_shipped else sets_in(team.shipped_sets)
+    if not own and not shipped:
+        raise SetError(f"{team.sets_dir}: no sets found (expected {team.sets_dir}/NAME/set.json)")
+    names = {folder.name for folder in own}
+    origins = [team.origin(folder) for folder in own] + [
+        f"shipped, shadowed by {team.sets_dir / folder.name}" if folder.name in names else "shipped"
+        for folder in shipped]
     # Every set read before the header: a bad one is the one error line, not a table cut short.
-    rows = [read_set_metadata(folder) for folder in find_sets(["all"], sets_dir)]
-    print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} description")
-    for meta, queries in rows:
+    rows = [read_set_metadata(folder) for folder in own + shipped]
+    width = max(len("from"), *(len(origin) for origin in origins))
+    print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} {'from':<{width}}  description")
+    for (meta, queries), origin in zip(rows, origins):
         print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
-              f"{terminal_line(str(meta.get('description', '')))}")
+              f"{terminal_line(origin):<{width}}  {terminal_line(str(meta.get('description', '')))}")
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ class GateInputs:
     policy: GatePolicy = GatePolicy()
     baseline: Baseline | None = None
     fingerprints: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    notices: tuple[str, ...] = ()  # `--set all`: each set found but not in the baseline, not run (harness/layout.py)
 
     def entries(self, k: int | None = None) -> dict[str, Mapping]:
         """Set name -> the baseline entry comparable with it asked at `k` (None: each set's own k);

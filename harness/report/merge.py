@@ -59,14 +59,15 @@ class MergePlan:
         value = self.provenance.settings.get("k")
         return value if isinstance(value, int) else None
 
-    def set_paths(self, sets_dir: Path) -> list[str]:
-        """Where to load each set: its folder as the shards recorded it when it exists here, else its name."""
+    def set_paths(self, sets_dirs: Sequence[Path]) -> list[str]:
+        """Where to load each set: its name when one of `sets_dirs` (the team's, the shipped) holds it,
+        else its folder as the shards recorded it when that exists here, else its name."""
         paths = []
         for name in self.queries:
             source = self.provenance.sets.get(name)
             recorded = Path(source.path) if source is not None and source.path else None
             paths.append(str(recorded) if recorded is not None and (recorded / "set.json").is_file()
-                         and not (sets_dir / name / "set.json").is_file() else name)
+                         and not any((folder / name / "set.json").is_file() for folder in sets_dirs) else name)
         return paths
 
 

@@ -338,8 +338,8 @@ def scored_rows_only(report: Report) -> Report:
     return dataclasses.replace(report, sets=sets)
 
 
-def report_sets(report: Report, report_path: Path, sets_dir: Path, *, offline: bool = False) -> list[QuerySet]:
-    """The sets a report measured, in its order, loaded from the recorded paths (or `sets_dir/NAME`).
+def report_sets(report: Report, report_path: Path, sets_dirs: Sequence[Path], *, offline: bool = False) -> list[QuerySet]:
+    """The sets a report measured, in its order, loaded from the recorded paths (or `DIR/NAME`, each of `sets_dirs`).
 
     A set whose revision or corpus hash differs from what the report recorded is refused:
     its gold is not the gold the report was scored against.
@@ -350,7 +350,7 @@ def report_sets(report: Report, report_path: Path, sets_dir: Path, *, offline: b
         name = set_report.name
         entry = recorded.get(name)
         candidates = [Path(entry.path)] if entry is not None and entry.path else []
-        candidates.append(sets_dir / name)
+        candidates.extend(folder / name for folder in sets_dirs)
         folder = next((c for c in candidates if (c / "set.json").is_file()), None)
         if folder is None:
             raise UsageError(f"{report_path}: set {name}: no set.json at {' or '.join(str(c) for c in candidates)}; "

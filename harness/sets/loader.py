@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from harness.strict_json import read_json_file
@@ -63,8 +63,21 @@ def check_sets_dir(sets_dir: Path) -> None:
         raise SetError(f"--sets-dir {sets_dir}: cannot be examined: {exc.strerror}") from None
 
 
-def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
-    """Resolve `--set` values: a set name under `sets_dir`, a set folder path, or `all`."""
+def sets_in(sets_dir: Path) -> list[Path]:
+    """The set folders (NAME/set.json) directly under `sets_dir`, sorted; none when it is not a folder."""
+    try:
+        return sorted(p.parent for p in sets_dir.glob("*/set.json")) if sets_dir.is_dir() else []
+    except OSError:  # a name too long, no permission to look
+        return []
+
+
+def find_sets(names: list[str], sets_dir: Path, *, shipped: Path | None = None,
+              recorded: Collection[str] | None = None) -> list[Path]:
+    """Resolve `--set` values: a set folder path, a set name (under `sets_dir`, else under `shipped`), or `all`.
+
+    `all`: the `recorded` names (those a baseline records) when given, each looked up as a name is;
+    else every set under `sets_dir`, or under `shipped` when `sets_dir` holds none.
+    """
     if not names:
         raise SetError("no set named: give --set NAME (or --set all)")
     found: list[Path] = []
@@ -73,17 +86,15 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
             found.append(Path(name))
             continue
         check_sets_dir(sets_dir)
-        if name == "all":
-            candidates = sorted(p.parent for p in sets_dir.glob("*/set.json"))
+        if name == "all" and recorded is not None:
+            found.extend(_named(each, sets_dir, shipped) for each in sorted(recorded))
+        elif name == "all":
+            candidates = sets_in(sets_dir) or (sets_in(shipped) if shipped is not None else [])
             if not candidates:
                 raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
             found.extend(candidates)
-            continue
-        folder = sets_dir / name
-        if not _holds_set(folder):
-            available = sorted(p.parent.name for p in sets_dir.glob("*/set.json"))
-            raise SetError(f"set {name!r}: no {folder / 'set.json'} (available: {', '.join(available) or 'none'})")
-        found.append(folder)
+        else:
+            found.append(_named(name, sets_dir, shipped))
     unique: list[Path] = []
     for folder in found:
         if folder.resolve() not in {f.resolve() for f in unique}:
@@ -100,6 +111,25 @@ def find_sets(names: list[str], sets_dir: Path) -> list[Path]:
                                f"{first[name]}; two sets in one run need different names")
             first[name] = folder
     return unique
+
+
+def _named(name: str, sets_dir: Path, shipped: Path | None) -> Path:
+    """The folder of the set `name`: the team's (`sets_dir`) first, then the shipped one."""
+    for folder in (sets_dir / name, *((shipped / name,) if shipped is not None else ())):
+        if _holds_set(folder):
+            return folder
+    available = sorted(p.name for p in sets_in(sets_dir))
+    also = (f"; shipped: {', '.join(p.name for p in sets_in(shipped)) or 'none'}"
+            if shipped is not None and not same_folder(shipped, sets_dir) else "")
+    raise SetError(f"set {name!r}: no {sets_dir / name / 'set.json'} (available: {', '.join(available) or 'none'}{also})")
+
+
+def same_folder(a: Path, b: Path) -> bool:
+    """True when the two paths name one folder (links resolved); False when either cannot be resolved."""
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _holds_set(folder: Path) -> bool:

@@ -21,8 +21,10 @@ ALLOWED = {
     "gating": {"scoring"},
     "report": {"scoring", "gating", "sets"},
     "adapter": {"sets", "scoring", "report"},
-    "api": {"sets", "adapter", "scoring", "gating", "report"},
-    "commands": {"sets", "adapter", "scoring", "gating", "report", "api"},
+    "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
+    "layout": {"sets", "adapter", "gating", "shipped"},  # harness/layout.py: the team's folders, config and defaults
+    "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
+    "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout", "shipped"},
     "__main__": {"commands"},
     "pytest_plugin": {"api", "report"},  # harness/pytest_plugin.py: the fixture calls them lazily
 }

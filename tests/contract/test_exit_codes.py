@@ -144,6 +144,9 @@ BAD_INPUTS = [
     ("merge-missing-file", ["merge", "{missing}", "--out", "{out}"], 2, "harness"),
     ("merge-malformed-file", ["merge", "{garbage}", "--out", "{out}"], 2, "harness"),
     ("merge-not-a-shard", ["merge", str(REPORT), "--out", "{out}", "--no-gate"], 2, "harness"),
+    ("init-unknown-option", ["init", "--bogus"], 2, ARGPARSE),
+    ("init-two-folders", ["init", "{folder}/a", "{folder}/b"], 2, ARGPARSE),
+    ("init-unwritable-folder", ["init", "{garbage}/team"], 2, "harness"),
 ]
 
 

@@ -110,5 +110,9 @@ def test_every_example_works_in_the_readmes_order(tmp_path):
         elif command == "merge":
             merged = json.loads((work / "merged.json").read_text(encoding="utf-8"))
             assert len(merged["sets"][0]["queries"]) == len(report["sets"][0]["queries"])
-        elif command == "sets list":
-            assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == ["dedupe", "memory"]
+        elif command == "sets list":  # the team's two, then the shipped four (two of them shadowed)
+            assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == [
+                "dedupe", "memory", "code", "dedupe", "memory", "wiki"]
+        elif command == "init":
+            assert (work / "my-team" / "retrieval-gate.toml").is_file()
+            assert (work / "my-team" / "sets" / "example" / "set.json").is_file()

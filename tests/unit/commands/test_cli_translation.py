@@ -25,7 +25,7 @@ def test_options_reach_the_api_as_given(stand_in, tmp_path):
                      "--known-contract-failures", "--out", str(out), "--adapter", "--", "./mine", "--x"])
     assert code == 1  # the report's exit code
     (_, sets, load), (_, run) = fake.calls
-    assert sets == ["code", "memory"] and load["baseline"] == tmp_path / "b.json" and load["k"] == 20
+    assert sets == ["code", "memory"] and load["layout"].baseline == tmp_path / "b.json" and load["gated"] and load["k"] == 20
     assert run["backend"] == ["./mine", "--x"] and run["run_file"] is None
     options = run["options"]
     assert (options.k, options.query_timeout, options.workers, options.warmup, options.repeats) == (20, 4.0, 2, 3, 2)
@@ -37,14 +37,14 @@ def test_defaults_are_all_sets_bm25_and_the_committed_baseline(stand_in, tmp_pat
     fake = stand_in(gated_report())
     cli.main(["--out", str(tmp_path / "r.json"), "--quiet"])
     (_, sets, load), (_, run) = fake.calls
-    assert sets == ["all"] and str(load["baseline"]) == "baselines/current.json"
+    assert sets == ["all"] and str(load["layout"].baseline) == "baselines/current.json" and load["gated"]
     assert run["backend"] is None  # the API's default: bm25
 
 
 def test_no_gate_and_update_baseline_load_no_baseline(stand_in, tmp_path):
     fake = stand_in(gated_report())
     cli.main(["--no-gate", "--out", str(tmp_path / "r.json"), "--quiet"])
-    assert fake.calls[0][2]["baseline"] is None
+    assert fake.calls[0][2]["gated"] is False  # the baseline only says what `all` is
 
 
 def test_outputs_are_the_reports_renderings(stand_in, tmp_path, capsys):

@@ -18,7 +18,7 @@ def test_scale_options_reach_the_api(stand_in, tmp_path):  # noqa: F811
     options = run["options"]
     assert (options.shard, options.executor, options.ray_address, options.worker_cpus, options.worker_gpus,
             options.workers) == ("2/4", "ray", "head:6379", 0.5, 1.0, 3)
-    assert load["baseline"] is None  # a shard is gated by `merge`, never alone
+    assert load["gated"] is False  # a shard is gated by `merge`, never alone
 
 
 def test_defaults_are_unsharded_and_local(stand_in, tmp_path):  # noqa: F811

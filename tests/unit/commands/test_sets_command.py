@@ -18,10 +18,11 @@ def test_overlap_statistics_hand_checked():
     assert abs(stats["zero_overlap_share"] - 1 / 6) < 1e-12
 
 
-def test_list_show_verify(capsys, tiny_copy):
+def test_list_show_verify(capsys, tiny_copy, monkeypatch):
+    monkeypatch.chdir(tiny_copy.parent.parent)  # a team's folder: no baseline file, so `all` is every set found
     sets_dir = str(tiny_copy.parent)
     assert main(["sets", "--sets-dir", sets_dir, "list"]) == 0
-    assert "tiny              1        7  jsonl" in capsys.readouterr().out
+    assert "tiny              1        7  jsonl" in capsys.readouterr().out.splitlines()[1]
     assert main(["sets", "--sets-dir", sets_dir, "show", "tiny"]) == 0
     out = capsys.readouterr().out
     assert "by split: development 5, held-out 2" in out and "1 of 6 judged queries (17%)" in out
@@ -122,8 +123,9 @@ def test_import_beir_takes_sets_dir_after_the_action_too(tmp_path, capsys, monke
     capsys.readouterr()
 
 
-def test_export_corpus_all_writes_every_set_or_nothing(tmp_path, capsys):
+def test_export_corpus_all_writes_every_set_or_nothing(tmp_path, capsys, monkeypatch):
     import shutil
+    monkeypatch.chdir(tmp_path)  # a team's folder without a baseline file: `all` is every set found
     sets = tmp_path / "sets"
     for name, kind in (("one", "code"), ("two", "notes")):
         shutil.copytree(TINY_SET, sets / name)

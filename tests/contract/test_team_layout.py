@@ -1,0 +1,138 @@
+"""A team's repository end to end (README.md, "A team's layout"): `init` writes a starter layout that
+runs and gates with the real BM25 adapter, never overwrites, and `--set all` with a set not in the
+baseline still passes, naming the set and how to baseline it; `import-beir` writes into the team's
+sets folder, never the shipped one; `harness.gate(["all"])` selects as the command does."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+import harness
+from harness.commands.cli import main
+from harness.commands.init import policy_document, starter_files
+from harness.gating.policy import GatePolicy, load_policy
+from harness.api import gated_metric_name
+from harness.layout import resolve
+from harness.shipped import shipped_sets_dir
+from tests.conftest import FIXTURES
+
+STARTER = sorted(starter_files())
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """An empty team repository (its .git stops the config search), as the working folder."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_init_writes_every_starter_file_and_the_starter_set_gates(repo, capsys):
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(line.startswith("wrote ") for line in out) and sorted(line.split()[1] for line in out) == STARTER
+    assert sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts) == STARTER
+    # no baseline yet: `all` is every set found (the example), and the gate asks for one
+    assert main(["--set", "all", "--out", "r.json", "--quiet"]) == 2
+    assert "no baseline file; record one with --update-baseline" in capsys.readouterr().err
+    assert main(["--set", "all", "--update-baseline", "--yes", "--out", "r.json", "--quiet"]) == 0
+    recorded = json.loads((repo / "baselines" / "current.json").read_text())
+    assert list(recorded["sets"]) == ["example"] and recorded["sets"]["example"]["query_count"] == 5
+    assert main(["--set", "all", "--out", "r.json", "--quiet"]) == 0
+    report = json.loads((repo / "r.json").read_text())
+    assert [s["name"] for s in report["sets"]] == ["example"] and report["gates"]
+    assert report["provenance"]["policy"]["source"] == "gate-policy.json"
+
+
+def test_init_never_overwrites_and_says_what_it_kept(repo, capsys):
+    mine = {"retrieval-gate.toml": b"sets = \"quality\"\n", "budgets.json": b"not even json",
+            ".github/workflows/retrieval-gate.yml": b"name: ours\n"}
+    for path, data in mine.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(data)
+    (repo / "sets" / "example").mkdir(parents=True)
+    (repo / "sets" / "example" / "set.json").symlink_to(repo / "nowhere.json")  # dangling: kept too
+    assert main(["init", str(repo)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    kept = sorted(line.split()[1] for line in lines if line.startswith("kept "))
+    assert kept == sorted(str(repo / path) for path in [*mine, "sets/example/set.json"])
+    assert len(lines) == len(STARTER)
+    assert {path: (repo / path).read_bytes() for path in mine} == mine
+    assert os.readlink(repo / "sets" / "example" / "set.json") == str(repo / "nowhere.json")
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    assert main(["init", str(repo)]) == 0  # a second time: everything kept, byte for byte
+    assert all(line.startswith("kept ") for line in capsys.readouterr().out.splitlines())
+    assert {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()} == before
+
+
+def test_init_into_a_folder_that_cannot_be_written_is_exit_2(repo, capsys):
+    (repo / "a-file").write_text("x")
+    assert main(["init", "a-file/team"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "init: a-file/team/retrieval-gate.toml: cannot be written" in err
+
+
+def test_the_starter_policy_is_the_default_policy(tmp_path):
+    path = tmp_path / "gate-policy.json"
+    path.write_text(json.dumps(policy_document()))
+    loaded = load_policy(path, gated_metric_name)
+    assert loaded == GatePolicy(source=str(path))
+    # and the file spells out every field a policy has (none left implicit): the defaults, hand-listed
+    assert policy_document() == {
+        "format": 1, "metrics": ["recall@10"], "drop_limit_points": 2.0,
+        "categories": {"gate": True, "min_queries": 1, "discount_queries": 1},
+        "significance": {"require_ci_below_zero": False},
+        "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
+                    "relative_fails": False},
+        "judged": {"warn_drop_points": 10.0}, "ratchet": {"improvement_points": None}}
+
+
+def test_a_set_not_in_the_baseline_is_named_not_run_and_the_gate_passes(repo, capsys):
+    assert main(["init"]) == 0
+    assert main(["--set", "all", "--update-baseline", "--yes", "--out", "r.json", "--quiet"]) == 0
+    shutil.copytree(repo / "sets" / "example", repo / "sets" / "extra")
+    meta = json.loads((repo / "sets" / "extra" / "set.json").read_text())
+    (repo / "sets" / "extra" / "set.json").write_text(json.dumps({**meta, "name": "extra"}))
+    capsys.readouterr()
+    assert main(["--set", "all", "--out", "r.json"]) == 0
+    err = capsys.readouterr().err
+    notice = ("set extra is not in baselines/current.json: not gated (baseline it: python -m harness --set extra "
+              "--update-baseline)")
+    assert err.count(notice) == 1
+    report = json.loads((repo / "r.json").read_text())
+    assert [s["name"] for s in report["sets"]] == ["example"] and notice in report["warnings"]
+    # the same selection everywhere `all` is expanded: sets verify, and the Python API
+    assert main(["sets", "verify"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ok  example:") and "extra" not in out and notice in err
+    api_report = harness.gate(["all"], backend="bm25")
+    assert [s.name for s in api_report.sets] == ["example"] and notice in api_report.warnings
+    # baselining it as the notice says makes it part of `all`
+    assert main(["--set", "extra", "--update-baseline", "--yes", "--out", "r.json", "--quiet"]) == 0
+    assert [p.name for p in resolve().find(["all"])] == ["example", "extra"]
+
+
+def test_import_beir_writes_into_the_teams_sets_folder_never_the_shipped_one(repo, capsys):
+    (repo / "retrieval-gate.toml").write_text('sets = "quality/sets"\n')
+    assert main(["sets", "import-beir", str(FIXTURES / "beir"), "--name", "bakery"]) == 0
+    assert (repo / "quality" / "sets" / "bakery" / "set.json").is_file()
+    assert capsys.readouterr().out.startswith("quality/sets/bakery: 4 queries, 7 documents")
+    assert main(["sets", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:1] == ["bakery"]
+    shipped_before = sorted(p.name for p in shipped_sets_dir().iterdir())
+    assert main(["sets", "--sets-dir", str(shipped_sets_dir()), "import-beir", str(FIXTURES / "beir"),
+                 "--name", "bakery2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the shipped sets folder" in err
+    assert sorted(p.name for p in shipped_sets_dir().iterdir()) == shipped_before
+
+
+def test_pin_never_writes_into_a_shipped_set(repo, capsys):
+    before = (shipped_sets_dir() / "memory" / "set.json").read_bytes()
+    assert main(["sets", "pin", "memory"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pin: set memory is a shipped set" in err
+    assert (shipped_sets_dir() / "memory" / "set.json").read_bytes() == before

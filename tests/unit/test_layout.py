@@ -1,0 +1,159 @@
+"""harness/layout.py: where a team's files are found, each level overriding the next (option > config >
+the team folder's conventional paths > the shipped data), and every config defect one line, exit 2."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.commands.cli import main
+from harness.errors import SetError, UsageError
+from harness.layout import FROM_LAYOUT, find_config, resolve
+from harness.shipped import shipped_baselines_dir, shipped_sets_dir
+from tests.conftest import TINY_SET
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    """A team's repository: its root holds .git, so no config above it is ever read."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def add_set(sets_dir: Path, name: str) -> Path:
+    target = sets_dir / name
+    shutil.copytree(TINY_SET, target)
+    meta = json.loads((target / "set.json").read_text())
+    (target / "set.json").write_text(json.dumps({**meta, "name": name}))
+    return target
+
+
+def baseline_recording(path: Path, *names: str) -> Path:
+    """A minimal valid baseline file whose `sets` records `names` (its entries are never compared here)."""
+    shipped = json.loads((shipped_baselines_dir() / "current.json").read_text())
+    entry = next(iter(shipped["sets"].values()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**shipped, "sets": {name: entry for name in names}}))
+    return path
+
+
+def test_without_anything_the_shipped_sets_and_baseline(team):
+    layout = resolve(cwd=team)
+    assert layout.sets_dir == team / "sets" and not layout.sets_dir.exists()
+    assert layout.shipped_sets == shipped_sets_dir()
+    assert layout.baseline == shipped_baselines_dir() / "current.json"
+    assert (layout.budgets, layout.policy, layout.config, layout.backend, layout.workers) == (None,) * 5
+
+
+def test_conventional_paths_override_the_shipped_data(team):
+    add_set(team / "sets", "mine")
+    layout = resolve(cwd=team)
+    # the team has sets: its baseline is its own, even before it exists (--update-baseline writes it there)
+    assert layout.sets_dir == team / "sets" and layout.baseline == team / "baselines" / "current.json"
+    for name in ("budgets.json", "gate-policy.json"):
+        (team / name).write_text("{}")
+    layout = resolve(cwd=team)
+    assert (layout.budgets, layout.policy) == (team / "budgets.json", team / "gate-policy.json")
+
+
+def test_the_config_overrides_the_conventional_paths_relative_to_its_folder(team):
+    add_set(team / "sets", "mine")
+    for name in ("budgets.json", "gate-policy.json"):
+        (team / name).write_text("{}")
+    (team / "retrieval-gate.toml").write_text('sets = "quality/sets"\nbaseline = "quality/base.json"\n'
+                                              'budgets = "quality/b.json"\npolicy = "quality/p.json"\n'
+                                              'backend = "onnx"\nworkers = 3\n')
+    below = team / "src" / "pkg"
+    below.mkdir(parents=True)
+    layout = resolve(cwd=below)  # found walking up; its paths are the config folder's
+    assert layout.config == (team / "retrieval-gate.toml").resolve()
+    quality = team.resolve() / "quality"
+    assert (layout.sets_dir, layout.baseline, layout.budgets, layout.policy) == (
+        quality / "sets", quality / "base.json", quality / "b.json", quality / "p.json")
+    assert (layout.backend, layout.workers) == ("onnx", 3)
+
+
+def test_options_override_the_config(team):
+    (team / "retrieval-gate.toml").write_text('sets = "a"\nbaseline = "b.json"\nbudgets = "c.json"\npolicy = "d.json"\n')
+    given = [Path("/x/sets"), Path("/x/base.json"), Path("/x/budgets.json"), Path("/x/policy.json")]
+    layout = resolve(sets_dir=given[0], baseline=given[1], budgets=given[2], policy=given[3], cwd=team)
+    assert [layout.sets_dir, layout.baseline, layout.budgets, layout.policy] == given
+    assert resolve(baseline=None, cwd=team).baseline is None  # the API's "measure, never gate"
+    assert resolve(baseline=FROM_LAYOUT, cwd=team).baseline == team.resolve() / "b.json"
+
+
+def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(team, tmp_path):
+    (tmp_path / "retrieval-gate.toml").write_text('sets = "outside"\n')  # above the repository: never read
+    (team / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert find_config(team) is None
+    (team / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.retrieval-gate]\nsets = "q"\n')
+    assert find_config(team) == (team / "pyproject.toml").resolve()
+    assert resolve(cwd=team).sets_dir == team.resolve() / "q"
+    (team / "retrieval-gate.toml").write_text('sets = "r"\n')  # the dedicated file first
+    assert resolve(cwd=team).sets_dir == team.resolve() / "r"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, backend, workers)"),
+    ("sets = 5\n", "retrieval-gate.toml: sets: expected a path as a non-empty string, got 5"),
+    ('workers = "2"\n', "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got '2'"),
+    ("workers = true\n", "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got True"),
+    ("backend = 1\n", "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got 1"),
+    ('backend = "elastic"\n', "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got 'elastic'"),
+    ("sets = \n", "retrieval-gate.toml: not valid TOML: "),
+])
+def test_a_config_defect_is_one_line_naming_file_and_key_and_exit_2(team, monkeypatch, capsys, text, expected):
+    (team / "retrieval-gate.toml").write_text(text)
+    monkeypatch.chdir(team)
+    assert main(["--set", "all", "--no-gate", "--out", str(team / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err, err
+
+
+def test_a_pyproject_defect_names_the_table(team):
+    (team / "pyproject.toml").write_text("[tool.retrieval-gate]\nbaseline = []\n")
+    with pytest.raises(UsageError, match=r"pyproject.toml: tool.retrieval-gate.baseline: expected a path"):
+        resolve(cwd=team)
+
+
+def test_a_name_is_the_teams_set_first_then_a_shipped_one(team):
+    mine = add_set(team / "sets", "memory")  # shadows the shipped memory set
+    layout = resolve(cwd=team)
+    assert layout.find(["memory"]) == [mine]
+    assert layout.find(["dedupe"]) == [shipped_sets_dir() / "dedupe"]
+    with pytest.raises(SetError, match=r"set 'nope': no .*sets/nope/set.json \(available: memory; shipped: code, "
+                                       r"dedupe, memory, wiki\)"):
+        layout.find(["nope"])
+
+
+def test_all_is_every_set_found_without_a_baseline_file(team):
+    assert [p.name for p in resolve(cwd=team).find(["all"])] == ["code", "dedupe", "memory", "wiki"]
+    add_set(team / "sets", "one")
+    add_set(team / "sets", "two")
+    assert resolve(cwd=team).select(["all"]) == ([team / "sets" / "one", team / "sets" / "two"], [])
+
+
+def test_all_is_what_the_baseline_records_and_names_the_others(team):
+    add_set(team / "sets", "one")
+    add_set(team / "sets", "two")
+    baseline = baseline_recording(team / "baselines" / "current.json", "one")
+    folders, notices = resolve(cwd=team).select(["all"])
+    assert folders == [team / "sets" / "one"]
+    assert notices == [f"set two is not in {baseline}: not gated (baseline it: python -m harness --set two "
+                       f"--update-baseline)"]
+    given = baseline_recording(team / "other.json", "two")
+    folders, notices = resolve(baseline=given, cwd=team).select(["all"])  # the command repeats a given baseline
+    assert folders == [team / "sets" / "two"] and notices[0].endswith(f"--update-baseline --baseline {given})")
+    assert resolve(cwd=team).select(["two"]) == ([team / "sets" / "two"], [])  # named: run, no notice
+
+
+def test_sets_list_marks_a_shadowed_shipped_set(team, monkeypatch, capsys):
+    add_set(team / "sets", "memory")
+    monkeypatch.chdir(team)
+    assert main(["sets", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split()[0] for line in lines] == ["memory", "code", "dedupe", "memory", "wiki"]
+    assert " sets " in lines[0] and "shipped, shadowed by sets/memory" in lines[3]
+    assert lines[1].split()[4] == "shipped" and "shadowed" not in lines[1]
