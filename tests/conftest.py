@@ -63,11 +63,11 @@ SLOW_GROUPS = (
     "tests/properties/test_inert_text.py",
     # a pytest of its own per case (about 8 s)
     "tests/contract/test_pytest_plugin.py",
-    # the exhaustive real-process matrices (the default keeps one real-process case of each contract:
-    # test_runner.py's faults, test_exit_codes.py's exit codes, test_check_adapter.py's signals): every
-    # fault, every signal to a subcommand, every closed-stdout case, every input and environment exit,
-    # hostile text through real adapters, adapter garbage on the wire, and both statistics engines
-    # side by side
+    # the exhaustive real-process matrices: every fault, every signal to a subcommand, every
+    # closed-stdout case, every input and environment exit, hostile text through real adapters,
+    # adapter garbage on the wire, and both statistics engines side by side (the default keeps the
+    # faults of tests/contract/test_runner.py, the exit codes of tests/contract/test_exit_codes.py
+    # and the signals of tests/contract/test_check_adapter.py and tests/contract/test_interrupt.py)
     "tests/contract/test_fault_matrix.py", "tests/contract/test_input_and_environment_exits.py",
     "tests/contract/test_hostile_text.py", "tests/contract/test_wire_garbage.py",
     "tests/contract/test_exit_codes.py::test_signal_during_a_subcommand",
