@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__, api
-from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, shipped_baseline
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import guard
@@ -19,6 +19,7 @@ from harness.commands.check_adapter import StartupProgressPrinter
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
 from harness.fsutil import check_outputs, step_summary_target, write_output
+from harness.gating.baseline import DEFAULT_BASELINE_PATH
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.inputs import GateInputs
 from harness.report.console import render_text, render_what_if
@@ -26,6 +27,7 @@ from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
 from harness.sets.loader import protected_files
+from harness.shipped import shipped_sets_dir
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 EXAMPLES = """\
@@ -134,6 +136,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
         max_window=args.max_window, **_scale_options(args))
     gated = not args.no_gate and not args.update_baseline and args.shard is None
+    _shipped_fallback(args, gated)
     inputs = api.load_inputs(args.sets or ["all"], sets_dir=args.sets_dir, offline=args.offline,
                              budgets=args.budgets, baseline=args.baseline if gated else None, k=args.k,
                              policy=args.policy)
@@ -166,6 +169,30 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     if args.update_baseline:
         return update_baseline(args, report)
     return report.exit_code
+
+
+def _shipped_fallback(args: argparse.Namespace, gated: bool) -> None:
+    """Run from any folder: set names missing from --sets-dir are the shipped sets (harness/shipped.py), and
+    a built-in backend over shipped sets alone, with no file at the default --baseline, is gated against its
+    shipped baseline (said on stderr). The team's own files always come first."""
+    shipped = shipped_sets_dir()
+    names = args.sets or ["all"]
+    if names == ["all"] and not os.path.lexists(args.sets_dir):
+        args.sets_dir = shipped
+    args.sets = [str(shipped / name) if not _holds_set(name) and not _holds_set(args.sets_dir / name)
+                 and _holds_set(shipped / name) else name for name in names]
+    from_shipped = args.sets_dir == shipped if args.sets == ["all"] else all(
+        Path(name).parent == shipped for name in args.sets)
+    backend = args.backend or (None if args.adapter or args.run_file else DEFAULT_BACKEND)
+    if gated and backend and from_shipped and args.baseline == DEFAULT_BASELINE_PATH \
+            and not os.path.lexists(args.baseline):
+        args.baseline = shipped_baseline(backend)
+        print(f"harness: no {DEFAULT_BASELINE_PATH} here: gated against the shipped baseline {args.baseline}",
+              file=sys.stderr)
+
+
+def _holds_set(folder: str | Path) -> bool:
+    return os.path.isfile(os.path.join(folder, "set.json"))  # False for a name too long, a NUL, no access
 
 
 def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: GateInputs,
