@@ -62,6 +62,8 @@ SLOW_GROUPS = (
     "tests/properties/test_inert_text.py",
     # a pytest of its own per case (about 8 s)
     "tests/contract/test_pytest_plugin.py",
+    # the wheel built, installed in fresh venvs (beside AdapterHub's `adapters` in one) and run from other folders
+    "tests/contract/test_installed.py",
     # real pip and concurrent writers
     "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
     "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",
