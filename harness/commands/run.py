@@ -30,6 +30,7 @@ from harness.sets.loader import protected_files
 from harness.shipped import shipped_sets_dir
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
+DEFAULT_SETS_DIR = Path("sets")
 EXAMPLES = """\
 examples:
   %(prog)s --set all                          BM25 over every shipped set, gated against baselines/current.json
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_argument_group("what to run")
     what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
                       help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
-    what.add_argument("--sets-dir", type=Path, default=Path("sets"), help="where named sets live (default: sets)")
+    what.add_argument("--sets-dir", type=Path, default=DEFAULT_SETS_DIR, help="where named sets live (default: sets)")
     what.add_argument("--backend", choices=sorted(BACKENDS), default=None,
                       help=f"a built-in reference adapter (default: {DEFAULT_BACKEND})")
     what.add_argument("--adapter", action="store_true",
@@ -172,9 +173,11 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
 
 
 def _shipped_fallback(args: argparse.Namespace, gated: bool) -> None:
-    """Run from any folder: set names missing from --sets-dir are the shipped sets (harness/shipped.py), and
-    a built-in backend over shipped sets alone, with no file at the default --baseline, is gated against its
-    shipped baseline (said on stderr). The team's own files always come first."""
+    """Run from any folder: without --sets-dir, set names the working folder's sets/ lacks are the shipped sets
+    (harness/shipped.py), and a built-in backend over shipped sets alone, with no file at the default
+    --baseline, is gated against its shipped baseline (said on stderr). The team's own files always come first."""
+    if args.sets_dir != DEFAULT_SETS_DIR:
+        return
     shipped = shipped_sets_dir()
     names = args.sets or ["all"]
     if names == ["all"] and not os.path.lexists(args.sets_dir):

@@ -59,6 +59,12 @@ def test_an_adapter_of_ones_own_gets_no_shipped_baseline(tmp_path):
     assert "shipped baseline" not in stderr and "baselines/current.json: no baseline file" in stderr
 
 
+def test_an_explicit_sets_dir_is_never_second_guessed(tmp_path):
+    code, stderr, _ = harness(tmp_path, "--set", "memory", "--sets-dir", "mine")
+    assert code == 2
+    assert stderr.strip() == "harness: error: set 'memory': no mine/memory/set.json (available: none)"
+
+
 def test_a_name_neither_here_nor_shipped_is_still_refused(tmp_path):
     code, stderr, _ = harness(tmp_path, "--set", "nope")
     assert code == 2
