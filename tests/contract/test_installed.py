@@ -3,10 +3,11 @@ the main job from an unrelated folder, on a shipped set and on a team's own layo
 `adapters` (AdapterHub) without either shadowing the other.
 
 Offline: the wheel is built without build isolation (setuptools and wheel of this venv), installed with
---no-index, and numpy (the [bm25] extra) is lent to the fresh venv by a .pth naming a folder that holds
-this venv's numpy and nothing else. The AdapterHub wheel is the one `.ci/run` downloads into .ci-wheels/.
+--no-index, and numpy, onnxruntime and tokenizers (the extras) are lent to the fresh venv by a .pth naming a
+folder that holds this venv's copies of them and nothing else. The AdapterHub wheel is the one `.ci/run` downloads into .ci-wheels/.
 """
 
+import importlib.util
 import json
 import os
 import shutil
@@ -17,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, TINY_SET, require_modules
+from tests.conftest import REPO_ROOT, TINY_SET, require_default_model, require_modules
 
 ADAPTERHUB_WHEELS = REPO_ROOT / ".ci-wheels"
+# What the [bm25] and [onnx] extras would install, lent from this venv (onnx and sympy, which only make the
+# embedder's graph faster, are left out: the adapter runs the plain model and says so).
+LENT = ("numpy", "onnxruntime", "tokenizers")
 SOURCES = ("pyproject.toml", "README.md", "harness", "adapters", "sets", "baselines")
 
 
@@ -58,13 +62,15 @@ def fresh_venv(folder: Path, *wheels: Path) -> Path:
     python = folder / "bin" / "python"
     checked([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q",
              "--disable-pip-version-check", *wheels], env=env)
-    import numpy
     lent = folder / "lent"
     lent.mkdir()
-    numpy_dir = Path(numpy.__file__).parent
-    for part in (numpy_dir, numpy_dir.parent / "numpy.libs"):
-        if part.exists():
-            (lent / part.name).symlink_to(part)
+    for name in LENT:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            package = Path(spec.origin).parent
+            for part in (package, package.parent / f"{name}.libs"):
+                if part.exists():
+                    (lent / part.name).symlink_to(part)
     purelib = checked([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], env=env).stdout.strip()
     Path(purelib, "lent-numpy.pth").write_text(f"{lent}\n")
     return python
@@ -116,6 +122,24 @@ def test_from_an_unrelated_folder_the_shipped_set_is_gated_against_the_shipped_b
         report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
         assert report["exit_code"] == 0 and [s["name"] for s in report["sets"]] == ["memory"]
         assert report["provenance"]["backend"]["argv"] == [str(installed), "-m", "retrieval_gate_adapters.bm25"]
+
+
+@pytest.mark.parametrize("backend, module", [("onnx", "onnx_embed"), ("hybrid", "hybrid")])
+def test_the_embedding_backends_start_installed(installed, tmp_path, backend, module):
+    require_modules("onnxruntime", "tokenizers")
+    model = require_default_model()
+    cache = tmp_path / "cache"
+    (cache / "models").mkdir(parents=True)
+    (cache / "models" / model.name).symlink_to(model)  # read only; its derived graphs go to this cache
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    done = run([installed, "-m", "harness", "--set", "memory", "--backend", backend, "--known-contract-failures"],
+               env=clean_env(cache), cwd=where)
+    assert done.returncode == 0, done.stderr
+    assert f"gated against the shipped baseline {installed.parent.parent}" in done.stderr
+    assert done.stderr.count(f"baselines/{backend}.json") == 1
+    report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
+    assert report["provenance"]["backend"]["argv"] == [str(installed), "-m", f"retrieval_gate_adapters.{module}"]
 
 
 def test_a_team_layout_in_the_working_folder_is_recorded_and_gated_from_there(installed, tmp_path):
