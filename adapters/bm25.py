@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from adapters.bm25_index import BM25Index, BM25Settings
-    from adapters.passages import WindowSettings
+    from .bm25_index import BM25Index, BM25Settings
+    from .passages import WindowSettings
 
 NAME = "bm25"
 VERSION = "1.0.0"
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> BM25Settings:
     """The frozen settings the parsed options describe."""
-    from adapters.bm25_index import BM25Settings
+    from .bm25_index import BM25Settings
 
     return BM25Settings(k1=args.k1, b=args.b, stopwords=args.stopwords, stem=args.stem,
                         use_cache=not args.no_cache, memory_check=not args.no_memory_check)
@@ -54,9 +54,9 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings,
     BM25SettingsError for settings outside BM25's domain (both AdapterStartupError). Each index's `provenance` holds its
     banner entry.
     """
-    from adapters.bm25_index import check_settings, load_or_build
-    from adapters.corpus_dir import read_corpus
-    from adapters.startup import Progress
+    from .bm25_index import check_settings, load_or_build
+    from .corpus_dir import read_corpus
+    from .startup import Progress
     from harness.fsutil import cache_dir
 
     check_settings(settings)
@@ -71,7 +71,7 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings,
         corpus = read_corpus(kind, Path(path), memory_check=settings.memory_check)
         window = (windows or {}).get(kind)
         if window is not None:  # passage mode: one BM25 document per window
-            from adapters.passages import PassageCorpus, Windowed
+            from .passages import PassageCorpus, Windowed
             cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)
             indexes[kind] = Windowed(cut, load_or_build(cut.passage_ids, cut.texts, cut.content_hash, settings, folder,
                                                         Progress(NAME, f"indexing {kind} windows")),
@@ -86,11 +86,11 @@ def load_indexes(paths: dict[str, Path], settings: BM25Settings,
 
 def prepare(args: argparse.Namespace):
     """Check numpy, load every index; returns (search, banner). Raises AdapterStartupError."""
-    from adapters.startup import require
+    from .startup import require
 
     require(["numpy"], "pip install 'retrieval-gate[bm25]'")
-    from adapters import passages
-    from adapters.corpus_dir import required_corpus_paths
+    from . import passages
+    from .corpus_dir import required_corpus_paths
     from harness.adapter import index_for
 
     settings = settings_from_args(args)
@@ -107,11 +107,11 @@ def prepare(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     """Parse options, load every index, print the banner, answer requests until EOF."""
-    from adapters.startup import run_adapter
+    from .startup import run_adapter
 
-    parser = argparse.ArgumentParser(prog="python -m adapters.bm25", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}.bm25", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    from adapters import passages
+    from . import passages
     passages.add_arguments(parser)
     args = parser.parse_args(argv)
     return run_adapter(NAME, lambda: prepare(args))

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.bm25_search import Accumulator, pruned_top_k, term_statistics
-from adapters.startup import AdapterStartupError, available_memory_bytes
-from adapters.tokenizer import TOKENIZER_VERSION, Tokenizer
+from .bm25_search import Accumulator, pruned_top_k, term_statistics
+from .startup import AdapterStartupError, available_memory_bytes
+from .tokenizer import TOKENIZER_VERSION, Tokenizer
 
 # Bump when the on-disk layout or the meaning of any stored array changes.
 INDEX_FORMAT = 2  # 2: per-term max, min and 10th-best scores for pruning

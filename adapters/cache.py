@@ -43,7 +43,7 @@ def _folders() -> tuple[Path, Path, Path]:
 
 
 def info() -> int:
-    from adapters.embedding_cache import summarise
+    from .embedding_cache import summarise
 
     embeddings, bm25, _ = _folders()
     total = 0
@@ -74,7 +74,7 @@ def _graphs():
         import onnxruntime  # noqa: F401
     except ImportError:
         return None
-    from adapters.model_optimise import cached_graphs
+    from .model_optimise import cached_graphs
 
     return cached_graphs()
 
@@ -111,7 +111,7 @@ def _temp_files() -> list[tuple[Path, int, float]]:
 
 
 def prune(older_than_days: float) -> int:
-    from adapters.embedding_cache import prune as prune_embeddings
+    from .embedding_cache import prune as prune_embeddings
 
     embeddings, bm25, _ = _folders()
     vectors, freed = prune_embeddings(embeddings, older_than_days)
@@ -151,7 +151,7 @@ def prune(older_than_days: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adapters.cache", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}.cache", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="size of every cache entry")
     pruning = commands.add_parser("prune", help="drop entries no corpus used for --older-than days")

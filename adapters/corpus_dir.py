@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.startup import AdapterStartupError, available_memory_bytes
+from .startup import AdapterStartupError, available_memory_bytes
 
 CORPUS_DIR_ENV = "HARNESS_CORPUS_DIR"
 # Reading holds the file's bytes, its decoded text, its lines and the texts at once: about

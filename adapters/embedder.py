@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.cpus import intra_op_threads, usable_cpus
-from adapters.startup import AdapterStartupError
+from .cpus import intra_op_threads, usable_cpus
+from .startup import AdapterStartupError
 
 POOLING_CHOICES = ("mean", "cls")
 # plain: the model file as it is; fused: its rewritten graph (same vectors, faster;
@@ -190,7 +190,7 @@ class Embedder:
         self._graph_file: Path | None = None  # none yet: the graph probe below embeds serially
         self.graph, self.graph_note, graph_bytes = "plain", "", model_bytes
         if options.graph != "plain":
-            from adapters.model_optimise import load_graph
+            from .model_optimise import load_graph
 
             chosen = load_graph(model_bytes, self.model_digest, options.graph,
                                 lambda candidate: self._probe_cosine(model_bytes, candidate), log=log,
@@ -209,7 +209,7 @@ class Embedder:
         """A session of `model_bytes`, loaded without LOAD_FUSIONS_OFF (and `also_unfused`, for benchmarks)."""
         import onnxruntime
 
-        from adapters.graph_rewrite import LOAD_FUSIONS_OFF
+        from .graph_rewrite import LOAD_FUSIONS_OFF
 
         try:
             return onnxruntime.InferenceSession(

@@ -32,7 +32,7 @@ import numpy as np
 from harness.fsutil import atomic_write_bytes
 
 if TYPE_CHECKING:
-    from adapters.embedder import Embedder
+    from .embedder import Embedder
 
 CACHE_FORMAT = 3  # 3: per-document packs (2 was one .emb file per whole corpus)
 MAGIC = b"retrieval-gate-embeddings"

@@ -24,8 +24,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from adapters.startup import AdapterStartupError
-from adapters.wait import MAX_WAIT_SECONDS, URL_WAIT_SECONDS, parse_wait_for, wait_for_service
+from .startup import AdapterStartupError
+from .wait import MAX_WAIT_SECONDS, URL_WAIT_SECONDS, parse_wait_for, wait_for_service
 
 NAME = "http"
 VERSION = "1.0.0"
@@ -291,8 +291,8 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m adapters.http", description=__doc__.splitlines()[0].split(": ", 1)[1],
-        epilog="example: python -m adapters.http --url http://127.0.0.1:8080/search --query-field q "
+        prog=f"python -m {__package__}.http", description=__doc__.splitlines()[0].split(": ", 1)[1],
+        epilog=f"example: python -m {__package__}.http --url http://127.0.0.1:8080/search --query-field q "
                "--k-field limit --kind-field index --ids-path results.*.id --scores-path results.*.score")
     parser.add_argument("--url", required=True,
                         help=f"the endpoint, http:// on a loopback host; {KIND_PLACEHOLDER} in the path is "
@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Check the URL (exit 2 unless loopback), print the banner, answer requests until EOF."""
-    from adapters.startup import run_adapter
+    from .startup import run_adapter
 
     args = build_parser().parse_args(argv)
     return run_adapter(NAME, lambda: prepare(args))

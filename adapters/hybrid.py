@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from adapters.fusion import METHODS, FusionSettings, fuse, reciprocal_rank_fusion
+from .fusion import METHODS, FusionSettings, fuse, reciprocal_rank_fusion
 
 NAME = "hybrid"
 VERSION = "3"  # 2: fusion methods (weighted RRF, min-max and z-score score fusion); 3: the embedder reads
@@ -51,12 +51,12 @@ def _unit_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from adapters import bm25, onnx_embed
+    from . import bm25, onnx_embed
 
-    parser = argparse.ArgumentParser(prog=f"python -m adapters.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}.{NAME}", description=__doc__.splitlines()[0])
     bm25.add_arguments(parser)  # also --corpus KIND=PATH and --no-cache, shared by both parts
     onnx_embed.add_model_arguments(parser)
-    from adapters import passages
+    from . import passages
     passages.add_arguments(parser)  # both parts rank windows; a fused hit shows its better-ranked part's window
     passages.add_long_documents_argument(parser, DEFAULT_LONG_DOCUMENTS)  # the embedder part only
     group = parser.add_argument_group("fusion")
@@ -79,17 +79,17 @@ def fusion_from_args(args: argparse.Namespace) -> FusionSettings:
 
 def prepare(args: argparse.Namespace):
     """Check the packages, load both parts over every corpus; returns (search, banner)."""
-    from adapters.startup import require
+    from .startup import require
 
     require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
-    from adapters import bm25, onnx_embed
-    from adapters.corpus_dir import required_corpus_paths
+    from . import bm25, onnx_embed
+    from .corpus_dir import required_corpus_paths
     from harness.adapter import index_for
 
     settings = bm25.settings_from_args(args)
     fusion = fusion_from_args(args)
     paths = required_corpus_paths(args.corpus)
-    from adapters import passages
+    from . import passages
     windows = passages.window_settings(args, paths)
     lexical = bm25.load_indexes(paths, settings, windows)
     embedder, files = onnx_embed.build_embedder(args)
@@ -125,7 +125,7 @@ def prepare(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from adapters.startup import run_adapter
+    from .startup import run_adapter
 
     args = build_parser().parse_args(argv)
     return run_adapter(NAME, lambda: prepare(args))

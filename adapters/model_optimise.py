@@ -50,7 +50,7 @@ def cache_key(source_digest: str, variant: str) -> dict[str, str]:
     """Everything the rewritten bytes depend on; any change means another cache file."""
     import onnxruntime
 
-    from adapters.graph_rewrite import RECIPE
+    from .graph_rewrite import RECIPE
 
     try:  # the installed version, read without importing onnx (a second of every start, cold)
         onnx_version = importlib.metadata.version("onnx")
@@ -95,7 +95,7 @@ def load_graph(source: bytes, source_digest: str, variant: str, check: Check, *,
         before_build()
     say(f"graph {variant}: building from the model (once per model and onnxruntime version)")
     try:
-        from adapters.graph_rewrite import build
+        from .graph_rewrite import build
 
         model, note = build(source, variant)
     except ImportError as exc:
@@ -171,7 +171,7 @@ def cached_graphs(folder: Path | None = None) -> list[CachedGraph]:
     build that never finished (or one in progress: the caller judges by `modified`).
     Needs onnxruntime (the key names its version).
     """
-    from adapters.graph_rewrite import VARIANTS
+    from .graph_rewrite import VARIANTS
 
     folder = folder if folder is not None else cache_dir("models", "optimised")
     stems = sorted({path.stem for path in folder.glob("*.json")} | {path.stem for path in folder.glob("*.onnx")}) \

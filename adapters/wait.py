@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.startup import AdapterStartupError
+from .startup import AdapterStartupError
 
 MAX_WAIT_SECONDS = 600.0   # the longest --wait-for N accepted
 URL_WAIT_SECONDS = 120.0   # how long --wait-for URL waits (the harness's default start-up silence)

@@ -105,7 +105,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     settings = RunOptions(**options)  # type: ignore[arg-type]
     team = resolve_layout(sets_dir=_path_or_none(sets_dir), budgets=_path_or_none(budgets),
                           policy=_path_or_none(policy),
-                          baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline))
+                          baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline),
+                          backend=backend if isinstance(backend, str) else None,
+                          own_adapter=run_file is not None or not (backend is None or isinstance(backend, str)))
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)

@@ -21,9 +21,9 @@ from harness.errors import UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.policy import DEFAULT_POLICY_FILE
-from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, shipped_baseline
 from harness.sets.loader import find_sets, same_folder, sets_in
-from harness.shipped import shipped_baselines_dir, shipped_sets_dir
+from harness.shipped import shipped_sets_dir
 
 CONFIG_FILE = "retrieval-gate.toml"
 PYPROJECT_TABLE = "tool.retrieval-gate"
@@ -102,8 +102,11 @@ class Layout:
 
 
 def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout = FROM_LAYOUT,
-            budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None) -> Layout:
-    """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder."""
+            budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None,
+            backend: str | None = None, own_adapter: bool = False) -> Layout:
+    """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder.
+    `backend`: the built-in backend the run asks, whose shipped baseline gates the shipped sets;
+    `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes."""
     here = Path.cwd() if cwd is None else cwd
     config = find_config(here)
     values = read_config(config) if config is not None else {}
@@ -124,14 +127,19 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
     else:
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
         if chosen_baseline is None:  # the shipped baseline describes the shipped sets only
-            has_team_sets = config is not None or bool(sets_in(team_sets))
-            chosen_baseline = (base / DEFAULT_BASELINE_PATH if has_team_sets
-                               else shipped_baselines_dir() / DEFAULT_BASELINE_PATH.name)
+            teams_own = own_adapter or config is not None or bool(sets_in(team_sets))
+            chosen_baseline = (base / DEFAULT_BASELINE_PATH if teams_own
+                               else shipped_baseline(_built_in(backend or values.get("backend"))))
     return Layout(sets_dir=team_sets, shipped_sets=shipped_sets_dir(), baseline=chosen_baseline,
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
                   baseline_given=not isinstance(baseline, _FromLayout) and baseline is not None)
+
+
+def _built_in(backend: object) -> str:
+    """The built-in backend whose shipped baseline applies (the default's when none is named)."""
+    return backend if isinstance(backend, str) and backend in BACKENDS else DEFAULT_BACKEND
 
 
 def find_config(start: Path) -> Path | None:

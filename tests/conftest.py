@@ -74,6 +74,8 @@ SLOW_GROUPS = (
     "tests/contract/test_exit_codes.py::test_closed_stdout", "tests/contract/test_exit_codes.py::test_head_one_in_a_shell",
     "tests/unit/scoring/test_stats_engines.py",
     "tests/unit/commands/test_terminal_output.py::test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked",
+    # the wheel built, installed in fresh venvs (beside AdapterHub's `adapters` in one) and run from other folders
+    "tests/contract/test_installed.py",
     # real pip and concurrent writers
     "tests/unit/sets/test_sdist_source.py::test_fetch_with_pip_verifies_caches_and_then_works_offline",
     "tests/unit/gating/test_baseline_safety.py::test_concurrent_updates_of_different_sets_all_survive",

@@ -11,7 +11,8 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "quoting", "records", "shipped", "strict_json", "text", "watchdog", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "quoting", "records", "shipped", "strict_json", "text", "watchdog",
+        "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),
@@ -22,9 +23,9 @@ ALLOWED = {
     "report": {"scoring", "gating", "sets"},
     "adapter": {"sets", "scoring", "report"},
     "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
-    "layout": {"sets", "adapter", "gating", "shipped"},  # harness/layout.py: the team's folders, config and defaults
+    "layout": {"sets", "adapter", "gating"},  # harness/layout.py: the team's folders, config and defaults
     "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
-    "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout", "shipped"},
+    "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout"},
     "__main__": {"commands"},
     "pytest_plugin": {"api", "report"},  # harness/pytest_plugin.py: the fixture calls them lazily
 }

@@ -1,0 +1,178 @@
+"""Installed, it works anywhere: the wheel built from this checkout, installed in a fresh venv outside it, runs
+the main job from an unrelated folder, on a shipped set and on a team's own layout, and lives beside PyPI's
+`adapters` (AdapterHub) without either shadowing the other.
+
+Offline: the wheel is built without build isolation (setuptools and wheel of this venv), installed with
+--no-index, and numpy, onnxruntime and tokenizers (the extras) are lent to the fresh venv by a .pth naming a
+folder that holds this venv's copies of them and nothing else. The AdapterHub wheel is the one `.ci/run` downloads into .ci-wheels/.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, TINY_SET, require_default_model, require_modules
+
+ADAPTERHUB_WHEELS = REPO_ROOT / ".ci-wheels"
+# What the [bm25] and [onnx] extras would install, lent from this venv (onnx and sympy, which only make the
+# embedder's graph faster, are left out: the adapter runs the plain model and says so).
+LENT = ("numpy", "onnxruntime", "tokenizers")
+SOURCES = ("pyproject.toml", "README.md", "harness", "adapters", "sets", "baselines")
+
+
+def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(part) for part in argv], capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def checked(argv: list, **kwargs) -> subprocess.CompletedProcess:
+    done = run(argv, **kwargs)
+    assert done.returncode == 0, f"{argv}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel of a copy of this checkout's sources (the build leaves its build/ there, not in the checkout)."""
+    require_modules("numpy", "setuptools", "wheel")
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        origin = REPO_ROOT / name
+        if origin.is_dir():
+            shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(origin, source / name)
+    dist = tmp_path_factory.mktemp("dist")
+    checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+             "--disable-pip-version-check", "-q", "-w", dist, source])
+    [built] = dist.glob("retrieval_gate-*.whl")
+    return built
+
+
+def fresh_venv(folder: Path, *wheels: Path) -> Path:
+    """A venv without pip at `folder`, `wheels` installed into it by this venv's pip, numpy lent; its python."""
+    env = clean_env(folder / "cache")
+    checked([sys.executable, "-m", "venv", "--without-pip", folder], env=env)
+    python = folder / "bin" / "python"
+    checked([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q",
+             "--disable-pip-version-check", *wheels], env=env)
+    lent = folder / "lent"
+    lent.mkdir()
+    for name in LENT:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            package = Path(spec.origin).parent
+            for part in (package, package.parent / f"{name}.libs"):
+                if part.exists():
+                    (lent / part.name).symlink_to(part)
+    purelib = checked([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], env=env).stdout.strip()
+    Path(purelib, "lent-numpy.pth").write_text(f"{lent}\n")
+    return python
+
+
+def clean_env(cache: Path) -> dict:
+    """No PYTHONPATH (conftest.py points it at this checkout) and a cache of the test's own."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+    return {**env, "RETRIEVAL_GATE_CACHE": str(cache)}
+
+
+def origins(python: Path, *modules: str, env: dict, cwd: Path) -> dict:
+    """Where each top-level module would be imported from in that venv (found, not imported)."""
+    code = ("import importlib.util, json, sys; print(json.dumps({name: getattr(importlib.util.find_spec(name), "
+            "'origin', None) for name in sys.argv[1:]}))")
+    return json.loads(checked([python, "-c", code, *modules], env=env, cwd=cwd).stdout)
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    return fresh_venv(tmp_path_factory.mktemp("venv") / "venv", wheel)
+
+
+def test_the_wheel_holds_two_import_names_and_every_shipped_file(wheel):
+    import zipfile
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"harness", "retrieval_gate_adapters",
+                                                       wheel.name.split("-py3")[0] + ".dist-info"}
+    shipped = {name.removeprefix("harness/_shipped/") for name in names if name.startswith("harness/_shipped/")}
+    expected = {path.relative_to(REPO_ROOT).as_posix() for folder in ("sets", "baselines")
+                for path in (REPO_ROOT / folder).rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+    assert shipped == expected
+
+
+def test_from_an_unrelated_folder_the_shipped_set_is_gated_against_the_shipped_baseline(installed, tmp_path):
+    env = clean_env(tmp_path / "cache")
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    found = origins(installed, "harness", "retrieval_gate_adapters", "adapters", env=env, cwd=where)
+    venv = installed.parent.parent
+    assert Path(found["harness"]).is_relative_to(venv) and Path(found["retrieval_gate_adapters"]).is_relative_to(venv)
+    assert found["adapters"] is None  # the distribution installs no generic `adapters`
+    shipped_baseline = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}),
+                            "harness", "_shipped", "baselines", "current.json")
+    for command in ([installed, "-m", "harness"], [venv / "bin" / "retrieval-gate"]):
+        done = run([*command, "--set", "memory"], env=env, cwd=where)
+        assert done.returncode == 0, done.stderr
+        assert f"gated against the shipped baseline {shipped_baseline}" in done.stderr
+        report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
+        assert report["exit_code"] == 0 and [s["name"] for s in report["sets"]] == ["memory"]
+        assert report["provenance"]["backend"]["argv"] == [str(installed), "-m", "retrieval_gate_adapters.bm25"]
+
+
+@pytest.mark.parametrize("backend, module", [("onnx", "onnx_embed"), ("hybrid", "hybrid")])
+def test_the_embedding_backends_start_installed(installed, tmp_path, backend, module):
+    require_modules("onnxruntime", "tokenizers")
+    model = require_default_model()
+    cache = tmp_path / "cache"
+    (cache / "models").mkdir(parents=True)
+    (cache / "models" / model.name).symlink_to(model)  # read only; its derived graphs go to this cache
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    done = run([installed, "-m", "harness", "--set", "memory", "--backend", backend, "--known-contract-failures"],
+               env=clean_env(cache), cwd=where)
+    assert done.returncode == 0, done.stderr
+    assert f"gated against the shipped baseline {installed.parent.parent}" in done.stderr
+    assert done.stderr.count(f"baselines/{backend}.json") == 1
+    report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
+    assert report["provenance"]["backend"]["argv"] == [str(installed), "-m", f"retrieval_gate_adapters.{module}"]
+
+
+def test_a_team_layout_in_the_working_folder_is_recorded_and_gated_from_there(installed, tmp_path):
+    env = clean_env(tmp_path / "cache")
+    team = tmp_path / "team"
+    shutil.copytree(TINY_SET, team / "sets" / "tiny")
+    checked([installed, "-m", "harness", "--set", "tiny", "--update-baseline", "--yes"], env=env, cwd=team)
+    recorded = json.loads((team / "baselines" / "current.json").read_text(encoding="utf-8"))
+    assert list(recorded["sets"]) == ["tiny"]
+    # the tiny set breaks two hard contracts by design: recorded in the baseline, only new ones fail
+    done = run([installed, "-m", "harness", "--set", "tiny", "--known-contract-failures"], env=env, cwd=team)
+    assert done.returncode == 0, done.stderr
+    assert "shipped baseline" not in done.stderr
+    assert "baselines/current.json" in done.stdout
+
+
+def test_beside_adapterhub_adapters_import_is_theirs_and_our_bm25_still_runs(wheel, tmp_path):
+    theirs = sorted(ADAPTERHUB_WHEELS.glob("adapters-*.whl"))
+    if not theirs:
+        message = f"no AdapterHub wheel in {ADAPTERHUB_WHEELS} (.ci/run downloads it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: .ci/run must download it before the tests)", pytrace=False)
+        pytest.skip(message)
+    python = fresh_venv(tmp_path / "venv", wheel, theirs[-1])
+    env = clean_env(tmp_path / "cache")
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    code = ("import importlib.metadata, importlib.util, pathlib; dist = importlib.metadata.distribution('adapters'); "
+            "origin = pathlib.Path(importlib.util.find_spec('adapters').origin); "
+            "print(any(pathlib.Path(dist.locate_file(f)) == origin for f in dist.files))")
+    assert checked([python, "-c", code], env=env, cwd=where).stdout.strip() == "True"  # `import adapters`: theirs
+    done = run([python, "-m", "harness", "--set", "memory", "--backend", "bm25"], env=env, cwd=where)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
+    assert report["exit_code"] == 0
+    assert report["provenance"]["backend"]["argv"] == [str(python), "-m", "retrieval_gate_adapters.bm25"]
