@@ -1,5 +1,5 @@
-"""The structural promises of the generated companion sets (docs/sets.md, "dedupe-hard"), counted from
-the committed files themselves, and each generator reproducing them byte for byte."""
+"""The structural promises of the generated companion sets (docs/sets.md, "dedupe-hard" and "memory-hard"),
+counted from the committed files themselves, and each generator reproducing them byte for byte."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _check_counts(queries, minimum_queries):
     return by_category
 
 
-@pytest.mark.parametrize("name", ["dedupe-hard"])
+@pytest.mark.parametrize("name", ["dedupe-hard", "memory-hard"])
 def test_the_generator_rebuilds_the_committed_files_byte_for_byte(tmp_path, name):
     copy = tmp_path / name
     copy.mkdir()
@@ -88,3 +88,46 @@ def test_dedupe_hard_keeps_its_promises():
         assert all(code in corpus[doc] for doc in _relevant(query))
         assert not any(code in corpus[doc] for doc in corpus if doc not in _relevant(query))
     assert all(len(_relevant(q)) == 3 for q in by_category["many-duplicates"])
+
+
+def _date(text):
+    return re.search(r"\d{4}-\d{2}-\d{2}", text).group()
+
+
+def test_memory_hard_keeps_its_promises():
+    corpus = {row["id"]: row["text"] for row in _rows(SETS / "memory-hard" / "corpus.jsonl")}
+    queries = _rows(SETS / "memory-hard" / "queries.jsonl")
+    by_category = _check_counts(queries, 300)
+    assert set(by_category) == {"current", "paraphrase", "previous-value", "scope", "identifier"}
+    for query in queries:  # what a contract names is a distractor: judged, and judged not relevant
+        named = set(query.get("forbid", []))
+        if "rank_before" in query:
+            named.add(query["rank_before"]["after"])
+            assert query["relevant"][query["rank_before"]["before"]] == 1
+        assert all(query["relevant"].get(doc) == 0 for doc in named), query["qid"]
+    for query in by_category["current"] + by_category["paraphrase"]:
+        (current,) = _relevant(query)
+        (stale,) = query["forbid"]  # the first decision: still worded as if it held, and older
+        assert corpus[stale].startswith("Decision ") and _date(corpus[stale]) < _date(corpus[current])
+        assert " from " in corpus[current]  # the current fact is the last move of its chain
+        if "rank_before" in query:
+            assert _date(corpus[query["rank_before"]["after"]]) < _date(corpus[current])
+    for query in by_category["paraphrase"]:  # never names the environment
+        assert not {"production", "staging"} & set(query["query"].lower().split()), query["qid"]
+    for query in by_category["previous-value"]:  # the move to today's value and the fact it replaced
+        older, newer = sorted(_relevant(query), key=lambda doc: _date(corpus[doc]))
+        assert _date(corpus[older]) < _date(corpus[newer])
+    for query in by_category["scope"]:  # the other environment of the same project ranks below
+        (answer,) = _relevant(query)
+        project, environment = re.search(r"([A-Z][a-z]+) (production|staging)", corpus[answer]).groups()
+        sibling = corpus[query["rank_before"]["after"]]
+        other = "staging" if environment == "production" else "production"
+        assert project in query["query"] and f"{project} {other}" in sibling, query["qid"]
+    for query in by_category["identifier"]:  # the rule's number ties them; its twins differ in it
+        rule = re.search(r"ALR-\d+", query["query"]).group()
+        (answer,) = _relevant(query)
+        assert [doc for doc, text in corpus.items() if rule in text] == [answer]
+        twins = [doc for doc, grade in query["relevant"].items() if grade == 0]
+        assert len(twins) == 2 and all(corpus[doc].split(" fires when ")[1].rsplit(" and notifies", 1)[0]
+                                       == corpus[answer].split(" fires when ")[1].rsplit(" and notifies", 1)[0]
+                                       for doc in twins)
