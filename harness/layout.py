@@ -78,16 +78,20 @@ class Layout:
     def select(self, names: Sequence[str]) -> tuple[list[Path], list[str]]:
         """(set folders, notices). `all` is the sets the baseline records when its file exists (each
         found as a name is), else every set found (the team's, or the shipped ones when it has none);
-        a set found but not recorded is not run, and a notice line names it and how to baseline it."""
+        a set found but not recorded is not run, and one notice line names them and how to baseline one."""
         recorded = self.recorded_sets() if "all" in names else None
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
         if recorded is None:
             return folders, []
         found = sets_in(self.sets_dir) or sets_in(self.shipped_sets)
-        command = "python -m harness --set {name} --update-baseline" + (
+        missing = [folder.name for folder in found if folder.name not in recorded]
+        if not missing:
+            return folders, []
+        one = len(missing) == 1
+        command = f"python -m harness --set {missing[0] if one else 'NAME'} --update-baseline" + (
             f" --baseline {self.baseline}" if self.baseline_given else "")
-        notices = [f"set {folder.name} is not in {self.baseline}: not gated (baseline it: "
-                   f"{command.format(name=folder.name)})" for folder in found if folder.name not in recorded]
+        notices = [f"set {missing[0]} is not in {self.baseline}: not gated (baseline it: {command})" if one else
+                   f"sets {', '.join(missing)} are not in {self.baseline}: not gated (baseline one: {command})"]
         return folders, notices
 
     def recorded_sets(self) -> frozenset[str] | None:

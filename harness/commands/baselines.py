@@ -18,12 +18,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["diff"]:
         return diff(argv[1:])
     parser = argparse.ArgumentParser(prog=program_name("baselines"),
-                                     description="Print baselines side by side (default: baselines/*.json), per set; "
+                                     description="Print baselines side by side (default: baselines/**/*.json), per set; "
                                                  "`baselines diff OLD NEW` prints what moved between two.",
                                      formatter_class=HelpFormatter, epilog=example_epilog("baselines") + "\n" + exit_codes_epilog("baselines"))
     parser.add_argument("files", nargs="*", type=Path)
     args = parse_arguments(parser, argv)
-    files = args.files or sorted(Path("baselines").glob("*.json"))
+    files = args.files or sorted(Path("baselines").rglob("*.json"))
     if not files:
         raise UsageError("no baseline files given and none in baselines/")
     print(render_table([(path, read_baseline(path)) for path in files]), end="")

@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--baseline", type=Path, default=None,
                       help=f"the baseline whose per-query values tell what the set can detect "
                            f"(default: the layout's, as a run's: {DEFAULT_BASELINE_PATH} of the team's folder)")
+    show.add_argument("--paired", type=Path, metavar="REPORT_OR_BASELINE",
+                      help="a second run of the set (a report or a baseline, e.g. one backend with one setting "
+                           "changed): the detectable drop for a small change, from the paired differences")
     verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
     beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
@@ -80,7 +83,7 @@ def main(argv: list[str]) -> int:
             return EXIT_OK
         folders = _selected(team, args.name)
         if args.action == "show":
-            return show_set(folders[0], args.offline, args.baseline)
+            return show_set(folders[0], args.offline, args.baseline, args.paired)
         if args.action == "verify":
             return verify_sets(folders, args.offline)
         if args.action == "export-corpus":
@@ -142,7 +145,7 @@ def list_sets(team: Layout) -> int:
     return EXIT_OK
 
 
-def show_set(folder: Path, offline: bool, baseline: Path | None = None) -> int:
+def show_set(folder: Path, offline: bool, baseline: Path | None = None, paired: Path | None = None) -> int:
     query_set = load_set(folder, offline=offline)
     print(f"set {query_set.name} (kind {query_set.kind}, revision {query_set.revision}, k={query_set.k})")
     if query_set.description:
@@ -159,15 +162,16 @@ def show_set(folder: Path, offline: bool, baseline: Path | None = None) -> int:
     print(f"lexical overlap: {stats['zero_overlap']} of {stats['judged']} judged queries "
           f"({stats['zero_overlap_share']:.0%}) share no content word with any relevant document; "
           f"mean share of query words found in relevant documents {stats['mean_word_coverage']:.0%}")
-    for line in detectability_lines(query_set, baseline):
+    for line in detectability_lines(query_set, baseline, paired):
         print(line)
     return EXIT_OK
 
 
-def detectability_lines(query_set, baseline: Path | None) -> list[str]:
+def detectability_lines(query_set, baseline: Path | None, paired: Path | None = None) -> list[str]:
     """What the set can detect (docs/sets.md, "What a set can detect"), from a baseline's per-query
     recall@10 of it: per scope, one query's worth, the smallest detectable drop, the queries a 2-point
-    drop would need. Nothing when no baseline records the set (a line says so)."""
+    drop would need. Nothing when no baseline records the set (a line says so). With `paired` (a second
+    run of the set), sigma_d is that of the two runs' per-unit differences: a small change's figure."""
     from harness.gating.baseline import Baseline
     from harness.gating.policy import FOUNDING_METRIC
     from harness.scoring.detectability import detectability, queries_needed
@@ -182,16 +186,40 @@ def detectability_lines(query_set, baseline: Path | None) -> list[str]:
     units = {q.qid: q.resampling_unit for q in query_set.queries}
     scopes = [("overall", list(rows))] + [(category, [qid for qid, row in rows.items() if row.get("category") == category])
                                           for category in sorted({row.get("category") for row in rows.values()} - {None})]
-    lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, the bound for a "
-             f"change of system):",
+    other = _paired_values(query_set.name, entry, paired) if paired is not None else None
+    what = (f"a small change: sigma_d of the per-unit differences from {paired}; '*' no difference in the scope, "
+            f"the bound" if other is not None else "the bound for a change of system")
+    lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, {what}):",
              f"  {'scope':<16}{'n':>6}{'one query':>12}{'detectable':>13}{'units for 2 points':>20}"]
     for name, qids in scopes:
-        found = detectability({qid: float(rows[qid]["metrics"][FOUNDING_METRIC]) for qid in qids}, units)
-        detectable = f"{found.detectable * 100:.1f} pts" if found.detectable is not None else "-"
+        values = {qid: float(rows[qid]["metrics"][FOUNDING_METRIC]) for qid in qids}
+        found = (detectability({qid: other[qid] for qid in qids if qid in other}, units, values) if other is not None
+                 else detectability(values, units))
+        bound = "*" if other is not None and not found.observed else ""
+        detectable = f"{found.detectable * 100:.1f} pts{bound}" if found.detectable is not None else "-"
         needed = f"{queries_needed(found.sigma_d, 0.02):,}" if found.sigma_d else "-"
         lines.append(f"  {terminal_line(name):<16}{found.queries:>6}{(found.one_query or 0) * 100:>8.1f} pts"
                      f"{detectable:>13}{needed:>20}")
     return lines
+
+
+def _paired_values(name: str, entry, paired: Path) -> dict[str, float]:
+    """The per-query recall@10 of set `name` in a second run (report or baseline), refused (exit 2) unless it
+    measured the same revision, corpus and queries as the baseline entry."""
+    from harness.gating.policy import FOUNDING_METRIC
+    from harness.report.views import load_run
+
+    measured = load_run(paired).sets.get(name)
+    if measured is None:
+        raise UsageError(f"{paired}: has no set {name!r} to pair with the baseline")
+    for field in ("revision", "corpus_hash"):
+        if measured[field] != entry[field]:
+            raise UsageError(f"{paired}: set {name}: {field} {measured[field]!r}, the baseline has {entry[field]!r}: "
+                             f"not two runs of one set")
+    if set(measured["queries"]) != set(entry["queries"]):
+        raise UsageError(f"{paired}: set {name}: other queries than the baseline's (a shard? merge it first)")
+    return {qid: float(row["metrics"][FOUNDING_METRIC]) for qid, row in measured["queries"].items()
+            if row.get("scored", True) and FOUNDING_METRIC in row.get("metrics", {})}
 
 
 def verify_sets(folders: list[Path], offline: bool) -> int:

@@ -25,7 +25,7 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
             cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
             p95 = entry["latency_ms"].get("p95")
             latency = f"{p95:.1f}" if p95 is not None else "-"
-            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({path.name})')} | {overall['n']} | {cells} | {latency} |")
+            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({_label(path)})')} | {overall['n']} | {cells} | {latency} |")
     return "\n".join(lines) + "\n"
 
 
@@ -33,6 +33,11 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
 
 MOVED = 1e-9       # a value that changed by less is unchanged (a float written back)
 FLIPS_SHOWN = 20   # flipped queries listed per set; the rest are counted
+def _label(path: Path) -> str:
+    """`current.json`, or `companions/current.json` for one in a folder of baselines/."""
+    return path.name if path.parent.name in ("baselines", "") else f"{path.parent.name}/{path.name}"
+
+
 IDENTITY_FIELDS = ("label", "name", "version", "model_digest", "command")
 
 

@@ -23,14 +23,16 @@ def contract_counts(query_set: QuerySet) -> Counter:
 
 def overlap_statistics(query_set: QuerySet) -> dict[str, float]:
     """Share of judged queries sharing no content word with any relevant document (headroom for
-    semantic backends), and the mean share of query content words found in the relevant documents."""
+    semantic backends), and the mean share of query content words found in the relevant documents.
+    Relevant is grade 1 or more: a grade-0 distractor worded like the query is not the answer."""
     texts = {doc.id: doc.text for doc in query_set.documents}
-    judged = [q for q in query_set.queries if q.relevant]
+    judged = [q for q in query_set.queries if any(grade > 0 for grade in q.relevant.values())]
     zero = 0
     covered = []
     for query in judged:
         query_words = content_words(query.query)
-        relevant_words = set().union(*(content_words(texts[doc_id]) for doc_id in query.relevant))
+        relevant_words = set().union(*(content_words(texts[doc_id])
+                                       for doc_id, grade in query.relevant.items() if grade > 0))
         shared = query_words & relevant_words
         zero += not shared
         covered.append(len(shared) / len(query_words) if query_words else 0.0)

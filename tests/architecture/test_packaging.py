@@ -38,5 +38,5 @@ def test_no_generic_top_level_name_is_installed():
 
 def test_the_shipped_sets_and_baselines_travel_whole():
     data = setuptools_config()["package-data"]
-    assert data == {"harness._shipped.sets": ["**/*"], "harness._shipped.baselines": ["*.json"]}
-    assert not [path for path in (REPO_ROOT / "baselines").iterdir() if path.suffix != ".json"]
+    assert data == {"harness._shipped.sets": ["**/*"], "harness._shipped.baselines": ["**/*.json"]}
+    assert not [path for path in (REPO_ROOT / "baselines").rglob("*") if path.is_file() and path.suffix != ".json"]

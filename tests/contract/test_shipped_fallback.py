@@ -61,5 +61,5 @@ def test_an_adapter_of_ones_own_gets_no_shipped_baseline(tmp_path):
 def test_a_name_neither_here_nor_shipped_is_still_refused(tmp_path):
     code, stderr, _ = harness(tmp_path, "--set", "nope")
     assert code == 2
-    assert stderr.strip() == "harness: error: set 'nope': no sets/nope/set.json " \
-                             "(available: none; shipped: code, dedupe, memory, wiki)"
+    shipped = ", ".join(sorted(path.parent.name for path in shipped_sets_dir().glob("*/set.json")))
+    assert stderr.strip() == f"harness: error: set 'nope': no sets/nope/set.json (available: none; shipped: {shipped})"

@@ -2,6 +2,7 @@
 the team folder's conventional paths > the shipped data), and every config defect one line, exit 2."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from harness.errors import SetError, UsageError
 from harness.layout import FROM_LAYOUT, find_config, resolve
 from harness.shipped import shipped_baselines_dir, shipped_sets_dir
 from tests.conftest import TINY_SET
+
+SHIPPED = sorted(path.parent.name for path in shipped_sets_dir().glob("*/set.json"))  # whatever the folder ships
 
 
 @pytest.fixture
@@ -123,13 +126,15 @@ def test_a_name_is_the_teams_set_first_then_a_shipped_one(team):
     layout = resolve(cwd=team)
     assert layout.find(["memory"]) == [mine]
     assert layout.find(["dedupe"]) == [shipped_sets_dir() / "dedupe"]
-    with pytest.raises(SetError, match=r"set 'nope': no .*sets/nope/set.json \(available: memory; shipped: code, "
-                                       r"dedupe, memory, wiki\)"):
+    with pytest.raises(SetError, match=r"set 'nope': no .*sets/nope/set.json "
+                                       + re.escape(f"(available: memory; shipped: {', '.join(SHIPPED)})")):
         layout.find(["nope"])
 
 
 def test_all_is_every_set_found_without_a_baseline_file(team):
-    assert [p.name for p in resolve(cwd=team).find(["all"])] == ["code", "dedupe", "memory", "wiki"]
+    # no sets of the team's: the shipped ones, as the shipped baseline records them (not the companions)
+    recorded = sorted(json.loads((shipped_baselines_dir() / "current.json").read_text())["sets"])
+    assert [p.name for p in resolve(cwd=team).find(["all"])] == recorded
     add_set(team / "sets", "one")
     add_set(team / "sets", "two")
     assert resolve(cwd=team).select(["all"]) == ([team / "sets" / "one", team / "sets" / "two"], [])
@@ -154,6 +159,6 @@ def test_sets_list_marks_a_shadowed_shipped_set(team, monkeypatch, capsys):
     monkeypatch.chdir(team)
     assert main(["sets", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]
-    assert [line.split()[0] for line in lines] == ["memory", "code", "dedupe", "memory", "wiki"]
-    assert " sets " in lines[0] and "shipped, shadowed by sets/memory" in lines[3]
+    assert [line.split()[0] for line in lines] == ["memory", *SHIPPED]
+    assert " sets " in lines[0] and "shipped, shadowed by sets/memory" in lines[1 + SHIPPED.index("memory")]
     assert lines[1].split()[4] == "shipped" and "shadowed" not in lines[1]

@@ -18,6 +18,20 @@ def test_overlap_statistics_hand_checked():
     assert abs(stats["zero_overlap_share"] - 1 / 6) < 1e-12
 
 
+def test_overlap_counts_only_relevant_documents_not_grade_0_distractors(tiny_copy):
+    # tiny-06 shares no word with doc-06; judging a distractor grade 0 that holds "format" and "wins"
+    # ("log" != "logging") must leave it sharing none: still 1 of 6, coverage unchanged.
+    before = overlap_statistics(load_set(tiny_copy))
+    corpus = tiny_copy / "corpus.jsonl"
+    corpus.write_text(corpus.read_text() + json.dumps({"id": "doc-09", "text": "Which format wins the vote"}) + "\n")
+    queries = tiny_copy / "queries.jsonl"
+    queries.write_text(queries.read_text().replace('"relevant": {"doc-06": 1}', '"relevant": {"doc-06": 1, "doc-09": 0}'))
+    assert main(["sets", "--sets-dir", str(tiny_copy.parent), "pin", "tiny"]) == 0
+    after = overlap_statistics(load_set(tiny_copy))
+    assert after["judged"] == 6 and after["zero_overlap"] == 1
+    assert after["mean_word_coverage"] == before["mean_word_coverage"]
+
+
 def test_list_show_verify(capsys, tiny_copy, monkeypatch):
     monkeypatch.chdir(tiny_copy.parent.parent)  # a team's folder: no baseline file, so `all` is every set found
     sets_dir = str(tiny_copy.parent)
@@ -140,3 +154,50 @@ def test_export_corpus_all_writes_every_set_or_nothing(tmp_path, capsys, monkeyp
     assert main(["sets", "--sets-dir", str(sets), "export-corpus", "all", str(tmp_path / "again")]) == 2
     assert "sets one, two share kind 'code'" in capsys.readouterr().err
     assert not (tmp_path / "again").exists()
+
+
+def _tiny_baseline_with(path, values):
+    """Rewrite a recorded tiny baseline's per-query recall@10 to the given values (what --paired pairs)."""
+    document = json.loads(path.read_text())
+    for qid, value in values.items():
+        document["sets"]["tiny"]["queries"][qid]["metrics"]["recall@10"] = value
+    path.write_text(json.dumps(document))
+
+
+def test_show_paired_prints_the_detectable_drop_of_a_small_change(tmp_path, capsys, tiny_copy):
+    base, paired = tmp_path / "base.json", tmp_path / "paired.json"
+    assert main(["--set", str(tiny_copy), "--baseline", str(base), "--update-baseline", "--yes",
+                 "--out", str(tmp_path / "run.json")]) == 0
+    paired.write_text(base.read_text())
+    # the 5 scored tiny queries (06 is xfail, 07 measure_only), no groups: 5 units
+    _tiny_baseline_with(base, {"tiny-01": 1.0, "tiny-02": 1.0, "tiny-03": 1.0, "tiny-04": 1.0, "tiny-05": 1.0})
+    _tiny_baseline_with(paired, {"tiny-01": 1.0, "tiny-02": 1.0, "tiny-03": 0.0, "tiny-04": 1.0, "tiny-05": 0.5})
+    capsys.readouterr()
+    assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "tiny", "--baseline", str(base),
+                 "--paired", str(paired)]) == 0
+    out = capsys.readouterr().out
+    # By hand: differences 0, 0, -1, 0, -0.5; mean -0.3; sample variance (0.09*3 + 0.49 + 0.04)/4 = 0.2,
+    # sigma_d 0.44721; delta = (1.959964 + 0.841621) * 0.44721 / sqrt(5) = 2.801585 * 0.2 = 0.5603 -> 56.0
+    # points; units for 2 points: ceil((2.801585 * 0.44721 / 0.02)^2) = ceil(3924.4) = 3,925.
+    # Category a (01, 02, 05): differences 0, 0, -0.5, sd 0.288675, 2.801585 * 0.288675 / sqrt(3) = 46.7 points.
+    # Category b (03, 04): differences -1, 0, sd 0.707107, 2.801585 * 0.5 = 140.1 points.
+    assert f"a small change: sigma_d of the per-unit differences from {paired}" in out
+    assert "overall              5    20.0 pts     56.0 pts               3,925" in out
+    assert "  a                    3    33.3 pts     46.7 pts" in out and "  b                    2    50.0 pts    140.1 pts" in out
+    # Without --paired the same baseline is all 1.0: no variance, nothing to size a test by.
+    assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "tiny", "--baseline", str(base)]) == 0
+    assert "overall              5    20.0 pts            -" in capsys.readouterr().out
+
+
+def test_show_paired_refuses_a_run_of_another_revision(tmp_path, capsys, tiny_copy):
+    base, paired = tmp_path / "base.json", tmp_path / "paired.json"
+    assert main(["--set", str(tiny_copy), "--baseline", str(base), "--update-baseline", "--yes",
+                 "--out", str(tmp_path / "run.json")]) == 0
+    document = json.loads(base.read_text())
+    document["sets"]["tiny"]["revision"] = 2
+    paired.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "tiny", "--baseline", str(base),
+                 "--paired", str(paired)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{paired}: set tiny: revision 2, the baseline has 1: not two runs of one set" in err[0]

@@ -1,0 +1,133 @@
+"""The structural promises of the generated companion sets (docs/sets.md, "dedupe-hard" and "memory-hard"),
+counted from the committed files themselves, and each generator reproducing them byte for byte."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SETS = REPO_ROOT / "sets"
+# The near-miss rule of docs/sets.md, restated here: lower-case words minus this stop list.
+STOP = frozenset("a an the of to in on at by for with from as is are be my me it its if when once after over "
+                 "under into and or this that something every very lots".split())
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _words(text):
+    return {word for word in re.findall(r"[a-z0-9]+", text.lower()) if word not in STOP}
+
+
+def _relevant(query):
+    return {doc for doc, grade in query["relevant"].items() if grade >= 1}
+
+
+def _check_counts(queries, minimum_queries):
+    assert len(queries) >= minimum_queries
+    assert len({q["qid"] for q in queries}) == len(queries)
+    by_category = defaultdict(list)
+    for query in queries:
+        by_category[query["category"]].append(query)
+    for category, members in by_category.items():
+        assert len(members) >= 20, category
+        assert {q["split"] for q in members} == {"development", "held-out"}, category
+    groups = defaultdict(list)
+    for query in queries:
+        if "group" in query:
+            groups[query["group"]].append(query)
+    assert groups and all(len(members) >= 2 for members in groups.values())
+    for members in groups.values():  # a paraphrase group asks one thing, in one split
+        assert len({q["split"] for q in members}) == 1
+        assert len({frozenset(_relevant(q)) for q in members}) == 1
+    return by_category
+
+
+@pytest.mark.parametrize("name", ["dedupe-hard", "memory-hard"])
+def test_the_generator_rebuilds_the_committed_files_byte_for_byte(tmp_path, name):
+    copy = tmp_path / name
+    copy.mkdir()
+    shutil.copy(SETS / name / "build.py", copy / "build.py")
+    subprocess.run([sys.executable, str(copy / "build.py")], check=True, capture_output=True, timeout=120)
+    for file_name in ("corpus.jsonl", "queries.jsonl"):
+        assert (copy / file_name).read_bytes() == (SETS / name / file_name).read_bytes(), file_name
+
+
+def test_dedupe_hard_keeps_its_promises():
+    corpus = {row["id"]: row["text"] for row in _rows(SETS / "dedupe-hard" / "corpus.jsonl")}
+    queries = _rows(SETS / "dedupe-hard" / "queries.jsonl")
+    assert len(corpus) >= 1000 and len(set(corpus.values())) == len(corpus)  # distinct titles
+    by_category = _check_counts(queries, 300)
+    assert set(by_category) == {"reworded", "partial-overlap", "error-code", "many-duplicates"}
+    corpus_words = {doc: _words(text) for doc, text in corpus.items()}
+    for query in queries:
+        words = _words(query["query"])
+        judged_zero = {doc for doc, grade in query["relevant"].items() if grade == 0}
+        # every near-miss distractor built for the query is judged not relevant
+        named = query["notes"].removeprefix("near-miss distractors: ").split()
+        assert named and set(named) <= judged_zero, query["qid"]
+        # and so is every title that holds at least half of the query's words without being a duplicate
+        lexical = {doc for doc, title_words in corpus_words.items()
+                   if doc not in _relevant(query) and 2 * len(words & title_words) >= len(words)}
+        assert lexical <= judged_zero, query["qid"]
+        # a distractor shares vocabulary with the query (two of its three parts are worded alike)
+        assert all(len(words & corpus_words[doc]) >= 2 for doc in named), query["qid"]
+    for query in by_category["reworded"]:  # the duplicates share no word with a reworded title
+        assert not any(_words(query["query"]) & _words(corpus[doc]) for doc in _relevant(query)), query["qid"]
+    for query in by_category["error-code"]:  # the code is what ties them
+        code = re.search(r"LX-\d+", query["query"]).group()
+        assert all(code in corpus[doc] for doc in _relevant(query))
+        assert not any(code in corpus[doc] for doc in corpus if doc not in _relevant(query))
+    assert all(len(_relevant(q)) == 3 for q in by_category["many-duplicates"])
+
+
+def _date(text):
+    return re.search(r"\d{4}-\d{2}-\d{2}", text).group()
+
+
+def test_memory_hard_keeps_its_promises():
+    corpus = {row["id"]: row["text"] for row in _rows(SETS / "memory-hard" / "corpus.jsonl")}
+    queries = _rows(SETS / "memory-hard" / "queries.jsonl")
+    by_category = _check_counts(queries, 300)
+    assert set(by_category) == {"current", "paraphrase", "previous-value", "scope", "identifier"}
+    for query in queries:  # what a contract names is a distractor: judged, and judged not relevant
+        named = set(query.get("forbid", []))
+        if "rank_before" in query:
+            named.add(query["rank_before"]["after"])
+            assert query["relevant"][query["rank_before"]["before"]] == 1
+        assert all(query["relevant"].get(doc) == 0 for doc in named), query["qid"]
+    for query in by_category["current"] + by_category["paraphrase"]:
+        (current,) = _relevant(query)
+        (stale,) = query["forbid"]  # the first decision: still worded as if it held, and older
+        assert corpus[stale].startswith("Decision ") and _date(corpus[stale]) < _date(corpus[current])
+        assert " from " in corpus[current]  # the current fact is the last move of its chain
+        if "rank_before" in query:
+            assert _date(corpus[query["rank_before"]["after"]]) < _date(corpus[current])
+    for query in by_category["paraphrase"]:  # never names the environment
+        assert not {"production", "staging"} & set(query["query"].lower().split()), query["qid"]
+    for query in by_category["previous-value"]:  # the move to today's value and the fact it replaced
+        older, newer = sorted(_relevant(query), key=lambda doc: _date(corpus[doc]))
+        assert _date(corpus[older]) < _date(corpus[newer])
+    for query in by_category["scope"]:  # the other environment of the same project ranks below
+        (answer,) = _relevant(query)
+        project, environment = re.search(r"([A-Z][a-z]+) (production|staging)", corpus[answer]).groups()
+        sibling = corpus[query["rank_before"]["after"]]
+        other = "staging" if environment == "production" else "production"
+        assert project in query["query"] and f"{project} {other}" in sibling, query["qid"]
+    for query in by_category["identifier"]:  # the rule's number ties them; its twins differ in it
+        rule = re.search(r"ALR-\d+", query["query"]).group()
+        (answer,) = _relevant(query)
+        assert [doc for doc, text in corpus.items() if rule in text] == [answer]
+        twins = [doc for doc, grade in query["relevant"].items() if grade == 0]
+        assert len(twins) == 2 and all(corpus[doc].split(" fires when ")[1].rsplit(" and notifies", 1)[0]
+                                       == corpus[answer].split(" fires when ")[1].rsplit(" and notifies", 1)[0]
+                                       for doc in twins)
