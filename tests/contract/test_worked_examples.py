@@ -76,7 +76,8 @@ def harness(argv: list[str], cwd: Path, home: Path) -> subprocess.CompletedProce
 def test_every_example_works_in_the_readmes_order(tmp_path):
     work, home = tmp_path / "clone", tmp_path / "home"
     work.mkdir()
-    shutil.copytree(REPO_ROOT / "sets", work / "sets", ignore=shutil.ignore_patterns("code", "wiki", "*-hard"))
+    shutil.copytree(REPO_ROOT / "sets", work / "sets",
+                    ignore=shutil.ignore_patterns("code", "code-agent", "wiki", "*-hard"))
     shutil.copytree(REPO_ROOT / "baselines", work / "baselines")
     shutil.copy(REPO_ROOT / "budgets.json", work / "budgets.json")
     shutil.copytree(FIXTURES / "beir", home / "beir" / "scifact")
