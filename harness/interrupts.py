@@ -18,6 +18,15 @@ from collections.abc import Iterator
 from harness.errors import Interrupted
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_received: list[list[int]] = []  # per active block (innermost last): the signal its handler raised
+
+
+def raise_if_interrupted() -> None:
+    """Raise the innermost block's Interrupted again when its handler already ran: third-party code
+    that catches Exception (Ray's, when the handler runs inside its Python code) may have swallowed
+    it. Called where such code returns to ours, never in cleanup (which must finish)."""
+    if _received and _received[-1]:
+        raise Interrupted(_received[-1][0])
 
 
 @contextlib.contextmanager
@@ -39,6 +48,7 @@ def signals_raise_interrupted() -> Iterator[None]:
         raise Interrupted(signum)
 
     previous = {}
+    _received.append(raised)
     try:
         for signum in HANDLED_SIGNALS:
             current = signal.getsignal(signum)
@@ -50,3 +60,4 @@ def signals_raise_interrupted() -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        _received.pop()  # blocks nest (main thread only): the innermost ends first
