@@ -34,8 +34,11 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
 MOVED = 1e-9       # a value that changed by less is unchanged (a float written back)
 FLIPS_SHOWN = 20   # flipped queries listed per set; the rest are counted
 def _label(path: Path) -> str:
-    """`current.json`, or `companions/current.json` for one in a folder of baselines/."""
-    return path.name if path.parent.name in ("baselines", "") else f"{path.parent.name}/{path.name}"
+    """The file's name, or its path below a `baselines` folder (`companions/current.json`)."""
+    parts = path.parts[:-1]
+    if "baselines" not in parts:
+        return path.name
+    return "/".join(path.parts[len(parts) - parts[::-1].index("baselines"):])
 
 
 IDENTITY_FIELDS = ("label", "name", "version", "model_digest", "command")
