@@ -9,9 +9,19 @@ worker. Ray's start-up cost is stated separately: starting a local instance (a r
 --ray-address) and, per run, joining a running cluster and starting the actors and adapters.
 
 Each configuration runs --rounds times, the configurations taking turns each round, and the
-median rate is shown (the machine is shared: one run can be 10-20% off).
+median rate is shown (the machine is shared: one run can be 10-20% off). The ratio to one local
+worker is paired: each round's time against that round's one-local-worker run, the median of
+the rounds' ratios and their range shown, so a load that comes and goes between rounds hits
+both sides of a ratio alike. The load average is printed with every round.
 
 Run: python -m benchmarks.workers [--repeats 3] [--rounds 3] [--service-ms 5] [--executors local,ray]
+     [--backends bm25,sleepy] [--workers 1,2,4] [--blocks 10]
+
+Then, with Ray, BM25 at 1 worker once more, interleaved (--blocks, 0 to skip): one local adapter
+and one Ray actor started side by side in this process, asked every set's requests (--repeats
+each) in turns, through the path a run asks by (harness.adapter.asking), so that a burst of load
+from elsewhere on the machine hits both sides of each block's ratio alike; a first block each,
+untimed, warms them up. The separate runs above each pay their own load.
 
 Targets (docs/performance.md, docs/scale.md): BM25 on Ray at 1 worker at least 0.9x of one local worker, scaling with
 workers; the 5 ms backend on Ray at 2 and 4 workers at least 1.9x and 3.6x of one local worker.
@@ -20,15 +30,17 @@ workers; the 5 ms backend on Ray at 2 and 4 workers at least 1.9x and 3.6x of on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from benchmarks.arguments import at_least
+from benchmarks.arguments import at_least, list_of, names_from
 
 SLEEPY_ADAPTER = """
 import sys, time, json
@@ -64,6 +76,40 @@ def run_once(backend_args: list[str], workers: int, repeats: int, out: Path,
     return report["provenance"]["asking_seconds"], requests, report["provenance"].get("executor", {})
 
 
+def interleaved(address: str, repeats: int, blocks: int) -> list[tuple[float, float, float]]:
+    """(local seconds, Ray seconds, load average) per block: BM25 at 1 worker on each executor, asked in turns."""
+    from harness.adapter.asking import _replies, _requests, local_workers
+    from harness.adapter.backends import backend_argv
+    from harness.adapter.options import RunOptions
+    from harness.adapter.ray_executor import RayWorkers
+    from harness.api import load_inputs
+    from harness.sets.materialise import materialise_corpora
+
+    query_sets = load_inputs(["all"], sets_dir=Path("sets"), offline=False, budgets=None, baseline=None,
+                             k=None).query_sets
+    with tempfile.TemporaryDirectory() as scratch, contextlib.ExitStack() as stack:
+        corpus_dir = Path(scratch, "corpora")
+        corpus_dir.mkdir()
+        materialise_corpora(query_sets, corpus_dir)
+        options = RunOptions(argv=backend_argv("bm25"), repeats=repeats, log_path=Path(scratch, "adapter.log"))
+        local = local_workers(options, corpus_dir, stack)[0]
+        ray = RayWorkers(address=address)(options, corpus_dir, stack)[0]
+        requests = _requests(query_sets, 0, 1, options)
+
+        def seconds(worker) -> float:
+            start = time.perf_counter()
+            for _ in _replies(worker, requests):
+                pass
+            return time.perf_counter() - start
+        seconds(local), seconds(ray)  # warm-up
+        timings = []
+        for number in range(blocks):
+            first, second = (local, ray) if number % 2 == 0 else (ray, local)
+            took = {first: seconds(first), second: seconds(second)}
+            timings.append((took[local], took[ray], os.getloadavg()[0]))
+        return timings
+
+
 def ray_available() -> bool:
     try:
         import ray  # noqa: F401
@@ -77,9 +123,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=at_least(1), default=3)
     parser.add_argument("--rounds", type=at_least(1), default=3)
     parser.add_argument("--service-ms", type=float, default=5.0)
-    parser.add_argument("--executors", default="local,ray")
+    parser.add_argument("--executors", type=names_from(("local", "ray")), default=["local", "ray"])
+    parser.add_argument("--backends", type=names_from(("bm25", "sleepy")), default=["bm25", "sleepy"])
+    parser.add_argument("--workers", type=list_of(1), default=[1, 2, 4])
+    parser.add_argument("--blocks", type=at_least(0), default=10)
     args = parser.parse_args()
-    executors = args.executors.split(",")
+    executors = args.executors
+    if "local" not in executors or 1 not in args.workers:
+        parser.error("the ratios need the reference configuration: --executors with local and --workers with 1")
+    executors.sort(key=("local", "ray").index)
     if "ray" in executors and not ray_available():
         print("ray is not importable (pip install -e '.[ray]'): measuring local workers only")
         executors = [e for e in executors if e != "ray"]
@@ -87,11 +139,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         sleepy = Path(scratch) / "sleepy.py"
         sleepy.write_text(SLEEPY_ADAPTER)
-        backends = {
-            "bm25 (CPU-bound)": ["--backend", "bm25"],
-            f"sleepy {args.service_ms:g} ms (off-CPU)": ["--adapter", "--expect-banner", "--",
-                                                         sys.executable, str(sleepy), str(args.service_ms)],
-        }
+        backends = {label: argv for key, label, argv in (
+            ("bm25", "bm25 (CPU-bound)", ["--backend", "bm25"]),
+            ("sleepy", f"sleepy {args.service_ms:g} ms (off-CPU)",
+             ["--adapter", "--expect-banner", "--", sys.executable, str(sleepy), str(args.service_ms)]))
+            if key in args.backends}
         holder = None
         executor_args = {"local": []}
         if "ray" in executors:
@@ -104,28 +156,42 @@ def main() -> int:
         try:
             print(f"--set all, --repeats {args.repeats}, {os.cpu_count()} cpus; requests/s while asking "
                   f"(start-up excluded), median of {args.rounds} rounds, ratio to 1 local worker")
-            print(f"{'backend':<28}{'executor':>9}{'workers':>8}{'requests':>10}{'seconds':>10}{'req/s':>10}"
-                  f"{'x local 1':>11}")
             ray_startups = []
             configurations = [(label, executor, workers) for label in backends for executor in executors
-                              for workers in (1, 2, 4)]
+                              for workers in args.workers]
             timings: dict[tuple, list[tuple[float, int]]] = {configuration: [] for configuration in configurations}
-            for _ in range(args.rounds):
+            for number in range(args.rounds):
+                loads = [os.getloadavg()[0]]
                 for label, executor, workers in configurations:
                     seconds, requests, record = run_once(backends[label], workers, args.repeats,
                                                          Path(scratch) / "r.json", executor_args[executor])
                     if record:
                         ray_startups.append((workers, record["startup_seconds"], record["connect_seconds"]))
                     timings[(label, executor, workers)].append((seconds, requests))
+                    loads.append(os.getloadavg()[0])
+                print(f"round {number + 1}: load average {min(loads):.1f} to {max(loads):.1f}", flush=True)
+            print(f"{'backend':<28}{'executor':>9}{'workers':>8}{'requests':>10}{'seconds':>10}{'req/s':>10}"
+                  f"{'x local 1':>11}  {'range of the rounds':>20}")
             for label, executor, workers in configurations:
-                seconds = statistics.median(s for s, _ in timings[(label, executor, workers)])
-                requests = timings[(label, executor, workers)][0][1]
-                single_seconds = statistics.median(s for s, _ in timings[(label, executors[0], 1)])
-                rate = requests / seconds
-                print(f"{label:<28}{executor:>9}{workers:>8}{requests:>10}{seconds:>10.2f}{rate:>10.0f}"
-                      f"{single_seconds / seconds:>10.2f}x")
+                runs = timings[(label, executor, workers)]
+                seconds = statistics.median(s for s, _ in runs)
+                requests = runs[0][1]
+                # Paired: this round's one local worker against this round's run of the configuration.
+                ratios = [single / s for (single, _), (s, _) in zip(timings[(label, "local", 1)], runs)]
+                print(f"{label:<28}{executor:>9}{workers:>8}{requests:>10}{seconds:>10.2f}{requests / seconds:>10.0f}"
+                      f"{statistics.median(ratios):>10.2f}x  {min(ratios):>9.2f}x - {max(ratios):.2f}x")
+            if "ray" in executors and args.blocks:
+                timings = interleaved(executor_args["ray"][-1], args.repeats, args.blocks)
+                ratios = [local / ray for local, ray, _ in timings]
+                print(f"\nbm25, 1 worker, interleaved in one process: {len(timings)} blocks of every set's requests "
+                      f"(--repeats {args.repeats}), load average {min(l for *_, l in timings):.1f} to "
+                      f"{max(l for *_, l in timings):.1f}")
+                print(f"  local {statistics.median(l for l, _, _ in timings):.3f} s, Ray "
+                      f"{statistics.median(r for _, r, _ in timings):.3f} s a block (medians); Ray / local "
+                      f"throughput {statistics.median(ratios):.2f}x (blocks {min(ratios):.2f}x - {max(ratios):.2f}x; "
+                      f"{sum(ratio >= 0.9 for ratio in ratios)} of {len(ratios)} at 0.9x or more)")
             if "ray" in executors:
-                _, _, record = run_once(backends["bm25 (CPU-bound)"], 1, 1, Path(scratch) / "r.json",
+                _, _, record = run_once(["--backend", "bm25"], 1, 1, Path(scratch) / "r.json",
                                         ["--executor", "ray"])
                 print(f"\nRay start-up: a local instance started by the run (no --ray-address): "
                       f"{record['connect_seconds']:.1f} s to start Ray, {record['startup_seconds']:.1f} s until "

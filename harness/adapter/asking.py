@@ -82,12 +82,16 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 options.on_started([adapter.banner for adapter in adapters])
             outcome.warmup_seconds = max(_warm_up(adapter, query_sets, options) for adapter in adapters)
             asking_started = time.monotonic()
+            # One stream of replies per worker over every set, so a Ray actor goes on answering
+            # the next set while this one is evaluated (no round trip where each set starts).
+            streams = [_replies(adapter, _requests(query_sets, worker, len(adapters), options))
+                       for worker, adapter in enumerate(adapters)]
             while pending:
                 query_set = pending[0]
                 k = options.k or query_set.k
                 answers: dict[str, Answer] = {}
                 try:
-                    _ask_set(adapters, query_set, k, options.repeats, answers, nondeterministic, progress,
+                    _ask_set(adapters, streams, query_set, options.repeats, answers, nondeterministic, progress,
                              max_window=options.max_window, tied=tied)
                 finally:
                     results.append(evaluate_set(query_set, answers, k, options.metrics))
@@ -178,19 +182,26 @@ def worker_log(log_path: Path, index: int, workers: int) -> Path:
     return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
 
 
-def _ask_set(adapters: list[AdapterProcess], query_set: QuerySet, k: int, repeats: int,
-             answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None, *,
+def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options: RunOptions) -> list[Request]:
+    """Worker `worker`'s requests over every set, in set order: its shard (query i goes to worker
+    i mod N) of each set, each query `repeats` times in a row."""
+    return [Request(query_set.kind, query.query, options.k or query_set.k, query.qid)
+            for query_set in query_sets for query in query_set.queries[worker::workers]
+            for _ in range(options.repeats)]
+
+
+def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
+             repeats: int, answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None, *,
              max_window: int = DEFAULT_MAX_WINDOW, tied: list[str] | None = None) -> None:
-    """Fill `answers` (qid -> Answer); raise the first AdapterError after every shard has stopped."""
+    """Fill `answers` (qid -> Answer) from each worker's stream (`_requests`' order); raise the first
+    AdapterError after every shard has stopped."""
     total = len(query_set.queries)
     lock = threading.Lock()
     lengths = {doc.id: len(doc.text) for doc in query_set.documents}  # for the passages' bounds
 
     def shard(worker: int) -> None:
-        adapter = adapters[worker]
-        mine = [query_set.queries[index] for index in range(worker, total, len(adapters))]
-        replies = _replies(adapter, [Request(query_set.kind, query.query, k, query.qid)
-                                     for query in mine for _ in range(repeats)])
+        adapter, replies = adapters[worker], streams[worker]
+        mine = query_set.queries[worker::len(adapters)]
         for query in mine:
             answer, change = _answer([next(replies) for _ in range(repeats)])
             try:

@@ -13,9 +13,10 @@ starts and owns one `AdapterProcess` there, and asks it one request at a time: t
 returned is `AdapterProcess.ask`'s, measured in the actor at the adapter's process boundary
 (request line written -> response line read), so Ray's own transport never enters a latency
 and the definition is the local run's. The driver sends each worker's queries to its actor in
-set order, in batches of BATCH_QUERIES with the next batch already queued (Ray runs one
-caller's calls to an actor in submission order), so request order per adapter is the local
-run's too, and Ray's round trip is paid once a batch, while the adapter answers the one before.
+set order, one stream over every set, in batches with the next batch already queued (Ray
+runs one caller's calls to an actor in submission order), so request order per adapter is the
+local run's too, and Ray's round trip is paid once a batch, while the adapter answers the one
+before. A batch holds about BATCH_SECONDS of the adapter's answering, from the latencies so far.
 
 Failure: an `AdapterError` in the actor (crash, time-out, protocol, `error` reply) comes back
 as the same AdapterError text; an actor or node that dies, or a driver that hears nothing within
@@ -51,9 +52,13 @@ from harness.errors import AdapterError, Interrupted, UsageError
 from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
-# Queries per Ray call, and calls queued at an actor at once: one Ray round trip (1-2 ms) per 32
-# queries, hidden behind the batch the adapter is answering (benchmarks/workers.py).
-BATCH_QUERIES = 32
+# Queries per Ray call, and calls queued at an actor at once. Each call costs about 1 ms of CPU in
+# the driver and in the actor (benchmarks/workers.py): small against a batch that keeps the adapter
+# busy BATCH_SECONDS, sized from the mean latency of the batch before (the first ones hold
+# FIRST_BATCH_QUERIES). A slow backend gets batches of one query, so progress still moves per query.
+BATCH_SECONDS = 0.1
+FIRST_BATCH_QUERIES = 32
+MAX_BATCH_QUERIES = 1024
 BATCHES_IN_FLIGHT = 2
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
@@ -233,24 +238,34 @@ class RayWorker:
         return self._answer(reply[0])
 
     def ask_stream(self, requests: Sequence[Request]) -> Iterator[tuple[Response, float]]:
-        """(response, latency) per request, in order, the requests sent in batches of BATCH_QUERIES.
+        """(response, latency) per request, in order, the requests sent in batches (BATCH_SECONDS).
 
         The next batch is already queued at the actor while the driver reads one (Ray runs one
         caller's calls to an actor in submission order), so the adapter never waits on Ray's round
         trip; each batch ends at its first failure, which is raised after the replies before it.
         """
-        batches = [[tuple(request) for request in requests[start:start + BATCH_QUERIES]]
-                   for start in range(0, len(requests), BATCH_QUERIES)]
-        in_flight = [self._actor.ask.remote(batch) for batch in batches[:BATCHES_IN_FLIGHT]]
-        for number, batch in enumerate(batches):
-            ref = in_flight.pop(0)
-            if number + BATCHES_IN_FLIGHT < len(batches):
-                in_flight.append(self._actor.ask.remote(batches[number + BATCHES_IN_FLIGHT]))
+        requests = [tuple(request) for request in requests]
+        size, sent, in_flight = FIRST_BATCH_QUERIES, 0, []
+
+        def send() -> None:
+            nonlocal sent
+            batch = requests[sent:sent + size]
+            sent += len(batch)
+            in_flight.append((self._actor.ask.remote(batch), batch))
+        while sent < len(requests) and len(in_flight) < BATCHES_IN_FLIGHT:
+            send()
+        while in_flight:
+            ref, batch = in_flight.pop(0)
+            if sent < len(requests):
+                send()
             # Every query of the batch may take the whole query time-out; a first one, the start-up too.
             timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
             label = (batch[0][3] or "?") if len(batch) == 1 else f"{batch[0][3]}..{batch[-1][3]}"
-            for reply in self._get(ref, timeout, label):
+            replies = self._get(ref, timeout, label)
+            for reply in replies:
                 yield self._answer(reply)
+            mean = sum(reply[2] for reply in replies) / len(replies)  # every reply here was "ok"
+            size = max(1, min(MAX_BATCH_QUERIES, round(BATCH_SECONDS / mean) if mean > 0 else MAX_BATCH_QUERIES))
 
     def _answer(self, reply: tuple) -> tuple[Response, float]:
         if reply[0] == "error":

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from struct import error as struct_error, pack, unpack
 
 from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of, rank
 
@@ -261,13 +262,14 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
 
 def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, float],
                         judgments: Mapping[str, int]) -> dict[str, float]:
-    """compute_many over the ranking trec_eval reads from one query's {doc_id: score}, without sorting it.
+    """compute_many over the ranking trec_eval reads from one query's {doc_id: score}, without building it.
 
     Equal to `compute_many(measures, trec_eval_order(scores), judgments)`: scores compared in
     single precision, ties by docno descending. Every measure reads only the positions of
-    the judged documents, so each judged document is placed by bisecting the sorted
-    scores instead of ordering the whole run: the cost that made scoring from dicts slower
-    than from the adapter's lists (benchmarks/metrics.py). Scores must be numbers, no NaN.
+    the judged documents, so each judged document is placed by bisecting the run's scores,
+    sorted once, instead of ordering the whole run (a second sort, by docno): the cost that
+    made scoring from dicts slower than from the adapter's lists (benchmarks/metrics.py).
+    Scores must be numbers, no NaN.
     """
     plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
     total = len(scores)
@@ -276,44 +278,38 @@ def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, 
     judged: list[int] = []
     retrieved = list(filter(scores.__contains__, judgments))  # judged or not, as few as the judgments
     if retrieved:
-        single = array("f", scores.values()).tolist()
-        ascending = sorted(single)
-        tied: list[tuple[int, int, str, int, int]] = []  # position, grade, docno, its score's slice of `ascending`
-        for doc_id, score in zip(retrieved, array("f", map(scores.__getitem__, retrieved)).tolist()):
+        # The documents in ascending score. Rounding to single precision keeps that order, so
+        # the documents sharing a single-precision score are one slice of it, at the same
+        # indices as that score's slice of `ascending`.
+        by_score = sorted(scores, key=scores.__getitem__)
+        ascending = _single_precision(map(scores.__getitem__, by_score))
+        for doc_id, score in zip(retrieved, _single_precision(map(scores.__getitem__, retrieved))):
             grade = judgments[doc_id]
             if grade < 0:  # unjudged: reads as UNJUDGED wherever it stands
                 continue
             higher = bisect_right(ascending, score)
             position = total - higher  # documents ranked above it: higher scores...
             lower = bisect_left(ascending, score, 0, higher)
-            if higher - lower > 1:  # ...and tied ones with a later docno
-                tied.append((position, grade, doc_id, lower, higher))
-            elif position < length:
+            if higher - lower > 1:  # ...and the tied ones with a later docno (counted in C)
+                position += sum(map(doc_id.__lt__, by_score[lower:higher]))
+            if position < length:
                 grades[position] = grade
                 judged.append(position + 1)
-        if tied:
-            for position, grade in _after_later_docnos(scores, single, tied):
-                if position < length:
-                    grades[position] = grade
-                    judged.append(position + 1)
         judged.sort()
     return _values(plan, grades, judged, judgments)
 
 
-def _after_later_docnos(scores: Mapping[str, float], single: list[float],
-                        tied: list[tuple[int, int, str, int, int]]) -> list[tuple[int, int]]:
-    """(position, grade) of tied judged documents: each moved below the documents sharing its
-    score with a later docno (trec_eval breaks ties by docno descending).
+def _single_precision(values: Iterable[float]) -> Sequence[float]:
+    """Each value as trec_eval compares it (`trec_eval_score`), for a whole run at once.
 
-    `ascending[lower:higher]` holds a tied document's score; the documents in the same slice of
-    the run's indices sorted by score are the ones sharing it. Sorting the indices and counting
-    run in C: the cost that made tie-heavy runs slower than pytrec_eval was a pass over the run
-    in Python per tied judged document.
+    struct's conversion is array's C cast (beyond single range, +/-inf) at about half the
+    cost; a value that is not a number is left to array, for the TypeError it has always raised.
     """
-    docnos = list(scores)
-    by_score = sorted(range(len(single)), key=single.__getitem__)
-    return [(position + sum(map(doc_id.__lt__, map(docnos.__getitem__, by_score[lower:higher]))), grade)
-            for position, grade, doc_id, lower, higher in tied]
+    values = tuple(values)
+    try:
+        return unpack(f"{len(values)}f", pack(f"{len(values)}f", *values))
+    except struct_error:
+        return array("f", values).tolist()
 
 
 def _values(plan: _Plan, grades: list[int], judged: list[int], judgments: Mapping[str, int]) -> dict[str, float]:
@@ -343,7 +339,7 @@ def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
     holds scores rather than an order (a TREC run file, a peer's output); to score it
     without the order, `compute_from_scores`. Scores must be numbers (no NaN).
     """
-    single = dict(zip(scores, array("f", scores.values()).tolist()))
+    single = dict(zip(scores, _single_precision(scores.values())))
     if len(set(single.values())) == len(single):  # no ties, the usual case: one sort on the score
         return sorted(single, key=single.__getitem__, reverse=True)
     ranked = sorted(single, reverse=True)  # docno descending, then a stable sort on the score

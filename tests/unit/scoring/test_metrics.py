@@ -12,8 +12,8 @@ import pytest
 from harness.scoring import measures, metrics
 from harness.scoring.measures import Family
 from harness.scoring.metrics import (
-    DEFINITIONS_VERSION, FAMILIES, compute_many, family_table, make_measure, metric_names, parse_metric,
-    percentile,
+    DEFINITIONS_VERSION, FAMILIES, compute_from_scores, compute_many, family_table, make_measure, metric_names,
+    parse_metric, percentile, trec_eval_order,
 )
 
 LOG2_3 = math.log2(3)  # discount denominator at rank 2: 1/log2(2+1)
@@ -445,3 +445,23 @@ def test_condensed_at_a_cutoff_condenses_first_then_cuts_as_docs_sets_md_says():
     # no unjudged document in the top k: the two compositions agree
     assert parse_metric("rr@2(condensed)").compute(["j", "r", "u1"], judgments) == 0.5 == \
         parse_metric("rr@2").compute(["j", "r", "u1"], judgments)
+
+
+@pytest.mark.parametrize("scores, expected", [
+    # a and c tie at 3 (ints are numbers too): trec_eval puts the later docno, c, first
+    ({"a": 3, "b": 2.5, "c": 3}, 0.5),
+    # beyond single range both read as +inf, as C's cast gives: a tie again, b before a
+    ({"a": 1e39, "b": 1e40, "c": 1.0}, 0.5),
+    # -1e39 reads as -inf, below c: a first
+    ({"a": 1e39, "b": -1e39, "c": 1.0}, 1.0),
+])
+def test_from_scores_reads_scores_as_trec_eval_does_even_beyond_single_range(scores, expected):
+    # RR of the one relevant document a, by hand from trec_eval's order (single precision, docno descending).
+    assert compute_from_scores(("rr",), scores, {"a": 1}) == {"rr": expected}
+    assert compute_many(("rr",), trec_eval_order(scores), {"a": 1}) == {"rr": expected}
+
+
+@pytest.mark.parametrize("scores", [{"a": "high", "b": 1.0}, {"a": "high", "b": "low"}])
+def test_from_scores_refuses_a_score_that_is_not_a_number(scores):
+    with pytest.raises(TypeError):
+        compute_from_scores(("rr",), scores, {"a": 1})
