@@ -49,6 +49,7 @@ from harness.adapter.driver import AdapterProcess
 from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 from harness.adapter.protocol import Request, Response
 from harness.errors import AdapterError, Interrupted, UsageError
+from harness.interrupts import raise_if_interrupted
 from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
@@ -262,6 +263,7 @@ class RayWorker:
             timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
             label = (batch[0][3] or "?") if len(batch) == 1 else f"{batch[0][3]}..{batch[-1][3]}"
             replies = self._get(ref, timeout, label)
+            raise_if_interrupted()  # a signal whose Interrupted Ray's own code caught meanwhile
             for reply in replies:
                 yield self._answer(reply)
             mean = sum(reply[2] for reply in replies) / len(replies)  # every reply here was "ok"
