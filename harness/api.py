@@ -248,20 +248,9 @@ def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, optio
                     what: str = "workers") -> BackendCheck:
     """The run's backend against every backend the baseline records for the run's sets (one per set)."""
     baseline = inputs.baseline
-    if baseline is None:
-        return check_backend(identities, None, "", allow_change=options.allow_backend_change, what=what)
-    recorded: list[tuple[BackendIdentity, list[str]]] = []  # identities hold a settings dict: compared, not hashed
-    for query_set in inputs.query_sets:
-        identity = baseline.identity_for(query_set.name)
-        names = next((names for known, names in recorded if known == identity), None)
-        if names is None:
-            recorded.append((identity, names := []))
-        names.append(query_set.name)
-    checks = [check_backend(identities, identity, str(baseline.path) + (
-        f" (sets {', '.join(names)})" if len(recorded) > 1 else ""), allow_change=options.allow_backend_change,
-                            what=what) for identity, names in recorded]
-    return BackendCheck(checks[0].identity, tuple(note for check in checks for note in check.notes),
-                        any(check.changed for check in checks))
+    recorded = None if baseline is None else {s.name: baseline.identity_for(s.name) for s in inputs.query_sets}
+    return check_backend(identities, recorded, str(baseline.path) if baseline is not None else "",
+                         allow_change=options.allow_backend_change, what=what)
 
 
 def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, int | None]:

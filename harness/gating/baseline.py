@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
 from harness.strict_json import read_json_file, strict_json_dumps
-from harness.gating.identity import BackendIdentity
+from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
 from harness.quoting import field_key, preview
@@ -28,7 +28,7 @@ DEFAULT_BASELINE_PATH = Path("baselines/current.json")
 class Baseline:
     """A baseline file read once: where it is, its per-set entries, whose backend, when and at which commit.
 
-    Gating reads `entries` (through `entry_for`), the identity check `identity`, every output
+    Gating reads `entries` (through `set_entry_for`), the identity check `identity`, every output
     the `gated_against` record, `--update-baseline` the `document` it replaces.
     """
 
@@ -44,7 +44,7 @@ class Baseline:
         """The baseline at `path`; BaselineError naming file and field when it is not one."""
         document = read_baseline(path)
         return cls(path=path, entries=document["sets"], identity=cls.read_identity(document),
-                   created=_text_or_none(document.get("created")), commit=_text_or_none(document.get("git_commit")),
+                   created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
                    document=document)
 
     @staticmethod
@@ -57,20 +57,12 @@ class Baseline:
         record = (self.entries.get(name) or {}).get("backend")
         return BackendIdentity.from_record(record) if record is not None else self.identity
 
-    def entry_for(self, query_set: SetResult | QuerySet, *, k: int | None = None) -> Mapping:
-        """The entry comparable with a set or its result (see `set_entry_for`)."""
-        return set_entry_for(self.document, query_set, str(self.path), k=k)
-
     def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
         when, at which commit."""
         backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
         return {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                 "git_commit": self.commit}
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,

@@ -56,7 +56,7 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
     """
     if inputs.baseline is None:
         return Decision((), {}, {})
-    entries = {result.name: inputs.baseline.entry_for(result, k=k or result.k) for result in results}
+    entries = inputs.entries(k)  # matched and checked once, as load_inputs refused a run before it started
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
                   known_contract_failures=known_contract_failures, policy=inputs.policy)
     flips = {result.name: tuple(find_flips(result.name, _found(entries[result.name]),
