@@ -103,9 +103,9 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
 def backend_record(provenance: dict[str, object]) -> dict[str, object]:
     """Who the baseline is for: the label, the portable command and the banner's identity fields."""
     backend = provenance.get("backend") or {}
-    banner = (provenance.get("adapter") or {}).get("banner")  # type: ignore[union-attr]
-    identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])  # type: ignore[union-attr]
-    return {"label": backend.get("label"), **identity.to_dict()}  # type: ignore[union-attr]
+    banner = (provenance.get("adapter") or {}).get("banner")
+    identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])
+    return {"label": backend.get("label"), **identity.to_dict()}
 
 
 def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str, object]:
@@ -138,7 +138,7 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
             # a set kept from the previous file keeps its own backend (older files recorded it once, on top)
             sets = {name: {**entry, "backend": entry.get("backend") or previous["backend"]}
                     for name, entry in previous["sets"].items()}
-            sets.update(baseline["sets"])  # type: ignore[arg-type]
+            sets.update(baseline["sets"])
             document["sets"] = dict(sorted(sets.items()))
         atomic_write_text(path, baseline_text(document, str(path)))
 
@@ -175,7 +175,7 @@ def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, line
         lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
         return
     lines.append(f"{indent}{prefix}{{")
-    items = list(value.items())  # type: ignore[union-attr]
+    items = list(value.items())
     for index, (key, item) in enumerate(items):
         _lay_out(item, (*path, str(key)), json.dumps(str(key), ensure_ascii=False) + ": ", depth + 1, lines,
                  last=index == len(items) - 1)
@@ -326,8 +326,8 @@ def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, lab
 
     Called with the loaded set before the run (k as asked), so a mismatch stops it before the adapter starts.
     """
-    name, k = result.name, k if k is not None else result.k  # type: ignore[union-attr]
-    entry = baseline["sets"].get(name)  # type: ignore[union-attr]
+    name, k = result.name, k if k is not None else result.k
+    entry = baseline["sets"].get(name)
     if entry is None:
         raise BaselineError(f"{label}: sets: no baseline for set {name!r}; record it with --update-baseline")
     for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", k)):

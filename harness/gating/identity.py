@@ -48,7 +48,7 @@ class BackendIdentity:
         return cls(name=text_or_none(record.get("name")), version=text_or_none(record.get("version")),
                    model_digest=text_or_none(record.get("model_digest")),
                    settings=settings if isinstance(settings, Mapping) else None,
-                   command=tuple(portable_command([str(part) for part in command])))  # type: ignore[union-attr]
+                   command=tuple(portable_command([str(part) for part in command])))
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "version": self.version, "model_digest": self.model_digest,

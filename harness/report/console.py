@@ -23,9 +23,9 @@ from harness.scoring.evaluate import TABLE_METRICS
 def scope_rows(result: SetResult) -> list[tuple[str, dict]]:
     """(label, metric means) for overall, each category and each split, in the order tables show them."""
     aggregates = result.aggregates
-    rows: list[tuple[str, dict]] = [("overall", aggregates["overall"])]  # type: ignore[index]
-    rows += [(f"  {name}", values) for name, values in aggregates["category"].items()]  # type: ignore[union-attr]
-    rows += [(f"  split:{name}", values) for name, values in aggregates["split"].items()]  # type: ignore[union-attr]
+    rows: list[tuple[str, dict]] = [("overall", aggregates["overall"])]
+    rows += [(f"  {name}", values) for name, values in aggregates["category"].items()]
+    rows += [(f"  split:{name}", values) for name, values in aggregates["split"].items()]
     return rows
 
 

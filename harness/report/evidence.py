@@ -23,7 +23,7 @@ MAX_WINDOWS_SHOWN = 20  # failing queries whose window the HTML shows, per set
 def overall(result: SetResult) -> Mapping[str, Mapping] | None:
     """The set's overall evidence aggregates ({name: {mean, judged, null, sum}}), or None."""
     summary = result.aggregates.get("evidence")
-    return summary.get("overall") if isinstance(summary, Mapping) else None  # type: ignore[return-value]
+    return summary.get("overall") if isinstance(summary, Mapping) else None
 
 
 def figure(values: Mapping | None) -> str:
@@ -97,7 +97,7 @@ def window_html(query: QueryResult, escape: Callable[[object], str] | None = Non
     _escape = escape or globals()["_escape"]
     window = query.window or {}
     text = str(window.get("text", ""))
-    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in window.get("spans", [])]  # type: ignore[union-attr]
+    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in window.get("spans", [])]
     ku = (query.evidence or {}).get("ku@1")
     head = (f'<div class="window" data-qid="{_escape(query.qid)}"><p><b>{_escape(query.qid)}</b> '
             f'{_escape(query.query)} &mdash; rank 1 <span class="ids">{_escape(window.get("doc", ""))}</span> '

@@ -85,7 +85,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
 
 def _view_latencies(view: RunView | None, name: str) -> list[float]:
     rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
-    return [float(row["latency_ms"]) for row in rows.values()  # type: ignore[union-attr]
+    return [float(row["latency_ms"]) for row in rows.values()
             if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))]
 
 

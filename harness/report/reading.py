@@ -354,7 +354,7 @@ def _read_gate(reader: _Reader) -> GateResult:
         current=reader.get("current", required=False).optional_number(),
         limit=reader.get("limit", required=False).optional_number(),
         unit=reader.get("unit", required=False).optional_text(),
-        ci=bounds,  # type: ignore[arg-type]
+        ci=bounds,
         p_value=reader.get("p_value", required=False).optional_number(),
         one_query=reader.get("one_query", required=False).optional_number(),
         detectable=reader.get("detectable", required=False).optional_number(),
