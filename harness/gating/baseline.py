@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
-from harness.strict_json import read_json_file, strict_json_dumps
+from harness.strict_json import is_finite_number, read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
@@ -315,8 +314,7 @@ def _check_scope(values: dict, where: str) -> None:
 def _check_numbers(values: dict, where: str) -> None:
     """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
     for name, value in values.items():
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not -1e300 <= value <= 1e300 or not math.isfinite(value)):  # bounds first: a huge int overflows isfinite
+        if not is_finite_number(value):
             raise BaselineError(f"{where}.{field_key(name)}: must be a finite number, got {preview(value, 60)}")
 
 

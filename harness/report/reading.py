@@ -9,7 +9,6 @@ naming the file and the path of the first bad field in one line
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, verdict)
 from harness.scoring.flips import Flip
-from harness.strict_json import read_json_file
+from harness.strict_json import is_finite_number, read_json_file
 from harness.quoting import field_key
 
 
@@ -104,9 +103,7 @@ class _Reader:
 
     def number(self) -> float:
         value = self.value
-        # the bound first: math.isfinite overflows on an integer past the float range (400 digits)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 <= value <= 1e300 \
-                or not math.isfinite(value):
+        if not is_finite_number(value):
             raise self.fail(f"must be a finite number, got {_kind(value)}")
         return float(value) if isinstance(value, float) else value
 
