@@ -77,15 +77,10 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
         gates.extend(_count_gate(result, entry))
         for metric in policy.metrics:
             gates.extend(_quality_gates(result, entry, metric, policy))
-        if latency_gated:
-            gates.append(_latency_gate(result, entry, budgets.for_set(result.name)))
-            relative = _relative_latency_gate(result, entry, policy)
-            if relative is not None:
-                gates.append(relative)
-        gates.append(_contract_gate(result, entry, known_contract_failures))
-        judged = _judged_gate(result, entry, policy)
-        if judged is not None:
-            gates.append(judged)
+        latency = ([_latency_gate(result, entry, budgets.for_set(result.name)),
+                    _relative_latency_gate(result, entry, policy)] if latency_gated else [])
+        later = (*latency, _contract_gate(result, entry, known_contract_failures), _judged_gate(result, entry, policy))
+        gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
 
 
@@ -136,18 +131,14 @@ def _quality_gates(result: SetResult, entry: Mapping, metric: str, policy: GateP
         (before, n_before), (now, n_now) = (_scope_mean(aggregates, metric, category, evidence)
                                             for aggregates in (entry["aggregates"], result.aggregates))
         if before is None or now is None:
-            if not n_before and not n_now:
-                nothing = "no query judged on it" if evidence else "no scored queries"
-                gates.append(GateResult(result.name, gate_name(metric), True,
-                                        f"{label} {metric}: {nothing} in the baseline or now; nothing to compare",
-                                        category=category))
-                continue
+            empty = not n_before and not n_now  # nothing on either side passes; a side missing its value fails
+            nothing = "no query judged on it" if evidence else "no scored queries"
             missing = " and ".join(side for side, value in (("the baseline", before), ("this run", now))
                                    if value is None)
-            gates.append(GateResult(result.name, gate_name(metric), False,
-                                    f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
-                                    f"(re-record the baseline with this gate policy: --update-baseline)",
-                                    category=category))
+            message = (f"{label} {metric}: {nothing} in the baseline or now; nothing to compare" if empty else
+                       f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
+                       f"(re-record the baseline with this gate policy: --update-baseline)")
+            gates.append(GateResult(result.name, gate_name(metric), empty, message, category=category))
             continue
         gates.append(_quality_gate(result, entry, metric, category, (before, now), (n_before, n_now), policy))
     return gates
@@ -174,12 +165,12 @@ def _quality_gate(result: SetResult, entry: Mapping, metric: str, category: str 
         change = f"; {(now - before) * 100:+.2f} points" if abs(now - before) > FLOAT_SLACK else ""
         message = f"{label} {metric} {now:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
         ratchet = policy.ratchet_improvement_points
-        if category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK:
-            return GateResult(result.name, gate_name(metric), False,
-                              f"{message}; improved by more than the ratchet's {ratchet:g} points: re-baseline "
-                              f"(--update-baseline) so the baseline follows", category=category, flipped=flips,
-                              **numbers)
-        return GateResult(result.name, gate_name(metric), True, message, category=category, flipped=flips, **numbers)
+        ratcheted = category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK
+        if ratcheted:
+            message += (f"; improved by more than the ratchet's {ratchet:g} points: re-baseline "
+                        f"(--update-baseline) so the baseline follows")
+        return GateResult(result.name, gate_name(metric), not ratcheted, message, category=category, flipped=flips,
+                          **numbers)
     # per-query values on both sides (a baseline from before evidence rows were recorded has none): the
     # paired test and the category rules need them; without them the loss fails as it stands
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
