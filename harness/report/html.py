@@ -260,18 +260,13 @@ def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping
     return caption + "\n" + _chart_box(chart)
 
 
-def _flip_order(flip: Flip) -> tuple:
-    """Losses first (what a reviewer must look at), then gains; by qid within each."""
-    return (0 if flip.lost else 1, _natural_key(flip.qid))
-
-
 def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None = None,
                  set_index: int | None = None) -> str:
     """Losses first, then gains; with the run's `queries`, what came back now and an xfail /
     measure-only label; with `set_index`, each row is the link target of the gates naming it."""
     if not flips:
         return "<p>No query flipped.</p>"
-    ordered = sorted(flips, key=_flip_order)
+    ordered = sorted(flips, key=lambda flip: (0 if flip.lost else 1, _natural_key(flip.qid)))
     lost = sum(1 for f in flips if f.lost)
     headers = ["qid", "change", "lost", "gained"]
     if queries is not None:

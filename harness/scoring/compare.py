@@ -246,16 +246,14 @@ class ComparisonSuite:
 
 def run_view(document: object, path: str) -> RunView:
     """The comparable view of a baseline document already in memory (reports: harness.report.views)."""
-    if isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline":
-        sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
-                       "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
-                for name, e in document["sets"].items()}
-        backend = (document.get("backend") or {}).get("label")
-        definitions = document.get("metric_definitions")
-    else:
+    if not (isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline"):
         raise UsageError(f"{path}: neither a retrieval-gate report nor a baseline")
-    return RunView(label=f"{path} ({backend})", metric_definitions=definitions, sets=sets, kind="baseline",
-                   condition=document.get("condition"))
+    sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
+                   "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
+            for name, e in document["sets"].items()}
+    backend = (document.get("backend") or {}).get("label")
+    return RunView(label=f"{path} ({backend})", metric_definitions=document.get("metric_definitions"), sets=sets,
+                   kind="baseline", condition=document.get("condition"))
 
 
 def mismatches(base: RunView, candidate: RunView) -> list[str]:
