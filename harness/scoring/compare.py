@@ -411,8 +411,8 @@ def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str],
         return [], note
     results = []
     for name in set_names:
-        before = _latencies(base.sets[name]["queries"])
-        after = _latencies(candidate.sets[name]["queries"])
+        before = query_latencies(base.sets[name]["queries"])
+        after = query_latencies(candidate.sets[name]["queries"])
         qids = sorted(set(before) & set(after))
         if not qids:
             continue
@@ -458,7 +458,8 @@ def _percentile_differences(base_ms: Sequence[float], candidate_ms: Sequence[flo
     return draws
 
 
-def _latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+def query_latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+    """qid -> latency in ms of the rows that carry one (a baseline's rows carry none)."""
     return {qid: float(row["latency_ms"]) for qid, row in rows.items()
             if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))
             and not isinstance(row.get("latency_ms"), bool)}
