@@ -165,7 +165,7 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
         out.append("<p>No baseline for this set (the run was not gated).</p>")
     else:
         out.append(flips_table(flips, {q.qid: q for q in result.queries}, index))
-    out.extend(evidence.html_blocks(result, _text))  # nothing for sets without evidence
+    out.extend(evidence.html_blocks(result))  # nothing for sets without evidence
     out.extend(_not_passed(result.queries, index, {f.qid for f in flips or ()}))
     out.append("</section>")
     return out
