@@ -301,6 +301,3 @@ def _violation(raw: bytes, message: str, label: str) -> str:
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
                 f"{preview(raw, 200)}")
     return f"invalid response: {message}"
-
-
-

@@ -312,6 +312,8 @@ def _outcome(reader: _Reader) -> str:
     if value not in OUTCOMES:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
     return value
+
+
 def _evidence_fields(reader: _Reader) -> dict[str, object]:
     """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
     fields: dict[str, object] = {}
