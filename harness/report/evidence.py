@@ -52,14 +52,14 @@ def text_lines(result: SetResult) -> list[str]:
 
 def markdown_lines(sets: Sequence[SetResult]) -> list[str]:
     """A Markdown table of the evidence figures of every set that has them (empty when none does)."""
-    rows = [(result.name, overall(result)) for result in sets if overall(result) is not None]
+    rows = [(result.name, summary) for result in sets if (summary := overall(result)) is not None]
     if not rows:
         return []
     header = [name for pair in PAIRS for name in pair] + list(CANONICAL)
     lines = ["", "Exposed evidence (window / whole document; n judged; null: unjudgeable or nothing to judge, left out of means):", "",
              "| set | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for name, summary in rows:
-        lines.append(f"| {markdown_text(name)} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")  # type: ignore[union-attr]
+        lines.append(f"| {markdown_text(name)} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")
     return lines
 
 

@@ -174,8 +174,8 @@ def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, 
     """
     summary: dict[str, dict[str, float | None]] = {}
     for name in evidence_metric_names():
-        values = [row[name] for row in rows if row.get(name) is not None]
-        total = sum(values)  # type: ignore[arg-type]
+        values = [value for row in rows if (value := row.get(name)) is not None]
+        total = sum(values)
         summary[name] = {"mean": total / len(values) if values else None, "judged": len(values),
                          "null": sum(1 for row in rows if row.get(name) is None), "sum": total}
     return summary
