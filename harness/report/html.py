@@ -6,7 +6,6 @@ charts harness/report/charts.py, the comparison page harness/report/html_compare
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from harness.records import GateResult, QueryResult, SetResult
@@ -98,15 +97,11 @@ def _error_block(error: str) -> list[str]:
     return out
 
 
-def _query_anchor(set_index: int, qid: str) -> str:
-    return f"q-{set_index}-" + re.sub(r"[^A-Za-z0-9_-]", "_", qid)
-
-
 def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
     """Links from a failed (or warned) gate to the rows of the queries it names."""
     if set_index is None or not gate.flipped or gate.status == "pass":
         return ""
-    links = [f'<a class="qid" href="#{_query_anchor(set_index, qid)}">{_text(qid)}</a>' for qid in gate.flipped]
+    links = [f'<a class="qid" href="#{_anchor(set_index, qid, "q")}">{_text(qid)}</a>' for qid in gate.flipped]
     return ", ".join(links)
 
 
@@ -206,7 +201,7 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
         out.append(_table(("qid", "outcome", "category", "found", "returned now", "broken contracts", "query"), (_row(
-            "" if q.qid in flipped else _query_anchor(set_index, q.qid), (
+            "" if q.qid in flipped else _anchor(set_index, q.qid, "q"), (
                 f'<span class="qid">{_text(q.qid)}</span>',
                 f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
                 + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
@@ -284,5 +279,5 @@ def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None
         return row
 
     return (f"<p>{lost} lost, {len(flips) - lost} gained only.</p>\n"
-            + _table(headers, (_row(_query_anchor(set_index, f.qid) if set_index is not None else "", cells(f))
+            + _table(headers, (_row(_anchor(set_index, f.qid, "q") if set_index is not None else "", cells(f))
                                for f in ordered), "flips"))
