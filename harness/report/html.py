@@ -144,7 +144,7 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
            f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, "
            f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
            _aggregates_table(result.aggregates)]
-    baseline = {g.category or "overall": g.baseline for g in metric_gates if g.metric == metric}
+    baseline = {g.scope: g.baseline for g in metric_gates if g.metric == metric}
     out.append(f"<h3>{_text(metric)} per category</h3>")
     out.append(_chart_box(recall_bars_svg(
         f"set {name}: {metric} per category, "
