@@ -108,11 +108,9 @@ def backend_record(provenance: dict[str, object]) -> dict[str, object]:
 
 
 def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str, object]:
-    identity: dict[str, object] = {"revision": result.revision, "corpus_hash": result.corpus_hash}
-    if judgments_hash:
-        identity["judgments_hash"] = judgments_hash
     return {
-        **identity, "k": result.k,
+        "revision": result.revision, "corpus_hash": result.corpus_hash,
+        **({"judgments_hash": judgments_hash} if judgments_hash else {}), "k": result.k,
         "query_count": result.query_count, "aggregates": result.aggregates,
         "latency_ms": result.latency_ms,
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,

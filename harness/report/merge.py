@@ -298,5 +298,4 @@ def _common(machines) -> dict[str, object]:
 
 
 def _max(values) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
+    return max((value for value in values if value is not None), default=None)
