@@ -208,13 +208,13 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: Ru
         extra["backend_identity"] = identity.identity.to_dict()
         if identity.changed:
             extra["backend_change_allowed"] = True
-    gated = decision is not None and bool(decision.gates)
-    gates = decision.gates if gated else ()
+    gated = decision if decision is not None and decision.gates else None  # no gates: no flips, no latency either
+    gates = gated.gates if gated is not None else ()
     return Report(provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(results), gates=gates,
                   complete=complete, error=error, exit_code=verdict(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
-                  pooled=pooled_aggregate(results), flips=decision.flips if gated else None,
-                  baseline_latency=decision.baseline_latency if gated else None)
+                  pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
+                  baseline_latency=gated.baseline_latency if gated is not None else None)
 
 
 def gated_metric_name(name: str) -> str:
@@ -268,20 +268,9 @@ def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, optio
                     what: str = "workers") -> BackendCheck:
     """The run's backend against every backend the baseline records for the run's sets (one per set)."""
     baseline = inputs.baseline
-    if baseline is None:
-        return check_backend(identities, None, "", allow_change=options.allow_backend_change, what=what)
-    recorded: list[tuple[BackendIdentity, list[str]]] = []  # identities hold a settings dict: compared, not hashed
-    for query_set in inputs.query_sets:
-        identity = baseline.identity_for(query_set.name)
-        names = next((names for known, names in recorded if known == identity), None)
-        if names is None:
-            recorded.append((identity, names := []))
-        names.append(query_set.name)
-    checks = [check_backend(identities, identity, str(baseline.path) + (
-        f" (sets {', '.join(names)})" if len(recorded) > 1 else ""), allow_change=options.allow_backend_change,
-                            what=what) for identity, names in recorded]
-    return BackendCheck(checks[0].identity, tuple(note for check in checks for note in check.notes),
-                        any(check.changed for check in checks))
+    recorded = None if baseline is None else {s.name: baseline.identity_for(s.name) for s in inputs.query_sets}
+    return check_backend(identities, recorded, str(baseline.path) if baseline is not None else "",
+                         allow_change=options.allow_backend_change, what=what)
 
 
 def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, int | None]:
@@ -393,11 +382,11 @@ class BaselineUpdate:
     comparison: Comparison | None
 
     def report_with_previous(self, report: Report) -> Report:
-        """The report carrying the replaced values (`previous_baseline`), recoverable without git."""
+        """The report (the one this update was prepared from) carrying the replaced values
+        (`previous_baseline`), recoverable without git."""
         if self.previous is None:
             return report
-        replaced = {name: self.previous.entries[name] for name in self.document["sets"]  # type: ignore[attr-defined]
-                    if name in self.previous.entries}
+        replaced = {r.name: self.previous.entries[r.name] for r in report.sets if r.name in self.previous.entries}
         return dataclasses.replace(report, previous_baseline=replaced)
 
 
@@ -411,9 +400,8 @@ def prepare_baseline_update(report: Report, path: str | Path) -> BaselineUpdate:
     path = Path(path)
     new = build_baseline(list(report.sets), report.provenance.to_dict())
     previous = Baseline.read(path) if path.exists() else None
-    comparison = None
-    if previous is not None:
-        comparison = compare(run_view(previous.document, str(path)), run_view(new, "this run"))
+    comparison = (compare(run_view(previous.document, str(path)), run_view(new, "this run"))
+                  if previous is not None else None)
     return BaselineUpdate(path, new, previous, comparison)
 
 

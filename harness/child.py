@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.fsutil import open_log
+from harness.interrupts import HANDLED_SIGNALS
 from harness.watchdog import TERM_GRACE_SECONDS, guard_group, release_group
 
 STOP_GRACE_SECONDS = 5.0          # stdin closed -> child expected to have exited by itself
@@ -48,8 +49,6 @@ TAIL_LINES = 20                   # lines of the log shown in an error
 TAIL_READ_BYTES = 64 * 1024       # the tail is taken from at most this much of the log's end
 TAIL_LINE_CHARS = 500             # longer log lines are cut in the tail (the file keeps them whole)
 STEP_ATTEMPTS = 5                 # a stop step cut by a signal handler is tried again this often
-# Signals held while a process group is being killed: the kill must not be cut half-way.
-STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 _POLL_IN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 _POLL_OUT = select.POLLOUT | select.POLLHUP | select.POLLERR
@@ -471,8 +470,9 @@ def group_rss_kib(group_id: int) -> int | None:
 
 @contextlib.contextmanager
 def stop_signals_blocked() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP for the calling thread; they are delivered on exit."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    """Hold SIGINT, SIGTERM and SIGHUP (the signals a command turns into Interrupted) for the calling
+    thread, so a process group's kill is never cut half-way; they are delivered on exit."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
     try:
         yield
     finally:

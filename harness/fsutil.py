@@ -63,13 +63,7 @@ def _is_stream(target: Path) -> bool:
     reason = output_refusal(target)
     if reason is not None:
         raise UsageError(f"{target}: {reason}")
-    if _own_stream(target):
-        return True
-    try:
-        mode = os.stat(target).st_mode
-    except OSError:  # missing: created; any other problem surfaces, as OSError, from the write itself
-        return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+    return names_a_stream(target)  # missing: created; any other problem surfaces, as OSError, from the write
 
 
 def output_refusal(target: Path) -> str | None:

@@ -8,8 +8,10 @@ so a value one side writes is a value the other side reads.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
+from typing import TypeGuard
 
 from harness.fsutil import open_regular
 
@@ -114,3 +116,23 @@ def read_json_file(path: Path, error: type[Exception], label: str | None = None,
         raise error(f"{label}: {what}, not valid JSON ({exc})") from None
     except RecursionError:
         raise error(f"{label}: {what}, JSON nested too deeply") from None
+
+
+def read_settings_file(path: Path | None, default: Path, error: type[Exception], what: str) -> object | None:
+    """A settings file parsed strictly (`read_json_file`): `path` when given (it must exist), else
+    `default` when present; None when neither is there (the caller's defaults apply)."""
+    if path is None and not default.exists():
+        return None
+    path = default if path is None else path
+    if not path.exists():
+        raise error(f"{path}: {what} file not found")
+    return read_json_file(path, error, what=what)
+
+
+def is_finite_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number the gates can compute with: not a bool, finite, within +-1e300.
+
+    The bound is checked first: math.isfinite overflows on an integer past the float range.
+    """
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and -1e300 <= value <= 1e300
+            and math.isfinite(value))

@@ -57,7 +57,6 @@ UNICODE_QUERIES = (
 )
 
 
-
 @dataclass
 class Corpus:
     """The folder given as HARNESS_CORPUS_DIR, where it came from, and the ids the kind's answers must use."""
@@ -68,7 +67,6 @@ class Corpus:
     not_judged_why: str = ""
     queries: tuple[str, ...] = PLAIN_QUERIES
     lengths: dict[str, int] | None = None  # text lengths, the passages' bounds (docs/adapters.md, "Passages")
-
 
 
 def long_query(length: int) -> str:

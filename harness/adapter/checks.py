@@ -12,7 +12,6 @@ request, so one failure never hides the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -355,24 +354,20 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
             for name, _ in CHECKS[1:]:
                 suite.report(name, NOT_JUDGED, "not run: the adapter did not start (see banner)")
             return [suite.results[name] for name, _ in CHECKS]
-    steps: list[Callable[[], None]] = [
-        lambda: check_answers(suite),
-        lambda: check_order(suite),
-        lambda: check_k_range(suite),
-        lambda: check_queries(suite, "unicode", list(UNICODE_QUERIES)),
-        lambda: check_queries(suite, "empty-query", [("empty", "")]),
-        lambda: check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))]),
-        lambda: check_unknown_kind(suite),
-        lambda: check_endurance(suite),
-        lambda: check_determinism(suite),
-        lambda: check_ids(suite),
-        lambda: check_known_ids(suite),
-        lambda: check_passages(suite),
-        lambda: check_timeout(suite, timeout),
-        lambda: check_banner(suite),
-    ]
-    for step in steps:
-        step()
+    check_answers(suite)
+    check_order(suite)
+    check_k_range(suite)
+    check_queries(suite, "unicode", list(UNICODE_QUERIES))
+    check_queries(suite, "empty-query", [("empty", "")])
+    check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))])
+    check_unknown_kind(suite)
+    check_endurance(suite)
+    check_determinism(suite)
+    check_ids(suite)
+    check_known_ids(suite)
+    check_passages(suite)
+    check_timeout(suite, timeout)
+    check_banner(suite)
     return [suite.results[name] for name, _ in CHECKS]
 
 

@@ -123,14 +123,19 @@ class AdapterProcess:
     def _await_banner(self) -> None:
         line = self._read_startup(None, _BANNER, time.perf_counter())
         self._seen_first_line = True
+        if not self._take_banner(line, None):
+            raise self._failed(None, f"first line was not a banner: {preview(line, 200)}")
+
+    def _take_banner(self, line: bytes, label: str | None) -> bool:
+        """Record `line` as the ready banner when it is one: the start-up ends there."""
         try:
             banner = decode_banner(line, check_fields=True)
         except ProtocolError as exc:
-            raise self._failed(None, str(exc)) from None
-        if banner is None:
-            raise self._failed(None, f"first line was not a banner: {preview(line, 200)}")
-        self.banner = banner
-        self.startup_seconds = time.perf_counter() - self._spawned_at
+            raise self._failed(label, str(exc)) from None
+        if banner is not None:
+            self.banner = banner
+            self.startup_seconds = time.perf_counter() - self._spawned_at
+        return banner is not None
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -170,17 +175,9 @@ class AdapterProcess:
         else:
             raw = self._read_startup(label, _FIRST_ANSWER, started)
             self._seen_first_line = True
-            try:
-                banner = decode_banner(raw, check_fields=True)
-            except ProtocolError as exc:
-                raise self._failed(label, str(exc)) from None
-            if banner is not None:
-                # It printed a banner nobody waited for: record it, the answer comes next.
-                self.banner = banner
-                now = time.perf_counter()
-                self.startup_seconds = now - self._spawned_at
+            if self._take_banner(raw, label):  # a banner nobody waited for: the answer comes next
                 try:
-                    raw = child.read_line(now + self.query_timeout)
+                    raw = child.read_line(time.perf_counter() + self.query_timeout)
                 except StreamFailure as failure:
                     raise self._stream_failed(failure, label, _ANSWER) from None
         latency = time.perf_counter() - started
@@ -304,6 +301,3 @@ def _violation(raw: bytes, message: str, label: str) -> str:
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
                 f"{preview(raw, 200)}")
     return f"invalid response: {message}"
-
-
-

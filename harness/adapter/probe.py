@@ -205,7 +205,8 @@ class LiveAdapter:
             self._note_banner(BannerOutcome(str(exc), None, startup))
             now = time.perf_counter()
             return self._read_object(now + self.query_timeout), now, True
-        if banner is None and _is_answer(first):
+        answer = _json_object(first) or {}
+        if banner is None and ("ids" in answer or "error" in answer):
             self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
             return first, ready_at, False
         problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
@@ -243,7 +244,7 @@ class LiveAdapter:
             line = self._child.read_line(deadline)
         except StreamFailure as failure:
             raise self._lost(failure, f"no answer within {self.query_timeout:g} s") from None
-        if not _is_json_object(line):
+        if _json_object(line) is None:
             raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
                         f"{preview(line, 120)}")
         return line
@@ -290,28 +291,19 @@ def banner_problem(banner: dict) -> str | None:
 
 def _not_a_banner(line: bytes) -> str:
     """Why a first line that is no answer is no banner either."""
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        obj = None
-    if isinstance(obj, dict) and "ready" in obj:
+    obj = _json_object(line)
+    if obj is not None and "ready" in obj:
         return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
     return f"first line is neither a ready banner nor an answer: {preview(line, 120)}"
 
 
-def _is_json_object(line: bytes) -> bool:
-    try:
-        return isinstance(json.loads(line), dict)
-    except (ValueError, RecursionError):
-        return False
-
-
-def _is_answer(line: bytes) -> bool:
+def _json_object(line: bytes) -> dict | None:
+    """The line as a JSON object, None when it is not one (what a lenient reader of answers needs)."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and ("ids" in obj or "error" in obj)
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def shorten(text: str, limit: int = 160) -> str:

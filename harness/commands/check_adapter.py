@@ -27,7 +27,7 @@ from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.fsutil import check_outputs, names_a_stream, write_output
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_line
-from harness.report.terminal import CLEAR_LINE
+from harness.report.terminal import CLEAR_LINE, duration_text
 from harness.watchdog import guarded_temp_folder
 
 PROGRESS_BAR_CHARS = 30
@@ -163,7 +163,7 @@ class StartupProgressPrinter:
             bar = "#" * filled + "-" * (PROGRESS_BAR_CHARS - filled)
             text = f"{stage} [{bar}] {progress.done}/{progress.total} {share:4.0%}"
             if rate > 0:
-                text += f" ETA {_duration((progress.total - progress.done) / rate)}"
+                text += f" ETA {duration_text((progress.total - progress.done) / rate)}"
         if rate > 0:
             text += f" {rate:.1f}/s"
         print(f"{CLEAR_LINE}{text}", end="", file=self.stream, flush=True)
@@ -174,8 +174,3 @@ class StartupProgressPrinter:
         if self._drawn:
             print(file=self.stream, flush=True)
             self._drawn = False
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

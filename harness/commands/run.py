@@ -91,18 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--what-if-min-score", type=float, default=None, metavar="X",
                         help="report only: metrics if hits scoring below X were dropped (needs adapter scores)")
     output.add_argument("--quiet", action="store_true", help="print only gate failures and errors")
-    _add_terminal_options(output)
-    _add_scale_arguments(parser)
-    return parser
-
-
-def _add_terminal_options(output: argparse._ArgumentGroup) -> None:
     output.add_argument("-v", "--verbose", action="store_true", help="list every passing gate, not just their count")
     output.add_argument("--color", choices=COLOR_MODES, default="auto",
                         help="colour the console output: auto (a terminal, unless NO_COLOR is set or "
                              "TERM=dumb), always or never (default: auto)")
-
-
+    _add_scale_arguments(parser)
+    return parser
 
 
 def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -116,6 +110,8 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
+    if args.shard is not None and args.update_baseline:
+        raise UsageError("--update-baseline and --shard are exclusive: merge the shards, then update from the merge")
     return args, adapter_argv
 
 
@@ -138,7 +134,8 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
         known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
         log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
-        max_window=args.max_window, **_scale_options(args))
+        max_window=args.max_window, shard=args.shard, executor=args.executor, ray_address=args.ray_address,
+        worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus)
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
     # Every output checked before the first query: a typo must not cost a whole run.
@@ -194,10 +191,6 @@ def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: Gate
 
 # -- what the run prints (console text, progress, warnings, errors) --------------------------------
 
-def _console_style(args: argparse.Namespace) -> Style:
-    return Style(wants_colour(args.color, sys.stdout, os.environ))
-
-
 def _progress_printer(args: argparse.Namespace) -> ProgressLine | None:
     """Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb)."""
     if args.quiet or not sys.stderr.isatty():
@@ -218,7 +211,8 @@ def _print_run(report: Report, args: argparse.Namespace, log_path: Path) -> None
     written = [("partial report" if report.error is not None else "report", str(args.out))]
     if report.provenance.run_file is None:
         written.append(("adapter log", str(log_path)))
-    text = render_text(report, verbose=args.verbose, style=_console_style(args), written=written)
+    style = Style(wants_colour(args.color, sys.stdout, os.environ))
+    text = render_text(report, verbose=args.verbose, style=style, written=written)
     body, _, closing = text.rstrip("\n").rpartition("\n")
     print(body)
     for name, what_if in (report.what_if or {}).items():
@@ -257,10 +251,3 @@ def _add_scale_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--worker-gpus", type=float, default=0.0, metavar="N",
                        help="with --executor ray: GPUs each worker reserves, so GPU adapters land on GPU nodes "
                             "(default: 0)")
-
-
-def _scale_options(args: argparse.Namespace) -> dict[str, object]:
-    if args.shard is not None and args.update_baseline:
-        raise UsageError("--update-baseline and --shard are exclusive: merge the shards, then update from the merge")
-    return {"shard": args.shard, "executor": args.executor, "ray_address": args.ray_address,
-            "worker_cpus": args.worker_cpus, "worker_gpus": args.worker_gpus}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,8 +12,8 @@ from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
-from harness.strict_json import read_json_file, strict_json_dumps
-from harness.gating.identity import BackendIdentity
+from harness.strict_json import is_finite_number, read_json_file, strict_json_dumps
+from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
 from harness.quoting import field_key, preview
@@ -28,7 +27,7 @@ DEFAULT_BASELINE_PATH = Path("baselines/current.json")
 class Baseline:
     """A baseline file read once: where it is, its per-set entries, whose backend, when and at which commit.
 
-    Gating reads `entries` (through `entry_for`), the identity check `identity`, every output
+    Gating reads `entries` (through `set_entry_for`), the identity check `identity`, every output
     the `gated_against` record, `--update-baseline` the `document` it replaces.
     """
 
@@ -44,7 +43,7 @@ class Baseline:
         """The baseline at `path`; BaselineError naming file and field when it is not one."""
         document = read_baseline(path)
         return cls(path=path, entries=document["sets"], identity=cls.read_identity(document),
-                   created=_text_or_none(document.get("created")), commit=_text_or_none(document.get("git_commit")),
+                   created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
                    document=document)
 
     @staticmethod
@@ -57,20 +56,12 @@ class Baseline:
         record = (self.entries.get(name) or {}).get("backend")
         return BackendIdentity.from_record(record) if record is not None else self.identity
 
-    def entry_for(self, query_set: SetResult | QuerySet, *, k: int | None = None) -> Mapping:
-        """The entry comparable with a set or its result (see `set_entry_for`)."""
-        return set_entry_for(self.document, query_set, str(self.path), k=k)
-
     def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
         when, at which commit."""
         backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
         return {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                 "git_commit": self.commit}
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,
@@ -111,17 +102,15 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
 def backend_record(provenance: dict[str, object]) -> dict[str, object]:
     """Who the baseline is for: the label, the portable command and the banner's identity fields."""
     backend = provenance.get("backend") or {}
-    banner = (provenance.get("adapter") or {}).get("banner")  # type: ignore[union-attr]
-    identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])  # type: ignore[union-attr]
-    return {"label": backend.get("label"), **identity.to_dict()}  # type: ignore[union-attr]
+    banner = (provenance.get("adapter") or {}).get("banner")
+    identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])
+    return {"label": backend.get("label"), **identity.to_dict()}
 
 
 def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str, object]:
-    identity: dict[str, object] = {"revision": result.revision, "corpus_hash": result.corpus_hash}
-    if judgments_hash:
-        identity["judgments_hash"] = judgments_hash
     return {
-        **identity, "k": result.k,
+        "revision": result.revision, "corpus_hash": result.corpus_hash,
+        **({"judgments_hash": judgments_hash} if judgments_hash else {}), "k": result.k,
         "query_count": result.query_count, "aggregates": result.aggregates,
         "latency_ms": result.latency_ms,
         "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
@@ -146,7 +135,7 @@ def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = Tru
             # a set kept from the previous file keeps its own backend (older files recorded it once, on top)
             sets = {name: {**entry, "backend": entry.get("backend") or previous["backend"]}
                     for name, entry in previous["sets"].items()}
-            sets.update(baseline["sets"])  # type: ignore[arg-type]
+            sets.update(baseline["sets"])
             document["sets"] = dict(sorted(sets.items()))
         atomic_write_text(path, baseline_text(document, str(path)))
 
@@ -183,7 +172,7 @@ def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, line
         lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
         return
     lines.append(f"{indent}{prefix}{{")
-    items = list(value.items())  # type: ignore[union-attr]
+    items = list(value.items())
     for index, (key, item) in enumerate(items):
         _lay_out(item, (*path, str(key)), json.dumps(str(key), ensure_ascii=False) + ": ", depth + 1, lines,
                  last=index == len(items) - 1)
@@ -323,8 +312,7 @@ def _check_scope(values: dict, where: str) -> None:
 def _check_numbers(values: dict, where: str) -> None:
     """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
     for name, value in values.items():
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not -1e300 <= value <= 1e300 or not math.isfinite(value)):  # bounds first: a huge int overflows isfinite
+        if not is_finite_number(value):
             raise BaselineError(f"{where}.{field_key(name)}: must be a finite number, got {preview(value, 60)}")
 
 
@@ -334,8 +322,8 @@ def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, lab
 
     Called with the loaded set before the run (k as asked), so a mismatch stops it before the adapter starts.
     """
-    name, k = result.name, k if k is not None else result.k  # type: ignore[union-attr]
-    entry = baseline["sets"].get(name)  # type: ignore[union-attr]
+    name, k = result.name, k if k is not None else result.k
+    entry = baseline["sets"].get(name)
     if entry is None:
         raise BaselineError(f"{label}: sets: no baseline for set {name!r}; record it with --update-baseline")
     for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", k)):

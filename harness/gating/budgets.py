@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.strict_json import read_json_file
+from harness.strict_json import is_finite_number, read_settings_file
 from harness.errors import UsageError
 from harness.quoting import field_key
 
@@ -33,13 +32,10 @@ def load_budgets(path: Path | None) -> Budgets:
     Format: `{"format": 1, "default_p95_ms": 300, "p95_ms": {"code": 300}}`; every value a
     number of milliseconds in (0, MAX_BUDGET_MS]. UsageError (exit 2) naming file and field.
     """
-    required = path is not None
-    path = path if path is not None else DEFAULT_BUDGETS_PATH
-    if not path.exists():
-        if required:
-            raise UsageError(f"{path}: budgets file not found")
+    document = read_settings_file(path, DEFAULT_BUDGETS_PATH, UsageError, "budgets")
+    if document is None:
         return Budgets()
-    document = read_json_file(path, UsageError, what="budgets")
+    path = path if path is not None else DEFAULT_BUDGETS_PATH
     if not isinstance(document, dict) or type(document.get("format")) is not int or document.get("format") != 1:
         raise UsageError(f"{path}: format: expected the integer 1")
     unknown = sorted(set(document) - {"format", "default_p95_ms", "p95_ms"})
@@ -58,6 +54,4 @@ def load_budgets(path: Path | None) -> Budgets:
 
 
 def _positive(value: object) -> bool:
-    # The bound is checked before isfinite: math.isfinite overflows on an integer past float range.
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and 0 < value <= MAX_BUDGET_MS and math.isfinite(value))
+    return is_finite_number(value) and 0 < value <= MAX_BUDGET_MS

@@ -56,18 +56,15 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
     """
     if inputs.baseline is None:
         return Decision((), {}, {})
-    entries = {result.name: inputs.baseline.entry_for(result, k=k or result.k) for result in results}
+    entries = inputs.entries(k)  # matched as load_inputs matched them before the run started
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
                   known_contract_failures=known_contract_failures, policy=inputs.policy)
-    flips = {result.name: tuple(find_flips(result.name, _found(entries[result.name]),
-                                           {q.qid: q.found for q in result.queries},
-                                           {q.qid: q.query for q in result.queries}))
-             for result in results}
+    flips = {}
+    for result in results:
+        base_found = {qid: row.get("found") or [] for qid, row in entries[result.name]["queries"].items()}
+        flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
+                                              {q.qid: q.query for q in result.queries}))
     return Decision(tuple(gates), flips, {name: dict(entry["latency_ms"]) for name, entry in entries.items()})
-
-
-def _found(entry: Mapping) -> dict[str, list[str]]:
-    return {qid: row.get("found") or [] for qid, row in entry["queries"].items()}
 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets: Budgets = Budgets(), *,
@@ -80,15 +77,10 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], bu
         gates.extend(_count_gate(result, entry))
         for metric in policy.metrics:
             gates.extend(_quality_gates(result, entry, metric, policy))
-        if latency_gated:
-            gates.append(_latency_gate(result, entry, budgets.for_set(result.name)))
-            relative = _relative_latency_gate(result, entry, policy)
-            if relative is not None:
-                gates.append(relative)
-        gates.append(_contract_gate(result, entry, known_contract_failures))
-        judged = _judged_gate(result, entry, policy)
-        if judged is not None:
-            gates.append(judged)
+        latency = ([_latency_gate(result, entry, budgets.for_set(result.name)),
+                    _relative_latency_gate(result, entry, policy)] if latency_gated else [])
+        later = (*latency, _contract_gate(result, entry, known_contract_failures), _judged_gate(result, entry, policy))
+        gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
 
 
@@ -106,16 +98,12 @@ def gate_name(metric: str) -> str:
 
 
 def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
-    numbers = dict(metric="queries", baseline=entry["query_count"], current=result.query_count, limit=0, unit=COUNT)
-    gates = []
-    if result.query_count != entry["query_count"]:
-        gates.append(GateResult(result.name, "query-count", False,
-                                f"{result.name}: query count {result.query_count} differs from the baseline's "
-                                f"{entry['query_count']} (re-baseline deliberately if queries were added or removed)",
-                                **numbers))
-    else:
-        gates.append(GateResult(result.name, "query-count", True, f"{result.name}: {result.query_count} queries, as the baseline",
-                                **numbers))
+    same = result.query_count == entry["query_count"]
+    message = (f"{result.name}: {result.query_count} queries, as the baseline" if same else
+               f"{result.name}: query count {result.query_count} differs from the baseline's {entry['query_count']} "
+               f"(re-baseline deliberately if queries were added or removed)")
+    gates = [GateResult(result.name, "query-count", same, message, metric="queries", baseline=entry["query_count"],
+                        current=result.query_count, limit=0, unit=COUNT)]
     for category in sorted(set(entry["aggregates"]["category"]) - set(result.aggregates["category"])):
         gates.append(GateResult(result.name, "query-count", False,
                                 f"{result.name}/{category}: category in the baseline has no scored queries now",
@@ -143,18 +131,14 @@ def _quality_gates(result: SetResult, entry: Mapping, metric: str, policy: GateP
         (before, n_before), (now, n_now) = (_scope_mean(aggregates, metric, category, evidence)
                                             for aggregates in (entry["aggregates"], result.aggregates))
         if before is None or now is None:
-            if not n_before and not n_now:
-                nothing = "no query judged on it" if evidence else "no scored queries"
-                gates.append(GateResult(result.name, gate_name(metric), True,
-                                        f"{label} {metric}: {nothing} in the baseline or now; nothing to compare",
-                                        category=category))
-                continue
+            empty = not n_before and not n_now  # nothing on either side passes; a side missing its value fails
+            nothing = "no query judged on it" if evidence else "no scored queries"
             missing = " and ".join(side for side, value in (("the baseline", before), ("this run", now))
                                    if value is None)
-            gates.append(GateResult(result.name, gate_name(metric), False,
-                                    f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
-                                    f"(re-record the baseline with this gate policy: --update-baseline)",
-                                    category=category))
+            message = (f"{label} {metric}: {nothing} in the baseline or now; nothing to compare" if empty else
+                       f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
+                       f"(re-record the baseline with this gate policy: --update-baseline)")
+            gates.append(GateResult(result.name, gate_name(metric), empty, message, category=category))
             continue
         gates.append(_quality_gate(result, entry, metric, category, (before, now), (n_before, n_now), policy))
     return gates
@@ -165,7 +149,7 @@ def _quality_gate(result: SetResult, entry: Mapping, metric: str, category: str 
     """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
     label = result.name + (f"/{category}" if category else " overall")
     before, now = means
-    rows = _scope_rows(result, category)
+    rows = [q for q in result.queries if q.scored and (category is None or q.category == category)]
     base_values, now_values = _paired_values(rows, entry, metric)
     units = {q.qid: q.resampling_unit for q in rows}
     worse_is = -1.0 if lower_is_better(metric) else 1.0  # loss = worse_is * (before - now)
@@ -178,15 +162,15 @@ def _quality_gate(result: SetResult, entry: Mapping, metric: str, category: str 
     judged = (f"; judged on {counts[1]} queries, {counts[0]} in the baseline"
               if metric in evidence_metric_names() else "")
     if loss <= policy.drop_limit + FLOAT_SLACK:
-        change = f"; {points_text(now - before)}" if abs(now - before) > FLOAT_SLACK else ""
+        change = f"; {(now - before) * 100:+.2f} points" if abs(now - before) > FLOAT_SLACK else ""
         message = f"{label} {metric} {now:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
         ratchet = policy.ratchet_improvement_points
-        if category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK:
-            return GateResult(result.name, gate_name(metric), False,
-                              f"{message}; improved by more than the ratchet's {ratchet:g} points: re-baseline "
-                              f"(--update-baseline) so the baseline follows", category=category, flipped=flips,
-                              **numbers)
-        return GateResult(result.name, gate_name(metric), True, message, category=category, flipped=flips, **numbers)
+        ratcheted = category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK
+        if ratcheted:
+            message += (f"; improved by more than the ratchet's {ratchet:g} points: re-baseline "
+                        f"(--update-baseline) so the baseline follows")
+        return GateResult(result.name, gate_name(metric), not ratcheted, message, category=category, flipped=flips,
+                          **numbers)
     # per-query values on both sides (a baseline from before evidence rows were recorded has none): the
     # paired test and the category rules need them; without them the loss fails as it stands
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
@@ -236,11 +220,6 @@ def _below(detect: Detectability, change: float) -> str:
             f"points at alpha 0.05, power 0.8; one query is worth {detect.one_query * 100:.1f})")
 
 
-def points_text(change: float) -> str:
-    """A change of a [0, 1] mean in points, signed, two decimals: `+5.00 points`."""
-    return f"{change * 100:+.2f} points"
-
-
 def _scope_mean(aggregates: Mapping, metric: str, category: str | None, evidence: bool) -> tuple[float | None, int]:
     """(mean or None, queries it is over) of a metric in one scope of a set's aggregates."""
     if evidence:
@@ -249,10 +228,6 @@ def _scope_mean(aggregates: Mapping, metric: str, category: str | None, evidence
     scope = aggregates["overall"] if category is None else aggregates["category"].get(category, {})
     value = scope.get(metric)
     return (float(value) if value is not None else None), int(scope.get("n") or 0)
-
-
-def _scope_rows(result: SetResult, category: str | None) -> list[QueryResult]:
-    return [q for q in result.queries if q.scored and (category is None or q.category == category)]
 
 
 def _paired_values(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> tuple[dict, dict]:
@@ -366,12 +341,10 @@ def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateR
     drop = float(before) - float(now)
     numbers = dict(metric=JUDGED_METRIC, baseline=float(before), current=float(now),
                    limit=policy.judged_warn_drop_points / 100, unit=FRACTION)
-    if drop * 100 <= policy.judged_warn_drop_points + FLOAT_SLACK:
-        return GateResult(result.name, "judged", True,
-                          f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})", **numbers)
-    return GateResult(result.name, "judged", True,
-                      f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}; "
-                      f"{_why_judged_fell(result, entry)}", warning=True, **numbers)
+    fell = drop * 100 > policy.judged_warn_drop_points + FLOAT_SLACK
+    message = (f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}; "
+               f"{_why_judged_fell(result, entry)}" if fell else f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
+    return GateResult(result.name, "judged", True, message, warning=fell, **numbers)
 
 
 def _why_judged_fell(result: SetResult, entry: Mapping) -> str:
@@ -411,9 +384,8 @@ def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> Gat
                               f"({', '.join(qids[:MAX_FLIPS_LISTED])})", **numbers)
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
-        if not checked:
-            return GateResult(result.name, "contract", True, f"{result.name}: no hard contracts in this set", **numbers)
-        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold", **numbers)
+        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold" if checked
+                          else f"{result.name}: no hard contracts in this set", **numbers)
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"

@@ -37,26 +37,18 @@ class BackendIdentity:
     @classmethod
     def of(cls, banner: Mapping[str, object] | None, argv: Sequence[str]) -> BackendIdentity:
         """The identity a run shows: its banner's fields (strings only) and its portable command."""
-        banner = banner or {}
-
-        def text(key: str) -> str | None:
-            value = banner.get(key)
-            return value if isinstance(value, str) and value else None
-
-        settings = banner.get("settings")
-        return cls(name=text("name"), version=text("version"), model_digest=text("model_digest"),
-                   settings=settings if isinstance(settings, Mapping) else None,
-                   command=tuple(portable_command(argv)))
+        fields = {key: (banner or {}).get(key) for key in ("name", "version", "model_digest", "settings")}
+        return cls.from_record({**fields, "command": list(argv)})
 
     @classmethod
     def from_record(cls, record: Mapping[str, object]) -> BackendIdentity:
         """The identity a baseline's `backend` object records (older baselines: only its argv)."""
         command = record.get("command") or record.get("argv") or ()
         settings = record.get("settings")
-        return cls(name=_string(record.get("name")), version=_string(record.get("version")),
-                   model_digest=_string(record.get("model_digest")),
+        return cls(name=text_or_none(record.get("name")), version=text_or_none(record.get("version")),
+                   model_digest=text_or_none(record.get("model_digest")),
                    settings=settings if isinstance(settings, Mapping) else None,
-                   command=tuple(portable_command([str(part) for part in command])))  # type: ignore[union-attr]
+                   command=tuple(portable_command([str(part) for part in command])))
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "version": self.version, "model_digest": self.model_digest,
@@ -146,27 +138,39 @@ class BackendCheck:
     changed: bool = False  # gated against another backend's baseline by --allow-backend-change
 
 
-def check_backend(identities: Sequence[BackendIdentity], recorded: BackendIdentity | None, baseline_path: str, *,
-                  allow_change: bool, what: str = "workers") -> BackendCheck:
+def check_backend(identities: Sequence[BackendIdentity], recorded: Mapping[str, BackendIdentity] | None,
+                  baseline_path: str, *, allow_change: bool, what: str = "workers") -> BackendCheck:
     """The identity check of a run and of `merge` alike: every worker (or shard) is the same backend,
-    and the one the baseline (`recorded`, None: no baseline) was recorded for.
+    and the one the baseline recorded for each set (`recorded`: set name -> identity; None: no baseline).
 
-    Raises BaselineError (exit 2) for workers or shards of different backends, and for another
-    backend or model than the baseline's unless `allow_change`.
+    Sets recorded for one backend are checked once; where the baseline records several, each
+    note and refusal names its sets. Raises BaselineError (exit 2) for workers or shards of
+    different backends, and for another backend or model than the baseline's unless `allow_change`.
     """
     first = identities[0]
     if any(other != first for other in identities[1:]):
         raise BaselineError(f"the {len(identities)} {what} are different backends: "
                             + "; ".join(i.describe() for i in dict.fromkeys(identities)))
-    if recorded is None:
-        return BackendCheck(first)
-    outcome = check_identity(recorded, first, baseline_path, allow_change=allow_change)
-    if outcome.refusal is not None:
-        raise BaselineError(outcome.refusal)
-    return BackendCheck(first, outcome.notes, outcome.changed)
+    groups: list[tuple[BackendIdentity, list[str]]] = []  # identities hold a settings dict: compared, not hashed
+    for name, identity in (recorded or {}).items():
+        names = next((names for known, names in groups if known == identity), None)
+        if names is None:
+            groups.append((identity, names := []))
+        names.append(name)
+    notes: list[str] = []
+    changed = False
+    for identity, names in groups:
+        where = baseline_path + (f" (sets {', '.join(names)})" if len(groups) > 1 else "")
+        outcome = check_identity(identity, first, where, allow_change=allow_change)
+        if outcome.refusal is not None:
+            raise BaselineError(outcome.refusal)
+        notes += outcome.notes
+        changed = changed or outcome.changed
+    return BackendCheck(first, tuple(notes), changed)
 
 
-def _string(value: object) -> str | None:
+def text_or_none(value: object) -> str | None:
+    """A recorded text field as identities and baselines read it: a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.gating.baseline import Baseline
+from harness.gating.baseline import Baseline, set_entry_for
 from harness.gating.budgets import Budgets
 from harness.gating.policy import GatePolicy
 from harness.records import QuerySet
@@ -32,4 +32,5 @@ class GateInputs:
         BaselineError when one is not comparable, so a run is refused before its adapter starts."""
         if self.baseline is None:
             return {}
-        return {s.name: self.baseline.entry_for(s, k=k or s.k) for s in self.query_sets}
+        return {s.name: set_entry_for(self.baseline.document, s, str(self.baseline.path), k=k or s.k)
+                for s in self.query_sets}

@@ -29,13 +29,12 @@ under which a gate could never fail are refused, one line each.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.strict_json import read_json_file
+from harness.strict_json import is_finite_number, read_settings_file
 
 FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
 POLICY_FORMAT = 1
@@ -93,14 +92,10 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     `canonical_metric(name)` turns a metric name in any accepted spelling into the key reports
     carry, raising ValueError for an unknown one. Every defect is one UsageError line.
     """
-    required = path is not None
-    path = path if path is not None else DEFAULT_POLICY_FILE
-    if not path.exists():
-        if required:
-            raise UsageError(f"{path}: gate policy file not found")
+    document = read_settings_file(path, DEFAULT_POLICY_FILE, UsageError, "gate policy")
+    if document is None:
         return GatePolicy()
-    document = read_json_file(path, UsageError, what="gate policy")
-    where = str(path)
+    where = str(path if path is not None else DEFAULT_POLICY_FILE)
     if not isinstance(document, dict):
         raise UsageError(f"{where}: must be a JSON object")
     version = document.get("format")
@@ -169,8 +164,7 @@ def _section(document: dict, key: str, where: str) -> dict:
 
 def _number(section: dict, key: str, default: float, where: str, *, low: float, high: float = 1e6) -> float:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 < value < 1e300 \
-            or not math.isfinite(value) or not low <= value <= high:
+    if not is_finite_number(value) or not low <= value <= high:
         raise UsageError(f"{where}: {key}: must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
 

@@ -125,10 +125,7 @@ def _set_diff(name: str, old: Mapping, new: Mapping, metrics: Sequence[str]) -> 
         lines.append(f"  ({unchanged} scope{'s' if unchanged != 1 else ''} unchanged)")
     if flips:
         lines.append(f"  flips: {len(flips)} quer{'ies' if len(flips) != 1 else 'y'} found other relevant documents")
-        for flip in flips[:FLIPS_SHOWN]:
-            moved = [part for part in (f"lost {', '.join(flip.lost)}" if flip.lost else "",
-                                       f"gained {', '.join(flip.gained)}" if flip.gained else "") if part]
-            lines.append(f"    {flip.qid}: {'; '.join(moved)}  {preview(flip.query, 60)}")
+        lines += [f"    {flip.qid}: {flip.change_text()}  {preview(flip.query, 60)}" for flip in flips[:FLIPS_SHOWN]]
         if len(flips) > FLIPS_SHOWN:
             lines.append(f"    ... and {len(flips) - FLIPS_SHOWN} more")
     return lines

@@ -315,13 +315,7 @@ def render_pair_text(comparison: Comparison) -> str:
         lines.append(f"{scope.scope:<24}{scope.n:>5}{cells}{stats}")
     if comparison.flips:
         lines += ["", "flipped queries (relevant found in one run, lost in the other):"]
-        for flip in comparison.flips:
-            parts = []
-            if flip.lost:
-                parts.append("lost " + ", ".join(flip.lost))
-            if flip.gained:
-                parts.append("gained " + ", ".join(flip.gained))
-            lines.append(f"  {flip.set_name}/{flip.qid} {'; '.join(parts)}  \"{flip.query}\"")
+        lines += [f"  {flip.set_name}/{flip.qid} {flip.change_text()}  \"{flip.query}\"" for flip in comparison.flips]
     lines.append("")
     family = comparison.family_size or len(comparison.headline_cells())
     lines.append(f"paired tests: {comparison.resamples} resamples, seed {comparison.seed} ({comparison.engine} engine), resampling by query group; "

@@ -7,6 +7,7 @@ the terminal no control.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from harness.records import SetResult
@@ -23,17 +24,10 @@ from harness.scoring.evaluate import TABLE_METRICS
 def scope_rows(result: SetResult) -> list[tuple[str, dict]]:
     """(label, metric means) for overall, each category and each split, in the order tables show them."""
     aggregates = result.aggregates
-    rows: list[tuple[str, dict]] = [("overall", aggregates["overall"])]  # type: ignore[index]
-    rows += [(f"  {name}", values) for name, values in aggregates["category"].items()]  # type: ignore[union-attr]
-    rows += [(f"  split:{name}", values) for name, values in aggregates["split"].items()]  # type: ignore[union-attr]
+    rows: list[tuple[str, dict]] = [("overall", aggregates["overall"])]
+    rows += [(f"  {name}", values) for name, values in aggregates["category"].items()]
+    rows += [(f"  split:{name}", values) for name, values in aggregates["split"].items()]
     return rows
-
-
-def outcome_counts(result: SetResult) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for row in result.queries:
-        counts[row.outcome] = counts.get(row.outcome, 0) + 1
-    return counts
 
 
 def cell(values: dict, name: str) -> str:
@@ -97,7 +91,7 @@ def _set_lines(result: SetResult, baseline_latency: Mapping[str, float] | None =
     latency = result.latency_ms
     if latency.get("n"):
         lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency['n']:.0f})")
-    outcomes = ", ".join(f"{n} {name}" for name, n in sorted(outcome_counts(result).items()))
+    outcomes = ", ".join(f"{n} {name}" for name, n in sorted(Counter(q.outcome for q in result.queries).items()))
     lines.append(f"queries: {outcomes or 'none answered'}")
     lines.extend(evidence.text_lines(result))  # nothing for sets without evidence
     return lines
@@ -133,10 +127,7 @@ def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -
     if better:
         lines.append(f"         {REBASELINE_HINT}")
     if passed:
-        kinds: dict[str, int] = {}
-        for gate in passed:
-            kinds[gate.gate] = kinds.get(gate.gate, 0) + 1
-        listing = ", ".join(f"{kind} {n}" for kind, n in kinds.items())
+        listing = ", ".join(f"{kind} {n}" for kind, n in Counter(gate.gate for gate in passed).items())
         lines.append(style.paint("pass", f"passed: {plural(len(passed), 'gate')}") + f" ({listing}); -v lists them")
     return lines
 

@@ -172,18 +172,11 @@ class Report:
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
         }
-        if self.warnings:
-            row["warnings"] = list(self.warnings)
-        if self.what_if is not None:
-            row["what_if"] = _plain(self.what_if)
-        if self.previous_baseline is not None:
-            row["previous_baseline"] = _plain(self.previous_baseline)
-        if self.pooled is not None:
-            row["pooled"] = _plain(self.pooled)
-        if self.flips is not None:
-            row["flips"] = {name: [flip.to_dict() for flip in flips] for name, flips in self.flips.items()}
-        if self.baseline_latency is not None:
-            row["baseline_latency"] = _plain(self.baseline_latency)
+        flips = None if self.flips is None else {name: [f.to_dict() for f in rows] for name, rows in self.flips.items()}
+        optional = {"warnings": self.warnings or None, "what_if": self.what_if,
+                    "previous_baseline": self.previous_baseline, "pooled": self.pooled, "flips": flips,
+                    "baseline_latency": self.baseline_latency}  # written only when present
+        row.update({key: _plain(value) for key, value in optional.items() if value is not None})
         return row
 
     def to_json(self) -> str:

@@ -4,11 +4,11 @@ Sets without evidence show nothing here, so their reports are unchanged."""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from harness.records import QueryResult, SetResult
 from harness.report.escape import markdown_text
+from harness.report.html_kit import _text
 
 # (visible-excerpt name, whole-document name), in the order every table shows them.
 PAIRS = (("answer_hit@10", "full_answer_hit@10"), ("ku@1", "full_ku@1"),
@@ -23,7 +23,7 @@ MAX_WINDOWS_SHOWN = 20  # failing queries whose window the HTML shows, per set
 def overall(result: SetResult) -> Mapping[str, Mapping] | None:
     """The set's overall evidence aggregates ({name: {mean, judged, null, sum}}), or None."""
     summary = result.aggregates.get("evidence")
-    return summary.get("overall") if isinstance(summary, Mapping) else None  # type: ignore[return-value]
+    return summary.get("overall") if isinstance(summary, Mapping) else None
 
 
 def figure(values: Mapping | None) -> str:
@@ -52,75 +52,68 @@ def text_lines(result: SetResult) -> list[str]:
 
 def markdown_lines(sets: Sequence[SetResult]) -> list[str]:
     """A Markdown table of the evidence figures of every set that has them (empty when none does)."""
-    rows = [(result.name, overall(result)) for result in sets if overall(result) is not None]
+    rows = [(result.name, summary) for result in sets if (summary := overall(result)) is not None]
     if not rows:
         return []
     header = [name for pair in PAIRS for name in pair] + list(CANONICAL)
     lines = ["", "Exposed evidence (window / whole document; n judged; null: unjudgeable or nothing to judge, left out of means):", "",
              "| set | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for name, summary in rows:
-        lines.append(f"| {markdown_text(name)} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")  # type: ignore[union-attr]
+        lines.append(f"| {markdown_text(name)} | " + " | ".join(figure(summary.get(metric)) for metric in header) + " |")
     return lines
 
 
-def html_blocks(result: SetResult, escape: Callable[[object], str] | None = None) -> list[str]:
+def html_blocks(result: SetResult) -> list[str]:
     """The evidence table and, for queries whose first window missed current evidence, that window.
 
-    `escape` is the page's escaping function (html.py's, which also replaces characters XML
-    cannot carry); plain HTML escaping by default.
+    Text is escaped as the whole page escapes it (html_kit: characters XML cannot carry replaced too).
     """
     summary = overall(result)
     if summary is None:
         return []
-    esc = escape or _escape
     out = ["<h3>exposed evidence</h3>",
            '<table class="evidence"><tr><th>metric</th><th>window</th><th>whole document</th></tr>']
     for visible, full in PAIRS:
-        out.append(f'<tr><td>{esc(visible)}</td><td class="num">{esc(figure(summary.get(visible)))}</td>'
-                   f'<td class="num">{esc(figure(summary.get(full)))}</td></tr>')
+        out.append(f'<tr><td>{_text(visible)}</td><td class="num">{_text(figure(summary.get(visible)))}</td>'
+                   f'<td class="num">{_text(figure(summary.get(full)))}</td></tr>')
     for name in CANONICAL:
-        out.append(f'<tr><td>{esc(name)}</td><td class="num">{esc(figure(summary.get(name)))}</td><td></td></tr>')
+        out.append(f'<tr><td>{_text(name)}</td><td class="num">{_text(figure(summary.get(name)))}</td><td></td></tr>')
     out.append("</table>")
     missed = [q for q in result.queries if q.window is not None]
     out.append(f"<h3>first windows without current evidence ({len(missed)})</h3>")
-    legend = " ".join(f'<mark style="background:{colour}">{esc(label)}</mark>' for label, colour in LABEL_COLOURS.items())
+    legend = " ".join(f'<mark style="background:{colour}">{_text(label)}</mark>' for label, colour in LABEL_COLOURS.items())
     out.append(f"<p>spans: {legend}</p>")
     for query in missed[:MAX_WINDOWS_SHOWN]:
-        out.append(window_html(query, esc))
+        out.append(window_html(query))
     if len(missed) > MAX_WINDOWS_SHOWN:
         out.append(f"<p>... and {len(missed) - MAX_WINDOWS_SHOWN} more (in the JSON report)</p>")
     return out
 
 
-def window_html(query: QueryResult, escape: Callable[[object], str] | None = None) -> str:
+def window_html(query: QueryResult) -> str:
     """One query's first window, its reviewed spans marked by label (overlaps: split at boundaries)."""
-    _escape = escape or globals()["_escape"]
     window = query.window or {}
     text = str(window.get("text", ""))
-    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in window.get("spans", [])]  # type: ignore[union-attr]
+    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in window.get("spans", [])]
     ku = (query.evidence or {}).get("ku@1")
-    head = (f'<div class="window" data-qid="{_escape(query.qid)}"><p><b>{_escape(query.qid)}</b> '
-            f'{_escape(query.query)} &mdash; rank 1 <span class="ids">{_escape(window.get("doc", ""))}</span> '
-            f'characters {_escape(window.get("start"))}-{_escape(window.get("end"))}, ku@1 '
-            f'{_escape("null" if ku is None else f"{ku:g}")}</p>')
-    return head + f'<pre style="white-space: pre-wrap">{_marked(text, spans, _escape)}</pre></div>'
+    head = (f'<div class="window" data-qid="{_text(query.qid)}"><p><b>{_text(query.qid)}</b> '
+            f'{_text(query.query)} &mdash; rank 1 <span class="ids">{_text(window.get("doc", ""))}</span> '
+            f'characters {_text(window.get("start"))}-{_text(window.get("end"))}, ku@1 '
+            f'{_text("null" if ku is None else f"{ku:g}")}</p>')
+    return head + f'<pre style="white-space: pre-wrap">{_marked(text, spans)}</pre></div>'
 
 
-def _marked(text: str, spans: Sequence[tuple[int, int, str]], _escape: Callable[[object], str]) -> str:
+def _marked(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
     """`text` escaped, each span wrapped in <mark data-label=...>; overlapping spans are split at
     boundaries so the markup stays well nested."""
     cuts = sorted({0, len(text), *(p for s in spans for p in s[:2] if 0 <= p <= len(text))})
     pieces = []
     for start, end in zip(cuts, cuts[1:]):
         labels = [label for s_start, s_end, label in spans if s_start <= start and end <= s_end]
-        piece = _escape(text[start:end])
+        piece = _text(text[start:end])
         if labels:
             label = labels[-1]
-            piece = (f'<mark data-label="{_escape(" ".join(labels))}" '
+            piece = (f'<mark data-label="{_text(" ".join(labels))}" '
                      f'style="background:{LABEL_COLOURS.get(label, "#eee")}">{piece}</mark>')
         pieces.append(piece)
     return "".join(pieces)
-
-
-def _escape(value: object) -> str:
-    return html.escape(str(value), quote=True)

@@ -6,7 +6,6 @@ charts harness/report/charts.py, the comparison page harness/report/html_compare
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from harness.records import GateResult, QueryResult, SetResult
@@ -98,15 +97,11 @@ def _error_block(error: str) -> list[str]:
     return out
 
 
-def _query_anchor(set_index: int, qid: str) -> str:
-    return f"q-{set_index}-" + re.sub(r"[^A-Za-z0-9_-]", "_", qid)
-
-
 def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
     """Links from a failed (or warned) gate to the rows of the queries it names."""
     if set_index is None or not gate.flipped or gate.status == "pass":
         return ""
-    links = [f'<a class="qid" href="#{_query_anchor(set_index, qid)}">{_text(qid)}</a>' for qid in gate.flipped]
+    links = [f'<a class="qid" href="#{_anchor(set_index, qid, "q")}">{_text(qid)}</a>' for qid in gate.flipped]
     return ", ".join(links)
 
 
@@ -149,7 +144,7 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
            f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, "
            f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
            _aggregates_table(result.aggregates)]
-    baseline = {g.category or "overall": g.baseline for g in metric_gates if g.metric == metric}
+    baseline = {g.scope: g.baseline for g in metric_gates if g.metric == metric}
     out.append(f"<h3>{_text(metric)} per category</h3>")
     out.append(_chart_box(recall_bars_svg(
         f"set {name}: {metric} per category, "
@@ -165,7 +160,7 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
         out.append("<p>No baseline for this set (the run was not gated).</p>")
     else:
         out.append(flips_table(flips, {q.qid: q for q in result.queries}, index))
-    out.extend(evidence.html_blocks(result, _text))  # nothing for sets without evidence
+    out.extend(evidence.html_blocks(result))  # nothing for sets without evidence
     out.extend(_not_passed(result.queries, index, {f.qid for f in flips or ()}))
     out.append("</section>")
     return out
@@ -206,7 +201,7 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
         out.append(_table(("qid", "outcome", "category", "found", "returned now", "broken contracts", "query"), (_row(
-            "" if q.qid in flipped else _query_anchor(set_index, q.qid), (
+            "" if q.qid in flipped else _anchor(set_index, q.qid, "q"), (
                 f'<span class="qid">{_text(q.qid)}</span>',
                 f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
                 + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
@@ -260,18 +255,13 @@ def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping
     return caption + "\n" + _chart_box(chart)
 
 
-def _flip_order(flip: Flip) -> tuple:
-    """Losses first (what a reviewer must look at), then gains; by qid within each."""
-    return (0 if flip.lost else 1, _natural_key(flip.qid))
-
-
 def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None = None,
                  set_index: int | None = None) -> str:
     """Losses first, then gains; with the run's `queries`, what came back now and an xfail /
     measure-only label; with `set_index`, each row is the link target of the gates naming it."""
     if not flips:
         return "<p>No query flipped.</p>"
-    ordered = sorted(flips, key=_flip_order)
+    ordered = sorted(flips, key=lambda flip: (0 if flip.lost else 1, _natural_key(flip.qid)))
     lost = sum(1 for f in flips if f.lost)
     headers = ["qid", "change", "lost", "gained"]
     if queries is not None:
@@ -289,5 +279,5 @@ def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None
         return row
 
     return (f"<p>{lost} lost, {len(flips) - lost} gained only.</p>\n"
-            + _table(headers, (_row(_query_anchor(set_index, f.qid) if set_index is not None else "", cells(f))
+            + _table(headers, (_row(_anchor(set_index, f.qid, "q") if set_index is not None else "", cells(f))
                                for f in ordered), "flips"))

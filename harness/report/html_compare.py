@@ -7,7 +7,7 @@ table is the run page's (harness/report/html.py).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from harness.report.charts import _chart_box, recall_bars_svg
 from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, system_legend,
@@ -15,7 +15,8 @@ from harness.report.comparison import (cell_line, latency_lines, method_lines, m
 from harness.report.html import flips_table
 from harness.report.html_kit import (_anchor, _exact, _fixed, _ms, _page, _signed,
                                      _table, _text)
-from harness.scoring.compare import ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison
+from harness.scoring.compare import (ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison,
+                                     query_latencies)
 from harness.scoring.evaluate import TABLE_METRICS, latency_summary
 from harness.gating.gates import FLOAT_SLACK
 from harness.gating.policy import FOUNDING_METRIC
@@ -83,18 +84,13 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
     return _page(f"retrieval-gate comparison: {word}", body)
 
 
-def _view_latencies(view: RunView | None, name: str) -> list[float]:
-    rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
-    return [float(row["latency_ms"]) for row in rows.values()  # type: ignore[union-attr]
-            if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))]
-
-
 def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None,
                         pair: Comparison | None = None) -> str:
     """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
     summaries = {}
     for label, view in (("base", base), ("candidate", candidate)):
-        values = _view_latencies(view, name)
+        rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
+        values = list(query_latencies(rows).values())
         if values:
             summaries[label] = latency_summary([v / 1000 for v in values])
     if not summaries:

@@ -181,6 +181,7 @@ def _row(row_id: str, cells: Sequence) -> _Row:
     return row
 
 
-def _anchor(index: int, name: str) -> str:
-    """An element id for the index-th set: only [A-Za-z0-9_-] survive; the index keeps ids unique."""
-    return f"set-{index}-" + re.sub(r"[^A-Za-z0-9_-]", "_", name)
+def _anchor(index: int, name: str, kind: str = "set") -> str:
+    """An element id for the index-th set (or, kind "q", a query of it): only [A-Za-z0-9_-] survive;
+    the index keeps ids unique."""
+    return f"{kind}-{index}-" + re.sub(r"[^A-Za-z0-9_-]", "_", name)

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from harness.fsutil import xml_safe
 from harness.report.document import Report
-from harness.report.verdict import backend_identity
+from harness.report.verdict import backend_identity, baseline_identity
 
 
 def render_junit(report: Report) -> str:
@@ -31,8 +31,8 @@ def render_junit(report: Report) -> str:
             ET.SubElement(case, "skipped", message="run without gating (--no-gate or --update-baseline)")
             continue
         for gate in cases:
-            scope = gate.category or "overall"
-            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name=xml_safe(f"{gate.gate} {scope}"))
+            case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}",
+                                 name=xml_safe(f"{gate.gate} {gate.scope}"))
             if not gate.passed:
                 message = xml_safe(gate.message)
                 ET.SubElement(case, "failure", message=message, type=gate.gate).text = message
@@ -49,9 +49,6 @@ def _properties(suite: ET.Element, report: Report) -> None:
     """Who answered and what the suite was gated against, as JUnit <properties> a CI page can show."""
     properties = ET.SubElement(suite, "properties")
     values = [("backend", backend_identity(report.provenance))]
-    baseline = report.provenance.extra.get("baseline") or {}
-    for key in ("path", "backend", "created", "git_commit"):
-        if isinstance(baseline, dict) and baseline.get(key):
-            values.append((f"baseline.{key}", str(baseline[key])))
+    values += [(f"baseline.{key}", value) for key, value in (baseline_identity(report.provenance) or {}).items()]
     for name, value in values:
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))

@@ -138,10 +138,7 @@ def _flipped_lines(report: Report) -> list[str]:
 
 
 def _queries_by_qid(report: Report, set_name: str) -> dict:
-    try:
-        return {q.qid: q for q in report.set_named(set_name).queries}
-    except KeyError:
-        return {}
+    return {q.qid: q for result in report.sets if result.name == set_name for q in result.queries}
 
 
 def _number(value: float | None, digits: int = 3) -> str:

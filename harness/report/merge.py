@@ -223,7 +223,7 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
     if unplaced:
         raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard "
                           f"(positions {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''})")
-    return tuple(placed)  # type: ignore[arg-type]
+    return tuple(place for place in placed if place is not None)  # every position is placed, as checked above
 
 
 def _check_set_source(plan: MergePlan, query_set: QuerySet) -> None:
@@ -269,9 +269,9 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
                        "duration_seconds": provenance.duration_seconds,
                        "asking_seconds": provenance.asking_seconds})
     settings = dict(base.settings)
-    workers = [p.settings.get("workers") for p in provenances]
-    if all(isinstance(w, int) for w in workers):
-        settings["workers"] = sum(workers)  # type: ignore[arg-type]
+    workers = [count for p in provenances if isinstance(count := p.settings.get("workers"), int)]
+    if len(workers) == len(provenances):
+        settings["workers"] = sum(workers)
     settings["latency_under_concurrency"] = any(p.settings.get("latency_under_concurrency") for p in provenances)
     settings["shards"] = len(parts)
     startups = [p.adapter.startup_seconds for p in provenances if p.adapter.startup_seconds is not None]
@@ -299,5 +299,4 @@ def _common(machines) -> dict[str, object]:
 
 
 def _max(values) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
+    return max((value for value in values if value is not None), default=None)

@@ -9,7 +9,6 @@ naming the file and the path of the first bad field in one line
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, verdict)
 from harness.scoring.flips import Flip
-from harness.strict_json import read_json_file
+from harness.strict_json import is_finite_number, read_json_file
 from harness.quoting import field_key
 
 
@@ -104,9 +103,7 @@ class _Reader:
 
     def number(self) -> float:
         value = self.value
-        # the bound first: math.isfinite overflows on an integer past the float range (400 digits)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1e300 <= value <= 1e300 \
-                or not math.isfinite(value):
+        if not is_finite_number(value):
             raise self.fail(f"must be a finite number, got {_kind(value)}")
         return float(value) if isinstance(value, float) else value
 
@@ -315,6 +312,8 @@ def _outcome(reader: _Reader) -> str:
     if value not in OUTCOMES:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
     return value
+
+
 def _evidence_fields(reader: _Reader) -> dict[str, object]:
     """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
     fields: dict[str, object] = {}
@@ -354,7 +353,7 @@ def _read_gate(reader: _Reader) -> GateResult:
         current=reader.get("current", required=False).optional_number(),
         limit=reader.get("limit", required=False).optional_number(),
         unit=reader.get("unit", required=False).optional_text(),
-        ci=bounds,  # type: ignore[arg-type]
+        ci=bounds,
         p_value=reader.get("p_value", required=False).optional_number(),
         one_query=reader.get("one_query", required=False).optional_number(),
         detectable=reader.get("detectable", required=False).optional_number(),

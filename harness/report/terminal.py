@@ -65,13 +65,14 @@ def progress_text(set_name: str, done: int, total: int, elapsed: float) -> str:
         rate = done / elapsed
         text += f"  {rate:.1f} q/s" if rate < 100 else f"  {rate:.0f} q/s"
         if done < total:
-            text += f"  ETA {_duration((total - done) / rate)}"
+            text += f"  ETA {duration_text((total - done) / rate)}"
         else:
-            text += f"  in {_duration(elapsed)}"
+            text += f"  in {duration_text(elapsed)}"
     return text
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """`45s`, `6m05s`, `2h03m`: an ETA or an elapsed time, rounded to the second."""
     seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds}s"

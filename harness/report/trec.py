@@ -39,6 +39,7 @@ from harness.errors import SetError, UsageError
 from harness.scoring.evaluate import Answer
 from harness.scoring.metrics import trec_eval_order, trec_eval_score
 from harness.fsutil import atomic_write_text, open_regular
+from harness.strict_json import is_finite_number
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from harness.report.document import Report
@@ -276,12 +277,11 @@ def _strict_scores(ids: Sequence[str], scores: Sequence[float] | None) -> tuple[
     absent, non-finite, beyond single range or not non-increasing give n, n-1, ..., 1
     (positions nudged = -1).
     """
-    usable = scores is not None and len(scores) == len(ids) and all(
-        isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s)
-        and math.isfinite(trec_eval_score(s)) for s in scores)
-    if not usable or any(a < b for a, b in zip(scores, scores[1:])):  # type: ignore[arg-type]
+    if scores is None or len(scores) != len(ids) or not all(
+            is_finite_number(s) and math.isfinite(trec_eval_score(s)) for s in scores) or any(
+            a < b for a, b in zip(scores, scores[1:])):
         return [float(len(ids) - index) for index in range(len(ids))], -1, 0
-    written = [trec_eval_score(s) for s in scores]  # type: ignore[union-attr]  # what every trec_eval reads alike
+    written = [trec_eval_score(s) for s in scores]  # what every trec_eval reads alike
     nudged = max_ulps = 0
     for index in range(1, len(written)):
         before, now = written[index - 1], written[index]

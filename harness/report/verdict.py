@@ -89,7 +89,7 @@ def value_text(gate: GateResult, value: float | None) -> str:
 
 
 def scope_label(gate: GateResult) -> str:
-    return f"{gate.set_name} {gate.category or 'overall'}"
+    return f"{gate.set_name} {gate.scope}"
 
 
 def points(change: float) -> str:

@@ -246,16 +246,14 @@ class ComparisonSuite:
 
 def run_view(document: object, path: str) -> RunView:
     """The comparable view of a baseline document already in memory (reports: harness.report.views)."""
-    if isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline":
-        sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
-                       "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
-                for name, e in document["sets"].items()}
-        backend = (document.get("backend") or {}).get("label")
-        definitions = document.get("metric_definitions")
-    else:
+    if not (isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline"):
         raise UsageError(f"{path}: neither a retrieval-gate report nor a baseline")
-    return RunView(label=f"{path} ({backend})", metric_definitions=definitions, sets=sets, kind="baseline",
-                   condition=document.get("condition"))
+    sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
+                   "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
+            for name, e in document["sets"].items()}
+    backend = (document.get("backend") or {}).get("label")
+    return RunView(label=f"{path} ({backend})", metric_definitions=document.get("metric_definitions"), sets=sets,
+                   kind="baseline", condition=document.get("condition"))
 
 
 def mismatches(base: RunView, candidate: RunView) -> list[str]:
@@ -413,8 +411,8 @@ def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str],
         return [], note
     results = []
     for name in set_names:
-        before = _latencies(base.sets[name]["queries"])
-        after = _latencies(candidate.sets[name]["queries"])
+        before = query_latencies(base.sets[name]["queries"])
+        after = query_latencies(candidate.sets[name]["queries"])
         qids = sorted(set(before) & set(after))
         if not qids:
             continue
@@ -460,7 +458,8 @@ def _percentile_differences(base_ms: Sequence[float], candidate_ms: Sequence[flo
     return draws
 
 
-def _latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+def query_latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+    """qid -> latency in ms of the rows that carry one (a baseline's rows carry none)."""
     return {qid: float(row["latency_ms"]) for qid, row in rows.items()
             if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))
             and not isinstance(row.get("latency_ms"), bool)}

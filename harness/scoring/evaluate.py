@@ -170,7 +170,7 @@ def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | 
         else:
             yield ContractResult("no_relevant", True, "returned nothing")
     if query.forbid_stale_before_current:
-        rank = evidence.first_stale_window(top, passages, query.evidence)
+        rank = evidence.first_window_before_current(evidence.windows_of(top, passages), query.evidence, "stale")
         if rank is None:
             yield ContractResult("stale_before_current", True, "no stale evidence shown above the current")
         else:

@@ -114,13 +114,18 @@ def before_current(windows: Sequence[Window], spans: Sequence[EvidenceSpan], lab
     """
     if not any(span.label == label for span in spans):
         return None
-    for window in windows:
+    return 0 if first_window_before_current(windows, spans, label) is None else 1
+
+
+def first_window_before_current(windows: Sequence[Window], spans: Sequence[EvidenceSpan], label: str) -> int | None:
+    """The 1-based rank of the first window exposing a `label` span above any exposing current evidence."""
+    for rank, window in enumerate(windows, start=1):
         shown = exposed(window, spans)
         if any(is_current_evidence(span) for span in shown):
-            return 0  # a tie (both in one window) is not "before"
+            return None  # a tie (both in one window) is not "before"
         if any(span.label == label for span in shown):
-            return 1
-    return 0
+            return rank
+    return None
 
 
 def canonical_figures(ids: Sequence[str], canonical: Sequence[str]) -> dict[str, float | None]:
@@ -161,18 +166,6 @@ def query_evidence(ids: Sequence[str], passages: Sequence[tuple[int, int] | None
     return values
 
 
-def first_stale_window(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None,
-                       spans: Sequence[EvidenceSpan]) -> int | None:
-    """The 1-based rank of the window that breaks `stale_before_current`, or None when it holds."""
-    for rank, window in enumerate(windows_of(ids, passages), start=1):
-        shown = exposed(window, spans)
-        if any(is_current_evidence(span) for span in shown):
-            return None
-        if any(span.label == "stale" for span in shown):
-            return rank
-    return None
-
-
 def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, dict[str, float | None]]:
     """Per metric: `mean` over the judged rows (None when none is), `judged`, `null` and `sum`.
 
@@ -181,8 +174,8 @@ def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, 
     """
     summary: dict[str, dict[str, float | None]] = {}
     for name in evidence_metric_names():
-        values = [row[name] for row in rows if row.get(name) is not None]
-        total = sum(values)  # type: ignore[arg-type]
+        values = [value for row in rows if (value := row.get(name)) is not None]
+        total = sum(values)
         summary[name] = {"mean": total / len(values) if values else None, "judged": len(values),
                          "null": sum(1 for row in rows if row.get(name) is None), "sum": total}
     return summary

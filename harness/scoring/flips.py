@@ -22,6 +22,11 @@ class Flip:
         """As a report keeps it under its set (the query text is the set's own row)."""
         return {"qid": self.qid, "lost": list(self.lost), "gained": list(self.gained)}
 
+    def change_text(self) -> str:
+        """`lost d1, d2; gained d3`, as the text outputs list a flip."""
+        return "; ".join(f"{word} {', '.join(ids)}" for word, ids in (("lost", self.lost), ("gained", self.gained))
+                         if ids)
+
 
 def find_flips(set_name: str, base_found: Mapping[str, Sequence[str]], found: Mapping[str, Sequence[str]],
                queries: Mapping[str, str] | None = None) -> list[Flip]:
