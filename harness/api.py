@@ -134,8 +134,8 @@ def _check_gate_arguments(sets: object, backend: object, run_file: object, paths
 
 
 def _path_or_none(value: object) -> Path | None:
-    """An argument as a Path; None for None and for the FROM_LAYOUT default."""
-    return None if value is None or value is FROM_LAYOUT else Path(value)  # type: ignore[arg-type]
+    """An argument (checked: a path, None or the FROM_LAYOUT default) as a Path, or None."""
+    return Path(value) if isinstance(value, (str, os.PathLike)) else None
 
 
 def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k: int | None,

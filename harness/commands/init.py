@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
@@ -33,7 +34,7 @@ DOCUMENTS = {
     "help-05": "Delete your account from Settings, Account, Delete; it is removed after 30 days.",
     "help-06": "Invite a teammate from Team, Members, Invite; they join once they accept the email.",
 }
-QUERIES = [
+QUERIES: list[dict[str, Any]] = [
     {"qid": "example-01", "query": "how do I reset my password", "relevant": {"help-01": 1},
      "category": "account", "split": "development", "source": "synthetic"},
     {"qid": "example-02", "query": "download an invoice as pdf", "relevant": {"help-04": 1},
@@ -171,7 +172,7 @@ def config_text() -> str:
 
 def set_document() -> dict[str, object]:
     pins = {doc_id: content_sha256(DOCUMENTS[doc_id])
-            for doc_id in sorted({doc_id for query in QUERIES for doc_id in query["relevant"]})}  # type: ignore[attr-defined]
+            for doc_id in sorted({doc_id for query in QUERIES for doc_id in query["relevant"]})}
     return {"format": SET_FORMAT, "name": EXAMPLE, "kind": EXAMPLE, "revision": 1,
             "description": "A starter set: a fictional app's help pages (replace it with yours; see README.md)",
             "k": 10, "corpus": {"source": "jsonl", "path": "corpus.jsonl"}, "pins": pins}
