@@ -138,9 +138,10 @@ def list_sets(team: Layout) -> int:
     # Every set read before the header: a bad one is the one error line, not a table cut short.
     rows = [read_set_metadata(folder) for folder in own + shipped]
     width = max(len("from"), *(len(origin) for origin in origins))
-    print(f"{'set':<10}{'revision':>9}{'queries':>9}  {'corpus':<11} {'from':<{width}}  description")
+    named = max(10, *(len(meta["name"]) + 1 for meta, _ in rows))  # a set name is at most 100 safe characters
+    print(f"{'set':<{named}}{'revision':>9}{'queries':>9}  {'corpus':<11} {'from':<{width}}  description")
     for (meta, queries), origin in zip(rows, origins):
-        print(f"{meta['name']:<10}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
+        print(f"{meta['name']:<{named}}{meta['revision']:>9}{len(queries):>9}  {meta['corpus']['source']:<11} "
               f"{terminal_line(origin):<{width}}  {terminal_line(str(meta.get('description', '')))}")
     return EXIT_OK
 

@@ -36,7 +36,10 @@ def test_list_show_verify(capsys, tiny_copy, monkeypatch):
     monkeypatch.chdir(tiny_copy.parent.parent)  # a team's folder: no baseline file, so `all` is every set found
     sets_dir = str(tiny_copy.parent)
     assert main(["sets", "--sets-dir", sets_dir, "list"]) == 0
-    assert "tiny              1        7  jsonl" in capsys.readouterr().out.splitlines()[1]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:4] == ["tiny", "1", "7", "jsonl"]
+    end = lines[0].index("revision") + len("revision")  # every row's revision ends under the header's,
+    assert all(line[end - 1].isdigit() and line[end] == " " for line in lines[1:])  # however long a set's name
     assert main(["sets", "--sets-dir", sets_dir, "show", "tiny"]) == 0
     out = capsys.readouterr().out
     assert "by split: development 5, held-out 2" in out and "1 of 6 judged queries (17%)" in out
