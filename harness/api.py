@@ -146,10 +146,9 @@ def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k:
     """
     folders, notices = layout.select([str(s) for s in sets])
     query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
-    baseline = layout.baseline if gated else None
     inputs = GateInputs(query_sets, budgets=load_budgets(layout.budgets),
                         policy=load_policy(layout.policy, gated_metric_name),
-                        baseline=Baseline.read(baseline) if baseline is not None else None,
+                        baseline=layout.read_baseline() if gated and layout.baseline is not None else None,
                         fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices))
     inputs.entries(k)  # a set the baseline cannot be compared with is refused now, not after the run
     return inputs

@@ -11,6 +11,7 @@ Without a config the team's folder is the working folder. README.md, "A team's l
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.policy import DEFAULT_POLICY_FILE
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, shipped_baseline
-from harness.sets.loader import find_sets, same_folder, sets_in
+from harness.sets.loader import find_sets, same_folder, sets_found, sets_in
 from harness.shipped import shipped_sets_dir
 
 CONFIG_FILE = "retrieval-gate.toml"
@@ -83,7 +84,7 @@ class Layout:
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
         if recorded is None:
             return folders, []
-        found = sets_in(self.sets_dir) or sets_in(self.shipped_sets)
+        found = sets_found(self.sets_dir, self.shipped_sets)
         missing = [folder.name for folder in found if folder.name not in recorded]
         if not missing:
             return folders, []
@@ -98,7 +99,16 @@ class Layout:
         """The set names the baseline records, or None when there is no baseline file."""
         if self.baseline is None or not os.path.lexists(self.baseline):
             return None
-        return frozenset(Baseline.read(self.baseline).entries)
+        return frozenset(self.read_baseline().entries)
+
+    def read_baseline(self) -> Baseline:
+        """The baseline file, read and checked once per layout: what `all` selects and the gate both need it."""
+        return self._baseline_read
+
+    @functools.cached_property
+    def _baseline_read(self) -> Baseline:
+        assert self.baseline is not None
+        return Baseline.read(self.baseline)
 
     def origin(self, folder: Path) -> str:
         """Where a set folder comes from, for `sets list`: "shipped" or the team's sets folder."""

@@ -22,6 +22,7 @@ from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
 from harness.fsutil import check_outputs, step_summary_target, write_output
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.inputs import GateInputs
+from harness.layout import DEFAULT_WORKERS
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
@@ -127,7 +128,7 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     if args.backend is None and not args.adapter and args.run_file is None:
         args.backend = team.backend
     if args.workers is None:
-        args.workers = team.workers or 1
+        args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,

@@ -71,6 +71,11 @@ def sets_in(sets_dir: Path) -> list[Path]:
         return []
 
 
+def sets_found(sets_dir: Path, shipped: Path | None) -> list[Path]:
+    """Every set under `sets_dir`, or under `shipped` when `sets_dir` holds none: `all` without a baseline."""
+    return sets_in(sets_dir) or (sets_in(shipped) if shipped is not None else [])
+
+
 def find_sets(names: list[str], sets_dir: Path, *, shipped: Path | None = None,
               recorded: Collection[str] | None = None) -> list[Path]:
     """Resolve `--set` values: a set folder path, a set name (under `sets_dir`, else under `shipped`), or `all`.
@@ -89,7 +94,7 @@ def find_sets(names: list[str], sets_dir: Path, *, shipped: Path | None = None,
         if name == "all" and recorded is not None:
             found.extend(_named(each, sets_dir, shipped) for each in sorted(recorded))
         elif name == "all":
-            candidates = sets_in(sets_dir) or (sets_in(shipped) if shipped is not None else [])
+            candidates = sets_found(sets_dir, shipped)
             if not candidates:
                 raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
             found.extend(candidates)
