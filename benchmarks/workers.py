@@ -83,10 +83,10 @@ def interleaved(address: str, repeats: int, blocks: int) -> list[tuple[float, fl
     from harness.adapter.options import RunOptions
     from harness.adapter.ray_executor import RayWorkers
     from harness.api import load_inputs
+    from harness.layout import resolve
     from harness.sets.materialise import materialise_corpora
 
-    query_sets = load_inputs(["all"], sets_dir=Path("sets"), offline=False, budgets=None, baseline=None,
-                             k=None).query_sets
+    query_sets = load_inputs(["all"], layout=resolve(), offline=False, k=None, gated=False).query_sets
     with tempfile.TemporaryDirectory() as scratch, contextlib.ExitStack() as stack:
         corpus_dir = Path(scratch, "corpora")
         corpus_dir.mkdir()

@@ -13,10 +13,9 @@ starts and owns one `AdapterProcess` there, and asks it one request at a time: t
 returned is `AdapterProcess.ask`'s, measured in the actor at the adapter's process boundary
 (request line written -> response line read), so Ray's own transport never enters a latency
 and the definition is the local run's. The driver sends each worker's queries to its actor in
-set order, one stream over every set, in batches with the next batch already queued (Ray
-runs one caller's calls to an actor in submission order), so request order per adapter is the
-local run's too, and Ray's round trip is paid once a batch, while the adapter answers the one
-before. A batch holds about BATCH_SECONDS of the adapter's answering, from the latencies so far.
+one call, in set order over every set; the actor asks them in that order without waiting on Ray
+or the driver, and streams the replies back (a Ray generator) in chunks of about CHUNK_SECONDS
+of answering, so Ray's round trip is paid once a chunk and never by the adapter.
 
 Failure: an `AdapterError` in the actor (crash, time-out, protocol, `error` reply) comes back
 as the same AdapterError text; an actor or node that dies, or a driver that hears nothing within
@@ -53,14 +52,11 @@ from harness.interrupts import raise_if_interrupted
 from harness.watchdog import guard_folder, release_folder
 
 RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray scheduling, transport, a slow node
-# Queries per Ray call, and calls queued at an actor at once. Each call costs about 1 ms of CPU in
-# the driver and in the actor (benchmarks/workers.py): small against a batch that keeps the adapter
-# busy BATCH_SECONDS, sized from the mean latency of the batch before (the first ones hold
-# FIRST_BATCH_QUERIES). A slow backend gets batches of one query, so progress still moves per query.
-BATCH_SECONDS = 0.1
-FIRST_BATCH_QUERIES = 32
-MAX_BATCH_QUERIES = 1024
-BATCHES_IN_FLIGHT = 2
+# The actor sends its replies back in chunks of about CHUNK_SECONDS of answering (one Ray object
+# each, about 1 ms of CPU in the actor and the driver, benchmarks/workers.py): few enough to cost
+# nothing against the adapter's work, often enough that progress still moves (a slow backend's
+# chunk holds one query).
+CHUNK_SECONDS = 0.1
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
 def _import_ray():
@@ -234,40 +230,37 @@ class RayWorker:
         self.placement["adapter_pid"] = reply["adapter_pid"]
 
     def ask(self, request: Request) -> tuple[Response, float]:
-        """One request, one Ray round trip (warm-up); the run's queries go through ask_stream."""
-        reply = self._get(self._actor.ask.remote([tuple(request)]), self._reply_seconds, request.qid or "?")
-        return self._answer(reply[0])
+        """One request (the warm-up); the run's queries go through ask_stream."""
+        [reply] = self.ask_stream([request])
+        return reply
 
     def ask_stream(self, requests: Sequence[Request]) -> Iterator[tuple[Response, float]]:
-        """(response, latency) per request, in order, the requests sent in batches (BATCH_SECONDS).
+        """(response, latency) per request, in order: one call that the actor answers as a stream.
 
-        The next batch is already queued at the actor while the driver reads one (Ray runs one
-        caller's calls to an actor in submission order), so the adapter never waits on Ray's round
-        trip; each batch ends at its first failure, which is raised after the replies before it.
+        The actor asks its adapter every request in turn, never waiting on Ray or on this driver,
+        and sends the replies back in chunks (CHUNK_SECONDS); a failure ends the stream, and is
+        raised here after the replies before it.
         """
         requests = [tuple(request) for request in requests]
-        size, sent, in_flight = FIRST_BATCH_QUERIES, 0, []
-
-        def send() -> None:
-            nonlocal sent
-            batch = requests[sent:sent + size]
-            sent += len(batch)
-            in_flight.append((self._actor.ask.remote(batch), batch))
-        while sent < len(requests) and len(in_flight) < BATCHES_IN_FLIGHT:
-            send()
-        while in_flight:
-            ref, batch = in_flight.pop(0)
-            if sent < len(requests):
-                send()
-            # Every query of the batch may take the whole query time-out; a first one, the start-up too.
-            timeout = self._reply_seconds + (len(batch) - 1) * self.options.query_timeout
-            label = (batch[0][3] or "?") if len(batch) == 1 else f"{batch[0][3]}..{batch[-1][3]}"
-            replies = self._get(ref, timeout, label)
+        stream = self._actor.ask.remote(requests, CHUNK_SECONDS)
+        # A chunk may wait for one query's whole time-out (a first one, the start-up too) past its seconds.
+        timeout = self._reply_seconds + CHUNK_SECONDS
+        answered = 0
+        while answered < len(requests):
+            label = requests[answered][3] or "?"
+            replies = self._get(self._next_chunk(stream, timeout, label), timeout, label)
             raise_if_interrupted()  # a signal whose Interrupted Ray's own code caught meanwhile
             for reply in replies:
+                answered += 1
                 yield self._answer(reply)
-            mean = sum(reply[2] for reply in replies) / len(replies)  # every reply here was "ok"
-            size = max(1, min(MAX_BATCH_QUERIES, round(BATCH_SECONDS / mean) if mean > 0 else MAX_BATCH_QUERIES))
+
+    def _next_chunk(self, stream, timeout: float, label: str):
+        """The next chunk's reference, once the actor has sent it (a failure is a reply, so the
+        stream ends only after the last request; an actor that dies leaves its error in the next one)."""
+        ready, _ = self._wait(lambda: self._ray.wait([stream], timeout=timeout), timeout, label)
+        if not ready:
+            raise self._timed_out(timeout, label)
+        return next(stream)
 
     def _answer(self, reply: tuple) -> tuple[Response, float]:
         if reply[0] == "error":
@@ -301,25 +294,32 @@ class RayWorker:
         return f"worker {self.index + 1} (ray actor{' on ' + where if where else ''})"
 
     def _get(self, ref, timeout: float, label: str):
+        return self._wait(lambda: self._ray.get(ref, timeout=timeout), timeout, label)
+
+    def _wait(self, call, timeout: float, label: str):
+        """`call()` (a wait on Ray within `timeout`), its failures named as this worker's."""
         ray = self._ray
         try:
-            return _wait_interruptibly(ray, ref, timeout)
+            return _interruptibly(call)
         except ray.exceptions.GetTimeoutError:
-            self._failed = True
-            self._kill()
-            raise AdapterError(f"query {label}: {self._where()} sent no reply within {timeout:g} s "
-                               f"(node lost, or no node offers {self._resources}); "
-                               f"the actor was killed [adapter: {' '.join(self.options.argv)}]",
-                               argv=list(self.options.argv), qid=label) from None
+            raise self._timed_out(timeout, label) from None
         except ray.exceptions.RayError as exc:
             self._failed = True
             raise AdapterError(f"query {label}: {self._where()} died: {_first_line(exc)} "
                                f"[adapter: {' '.join(self.options.argv)}; log on its node: {self._log_path}]",
                                argv=list(self.options.argv), qid=label) from None
 
+    def _timed_out(self, timeout: float, label: str) -> AdapterError:
+        self._failed = True
+        self._kill()
+        return AdapterError(f"query {label}: {self._where()} sent no reply within {timeout:g} s "
+                            f"(node lost, or no node offers {self._resources}); "
+                            f"the actor was killed [adapter: {' '.join(self.options.argv)}]",
+                            argv=list(self.options.argv), qid=label)
 
-def _wait_interruptibly(ray, ref, timeout: float):
-    """ray.get(ref) within `timeout`; an interrupt during the wait is re-raised as itself.
+
+def _interruptibly(call):
+    """`call()`, a wait inside Ray; an interrupt during the wait is re-raised as itself.
 
     A Python signal handler that raises (harness.interrupts) while Ray's compiled code waits
     comes out as a SystemError whose cause is the Interrupted: unwrap it, so an interrupt
@@ -327,7 +327,7 @@ def _wait_interruptibly(ray, ref, timeout: float):
     take the signal and Python runs the handler in the main thread, inside Ray's wait.)
     """
     try:
-        return ray.get(ref, timeout=timeout)
+        return call()
     except SystemError as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, (Interrupted, KeyboardInterrupt)):
@@ -366,18 +366,23 @@ class _AdapterActor:
         return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "actor_pid": os.getpid()}
 
-    def ask(self, requests: list[tuple]) -> list[tuple]:
-        """Ask the requests in order; a reply per request up to the first failure, which ends the list."""
-        replies = []
+    def ask(self, requests: list[tuple], chunk_seconds: float):
+        """A Ray generator: a reply per request, in order, in chunks of about `chunk_seconds` of
+        answering; the first failure's reply ends it."""
+        chunk, began = [], time.perf_counter()
         for request in requests:
             try:
                 response, latency = self.adapter.ask(Request(*request))
             except AdapterError as error:
-                replies.append(("error", str(error), error.qid, error.stderr_tail))
-                break
-            replies.append(("ok", (list(response.ids), list(response.scores) if response.scores is not None
-                                   else None, response.error), latency))
-        return replies
+                yield [*chunk, ("error", str(error), error.qid, error.stderr_tail)]
+                return
+            chunk.append(("ok", (list(response.ids), list(response.scores) if response.scores is not None else None,
+                                 response.error), latency))
+            if time.perf_counter() - began >= chunk_seconds:
+                yield chunk
+                chunk, began = [], time.perf_counter()
+        if chunk:
+            yield chunk
 
     def stop(self) -> str | None:
         """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""

@@ -1,5 +1,5 @@
 """The Ray executor's driver side without Ray: how a signal during Ray's connect is treated, and how
-a worker's requests are cut into batches.
+a worker's replies come back as a stream of chunks.
 
 With a real Ray: tests/contract/test_ray_executor.py and tests/contract/test_ray_cluster.py.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from harness.adapter import ray_executor
 from harness.adapter.options import RunOptions
-from harness.adapter.protocol import Request
+from harness.adapter.protocol import Request, Response
 from harness.errors import AdapterError, Interrupted
 from harness.interrupts import signals_raise_interrupted
 
@@ -75,59 +75,118 @@ def test_an_interrupt_out_of_rays_connect_stays_an_interrupt_not_a_backend_failu
             workers._connect(_FakeRay(ConnectionError("refused")), options, stack)
 
 
-class _ReplyingActor:
-    """An actor's `ask.remote(batch)` answered at once: each query's id back, at a fixed latency (no clock)."""
+class _Clock:
+    """time.perf_counter for the actor: moved on only by the fake adapter's answers."""
 
-    def __init__(self, latency: float, fail_qid: str | None = None):
-        self.latency, self.fail_qid, self.batches = latency, fail_qid, []
-        self.ask = self  # actor.ask.remote(...)
+    def __init__(self):
+        self.now = 0.0
 
-    def remote(self, batch):
-        self.batches.append([request[3] for request in batch])
-        replies = []
-        for _, _, _, qid in batch:
-            if qid == self.fail_qid:
-                replies.append(("error", f"query {qid}: adapter exited", qid, ""))
-                break
-            replies.append(("ok", ([qid], None, None), self.latency))
-        return replies
+    def __call__(self):
+        return self.now
 
 
-class _RefIsValue:
-    """ray.get(ref) where the ref is the value itself."""
+class _TimedAdapter:
+    """An AdapterProcess stand-in: each query's id back after `latency` seconds of the clock; `fail_qid` fails."""
+
+    def __init__(self, clock, latency, fail_qid=None):
+        self.clock, self.latency, self.fail_qid = clock, latency, fail_qid
+
+    def ask(self, request):
+        if request.qid == self.fail_qid:
+            raise AdapterError(f"query {request.qid}: adapter exited", qid=request.qid, stderr_tail="tail")
+        self.clock.now += self.latency
+        return Response((request.qid,), None, None), self.latency
+
+
+def _requests(count):
+    return [Request("code", f"query {n}", 10, f"q{n}") for n in range(count)]
+
+
+def _actor(monkeypatch, latency, fail_qid=None):
+    clock = _Clock()
+    monkeypatch.setattr(ray_executor.time, "perf_counter", clock)
+    actor = ray_executor._AdapterActor()
+    actor.adapter = _TimedAdapter(clock, latency, fail_qid)
+    return actor
+
+
+@pytest.mark.parametrize("latency, sizes", [(0.03, [4, 4, 2]), (0.5, [1] * 10), (0.0, [10])])
+def test_the_actor_sends_its_replies_in_chunks_of_about_chunk_seconds(monkeypatch, latency, sizes):
+    # 0.1 s of answering a chunk: 4 queries at 30 ms (the fourth passes it), 1 at 500 ms; instant answers, one chunk.
+    chunks = list(_actor(monkeypatch, latency).ask([tuple(r) for r in _requests(10)], 0.1))
+    assert [len(chunk) for chunk in chunks] == sizes
+    assert [reply for chunk in chunks for reply in chunk] == [
+        ("ok", ([f"q{n}"], None, None), latency) for n in range(10)]
+
+
+def test_a_failure_ends_the_actors_stream_with_its_reply(monkeypatch):
+    chunks = list(_actor(monkeypatch, 0.03, fail_qid="q5").ask([tuple(r) for r in _requests(10)], 0.1))
+    replies = [reply for chunk in chunks for reply in chunk]
+    assert [reply[0] for reply in replies] == ["ok"] * 5 + ["error"]
+    assert replies[-1] == ("error", "query q5: adapter exited", "q5", "tail")
+
+
+class _StreamingRay:
+    """Ray's wait/get/kill over an actor whose `ask.remote` returns its chunks as a plain iterator
+    (a ref is its value); `stalled` streams never have a next chunk ready."""
 
     class exceptions:
         GetTimeoutError = TimeoutError
         RayError = RuntimeError
 
+    def __init__(self, stalled=False):
+        self.stalled, self.killed, self.waits = stalled, [], []
+
+    def wait(self, streams, timeout):
+        self.waits.append(timeout)
+        return ([], streams) if self.stalled else (streams, [])
+
     def get(self, ref, timeout):
         return ref
 
-
-def _stream(actor, count, tmp_path):
-    worker = ray_executor.RayWorker(_RefIsValue(), actor, 0, RunOptions(argv=["x"], label="x",
-                                    log_path=Path(tmp_path / "log")), resources="cpus=1")
-    return worker.ask_stream([Request("code", f"query {n}", 10, f"q{n}") for n in range(count)])
+    def kill(self, actor, no_restart):
+        self.killed.append(actor)
 
 
-@pytest.mark.parametrize("latency, later", [(0.01, 10), (0.5, 1), (0.0, ray_executor.MAX_BATCH_QUERIES)])
-def test_batches_hold_about_batch_seconds_of_the_latencies_before_them(tmp_path, latency, later):
-    # 0.1 s of answering: 10 queries at 10 ms, 1 at 500 ms; instant answers get the largest batch.
-    # The first BATCHES_IN_FLIGHT + 1 batches are sent before any reply is read.
-    actor = _ReplyingActor(latency)
-    first = ray_executor.FIRST_BATCH_QUERIES
-    replies = list(_stream(actor, 3 * first + 25, tmp_path))
-    assert [response.ids[0] for response, _ in replies] == [f"q{n}" for n in range(3 * first + 25)]
-    assert {seconds for _, seconds in replies} == {latency}
-    sizes = [len(batch) for batch in actor.batches]
-    assert sizes[:3] == [first] * 3
-    assert sizes[3:] == ([later] * (25 // later) + ([25 % later] if 25 % later else []) if later < 25 else [25])
+class _StreamingActor:
+    def __init__(self, actor):
+        self.actor, self.calls = actor, []
+        self.ask = self  # actor.ask.remote(...)
+
+    def remote(self, requests, seconds):
+        self.calls.append(len(requests))
+        return iter(self.actor.ask(requests, seconds))
 
 
-def test_a_failure_in_a_batch_is_raised_after_the_replies_before_it(tmp_path):
-    actor = _ReplyingActor(0.01, fail_qid="q40")
-    stream = _stream(actor, 100, tmp_path)
-    answered = [next(stream)[0].ids[0] for _ in range(40)]
-    assert answered == [f"q{n}" for n in range(40)]
-    with pytest.raises(AdapterError, match="q40: adapter exited"):
+def _worker(ray, actor, tmp_path):
+    return ray_executor.RayWorker(ray, actor, 0, RunOptions(argv=["x"], label="x", log_path=Path(tmp_path / "log")),
+                                  resources="cpus=1")
+
+
+def test_the_driver_asks_every_request_in_one_call_and_yields_the_replies_in_order(monkeypatch, tmp_path):
+    actor = _StreamingActor(_actor(monkeypatch, 0.03))
+    replies = list(_worker(_StreamingRay(), actor, tmp_path).ask_stream(_requests(10)))
+    assert actor.calls == [10]
+    assert [(response.ids, latency) for response, latency in replies] == [((f"q{n}",), 0.03) for n in range(10)]
+
+
+def test_a_failure_in_the_stream_is_raised_after_the_replies_before_it(monkeypatch, tmp_path):
+    stream = _worker(_StreamingRay(), _StreamingActor(_actor(monkeypatch, 0.03, fail_qid="q5")),
+                     tmp_path).ask_stream(_requests(10))
+    assert [next(stream)[0].ids[0] for _ in range(5)] == [f"q{n}" for n in range(5)]
+    with pytest.raises(AdapterError, match="q5: adapter exited") as raised:
         next(stream)
+    assert raised.value.qid == "q5" and raised.value.stderr_tail == "tail"
+
+
+def test_a_stream_that_sends_nothing_in_time_names_the_worker_and_query_and_kills_the_actor(monkeypatch, tmp_path):
+    ray = _StreamingRay(stalled=True)
+    actor = _StreamingActor(_actor(monkeypatch, 0.03))
+    worker = _worker(ray, actor, tmp_path)
+    with pytest.raises(AdapterError, match=r"query q0: worker 1 \(ray actor\) sent no reply within") as raised:
+        next(worker.ask_stream(_requests(10)))
+    assert raised.value.qid == "q0" and ray.killed == [actor]
+    # the wait allows one query's time-outs and Ray's grace past a chunk's seconds
+    options = worker.options
+    assert ray.waits == [pytest.approx(options.startup_timeout + options.query_timeout
+                                       + ray_executor.RAY_GRACE_SECONDS + ray_executor.CHUNK_SECONDS)]
