@@ -36,9 +36,8 @@ from struct import error as struct_error, pack, unpack
 
 from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of, rank
 
-__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_from_scores",
-           "compute_many", "family_table", "make_measure", "metric_names", "parse_metric", "percentile",
-           "trec_eval_order", "trec_eval_score"]
+__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
+           "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (`compare` refuses to mix them:
@@ -74,9 +73,6 @@ class Measure:
                   (["judged_only=True"] if self.condensed else [])
         text = FAMILIES[self.family].ir_measures + (f"({','.join(options)})" if options else "")
         return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
-
-Metric = Measure  # the name this class had before the registry grew (kept for callers)
 
 
 def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int) -> str:
@@ -381,14 +377,6 @@ def family_table() -> list[dict[str, str]]:
                      "options": "condensed" + (", rel=N" if family.takes_relevance_level else ""),
                      "definition": family.definition, "examples": ", ".join(_spellings_of(family))})
     return rows
-
-
-def metric_names() -> list[str]:
-    """Example spellings of every family (ours, ir_measures, trec_eval) and the bare `mrr`; all parse."""
-    names = [DEFAULT_RR_NAME]
-    for family in FAMILIES.values():
-        names.extend(_spellings_of(family))
-    return list(dict.fromkeys(names))
 
 
 # ---------------------------------------------------------------- percentile
