@@ -196,7 +196,7 @@ def test_corpus_ids_refuse_deep_json_and_fifos_as_set_errors(tmp_path):
 
 def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
     import shutil
-    from harness.sets.beir import import_beir
+    from harness.sets.beir import convert_beir
     from tests.conftest import FIXTURES
     folder = tmp_path / "beir"
     shutil.copytree(FIXTURES / "beir", folder)
@@ -206,7 +206,7 @@ def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
     lines[1] = "\t".join(fields[:2] + ["1001"])
     qrels.write_text("\n".join(lines) + "\n")
     with pytest.raises(SetError, match=r"test\.tsv:2: score: 1001 is above the largest grade a set may hold \(1000\)"):
-        import_beir(folder, "bakery", tmp_path / "sets")
+        convert_beir(folder, "bakery", tmp_path / "sets")
     assert not (tmp_path / "sets" / "bakery").exists()
 
 
