@@ -145,19 +145,6 @@ def _holds_set(folder: Path) -> bool:
         return False
 
 
-def check_unique_names(query_sets: Sequence[QuerySet]) -> None:
-    """Refuse two loaded sets with one name: their results and baseline entries would collide.
-
-    SetError naming both folders. Call it on the sets a run loaded, before asking anything.
-    """
-    first: dict[str, str] = {}
-    for query_set in query_sets:
-        if query_set.name in first:
-            raise SetError(f"{query_set.path}/set.json: name: {query_set.name!r} is also the name of the set in "
-                           f"{first[query_set.name]}; two sets in one run need different names")
-        first[query_set.name] = query_set.path
-
-
 def protected_files(query_sets: Sequence[QuerySet]) -> dict[str, Path]:
     """The files a run reads for each set (set.json, queries.jsonl, a jsonl corpus), by label.
 

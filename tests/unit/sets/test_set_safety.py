@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from harness.errors import SetError
-from harness.sets.loader import (MAX_GRADE, check_unique_names, judgments_hash, load_set, protected_files,
+from harness.sets.loader import (MAX_GRADE, find_sets, judgments_hash, load_set, protected_files,
                                  safe_name, safe_name_problem)
 from tests.builders import rewrite_query
 from tests.conftest import REPO_ROOT
@@ -135,12 +135,11 @@ def test_two_sets_with_one_name_are_refused_naming_both_folders(tiny_copy, tmp_p
     other.parent.mkdir()
     import shutil
     shutil.copytree(tiny_copy, other)
-    sets = [load_set(tiny_copy), load_set(other)]
     with pytest.raises(SetError) as caught:
-        check_unique_names(sets)
+        find_sets([str(tiny_copy), str(other)], tmp_path / "no-sets")
     assert str(other) in str(caught.value) and str(tiny_copy) in str(caught.value)
     assert "name: 'tiny'" in str(caught.value)
-    check_unique_names(sets[:1])
+    assert find_sets([str(tiny_copy)], tmp_path / "no-sets") == [tiny_copy]
 
 
 def test_judgments_hash_changes_with_the_gold_not_with_the_wording(tiny_copy):
