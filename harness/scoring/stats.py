@@ -13,6 +13,7 @@ which one ran; reports name it.
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,15 +61,11 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
 
 
+@functools.cache
 def default_engine() -> str:
     """"numpy" where numpy is installed (the [bm25], [onnx] and [test] extras bring it), else "python"."""
-    return _numpy_engine_name()
-
-
-@functools.cache
-def _numpy_engine_name() -> str:
     try:
-        import harness.scoring.numpy_engine  # noqa: F401  (imports numpy)
+        importlib.import_module("harness.scoring.numpy_engine")  # imports numpy
     except ImportError:
         return "python"
     return "numpy"
