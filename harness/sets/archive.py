@@ -23,6 +23,7 @@ from harness.records import Document
 
 DEFAULT_MAX_MEMBER_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_TOTAL_BYTES = 256 * 1024 * 1024
+STDERR_TAIL_LINES = 3  # of git's or pip's stderr, at the end of an error line
 SELECTION_KEYS = ("include", "exclude", "max_member_bytes", "max_total_bytes")
 
 # Member kinds. Only FILE becomes a document; the others are skipped with their kind as the reason.
@@ -139,6 +140,13 @@ def unsafe_path_reason(name: str) -> str | None:
         # A newline or tab in an id breaks line- and whitespace-delimited exports (TREC runs).
         return "control character in path"
     return None
+
+
+def stderr_note(stderr: str | bytes) -> str:
+    """`: last | few | lines` of a tool's (git's, pip's) non-blank stderr, to end an error line; "" when none."""
+    text = stderr.decode("utf-8", errors="replace") if isinstance(stderr, bytes) else stderr
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""
 
 
 def document(doc_id: str, data: bytes) -> Document:
