@@ -37,6 +37,9 @@ SUBMODULE = "submodule"
 OTHER = "special member"
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+# A zip member's kind by the Unix file type in its external attributes (0: a tool that stores no Unix mode).
+_ZIP_KINDS = {0: FILE, stat.S_IFREG: FILE, stat.S_IFLNK: SYMLINK, stat.S_IFDIR: DIRECTORY, stat.S_IFCHR: DEVICE,
+              stat.S_IFBLK: DEVICE, stat.S_IFIFO: FIFO}
 # What a truncated or corrupt compressed tar raises, depending on where the damage is.
 _TAR_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
 
@@ -259,19 +262,9 @@ def archive_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member
 
 
 def _tar_kind(info: tarfile.TarInfo) -> str:
-    if info.isreg():
-        return FILE
-    if info.isdir():
-        return DIRECTORY
-    if info.issym():
-        return SYMLINK
-    if info.islnk():
-        return HARDLINK
-    if info.ischr() or info.isblk():
-        return DEVICE
-    if info.isfifo():
-        return FIFO
-    return OTHER
+    tests = ((info.isreg, FILE), (info.isdir, DIRECTORY), (info.issym, SYMLINK), (info.islnk, HARDLINK),
+             (info.ischr, DEVICE), (info.isblk, DEVICE), (info.isfifo, FIFO))
+    return next((kind for test, kind in tests if test()), OTHER)
 
 
 def _tar_reader(archive: tarfile.TarFile, info: tarfile.TarInfo, label: str,
@@ -299,21 +292,7 @@ def _zip_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member]:
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
-    if info.is_dir():
-        return DIRECTORY
-    mode = info.external_attr >> 16
-    file_type = stat.S_IFMT(mode)
-    if file_type in (0, stat.S_IFREG):  # 0: made by a tool that stores no Unix mode
-        return FILE
-    if file_type == stat.S_IFLNK:
-        return SYMLINK
-    if file_type == stat.S_IFDIR:
-        return DIRECTORY
-    if file_type in (stat.S_IFCHR, stat.S_IFBLK):
-        return DEVICE
-    if file_type == stat.S_IFIFO:
-        return FIFO
-    return OTHER
+    return DIRECTORY if info.is_dir() else _ZIP_KINDS.get(stat.S_IFMT(info.external_attr >> 16), OTHER)
 
 
 def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
