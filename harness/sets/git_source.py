@@ -10,7 +10,6 @@ import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -39,8 +38,9 @@ def load_documents(spec: dict, set_dir: Path, where: str) -> list[Document]:
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
     with _BlobReader(repo, where) as blobs:
-        members = [Member(path, kind, size, _reader(blobs, oid, path)) for path, kind, size, oid
-                   in _list_tree(repo, commit, where)]
+        # A lazy read per blob; its size comes from `ls-tree -l`, so the Selector checked the limit before.
+        members = [Member(path, kind, size, lambda limit, oid=oid, path=path: blobs.read(oid, path))
+                   for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
         return selector.finish()
 
@@ -113,13 +113,6 @@ def _list_tree(repo: Path, commit: str, where: str) -> list[tuple[str, str, int,
         path = raw_path.decode("utf-8", errors="surrogateescape")
         entries.append((path, kind, int(size) if size.isdigit() else 0, oid.decode("ascii")))
     return entries
-
-
-def _reader(blobs: _BlobReader, oid: str, path: str) -> Callable[[int], bytes]:
-    """A lazy read for one blob; sizes come from `ls-tree -l`, so the limit was checked before."""
-    def read(limit: int) -> bytes:
-        return blobs.read(oid, path)
-    return read
 
 
 class _BlobReader:
