@@ -365,10 +365,7 @@ def family_table() -> list[dict[str, str]]:
         stem, whole = family.trec_eval
         trec = ", ".join(([f"{stem}_K"] if stem else []) + ([whole] if whole else [])) or "-"
         ours = ", ".join([family.name, *family.aliases])
-        if family.cutoff_required:
-            cutoff = "required (@K)"
-        else:
-            cutoff = "optional; none = whole ranking"
+        cutoff = "required (@K)" if family.cutoff_required else "optional; none = whole ranking"
         if family.name == "rr":
             cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
         rows.append({"family": family.name, "ours": ours,
