@@ -84,14 +84,10 @@ def check_keys(spec: dict, allowed: Iterable[str], where: str, field: str) -> No
 
 def parse_selection(spec: dict, where: str, field: str = "corpus") -> Selection:
     """Validate `include` (required, non-empty), `exclude` and the two byte limits of `spec`."""
-    include = _globs(spec, "include", where, field, required=True)
-    exclude = _globs(spec, "exclude", where, field, required=False)
-    return Selection(
-        include=include,
-        exclude=exclude,
-        max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where, field),
-        max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where, field),
-    )
+    return Selection(include=_globs(spec, "include", where, field, required=True),
+                     exclude=_globs(spec, "exclude", where, field, required=False),
+                     max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where, field),
+                     max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where, field))
 
 
 def _globs(spec: dict, key: str, where: str, field: str, *, required: bool) -> tuple[str, ...]:
