@@ -79,11 +79,9 @@ def lower_is_better(name: str) -> bool:
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
     """The window each hit shows: its passage, or the whole document when none (or None) is given."""
-    windows: list[Window] = []
-    for index, doc_id in enumerate(ids):
-        passage = passages[index] if passages is not None and index < len(passages) else None
-        windows.append((doc_id, 0, math.inf) if passage is None else (doc_id, passage[0], passage[1]))
-    return windows
+    shown = passages if passages is not None else ()
+    return [(doc_id, shown[index][0], shown[index][1]) if index < len(shown) and shown[index] is not None
+            else (doc_id, 0, math.inf) for index, doc_id in enumerate(ids)]
 
 
 def exposed(window: Window, spans: Sequence[EvidenceSpan]) -> list[EvidenceSpan]:

@@ -104,24 +104,15 @@ def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = Fa
 
 def _spellings() -> dict[str, str]:
     """Lower-cased family spelling (ours, aliases, ir_measures) -> family name."""
-    table: dict[str, str] = {}
-    for family in FAMILIES.values():
-        for spelling in (family.name, family.ir_measures, *family.aliases):
-            table[spelling.lower()] = family.name
-    return table
+    return {spelling.lower(): family.name for family in FAMILIES.values()
+            for spelling in (family.name, family.ir_measures, *family.aliases)}
 
 
 def _trec_eval_spellings() -> tuple[dict[str, str], dict[str, str]]:
     """(lower-cased cut stem -> family, lower-cased full-depth name -> family)."""
-    cut: dict[str, str] = {}
-    full: dict[str, str] = {}
-    for family in FAMILIES.values():
-        stem, whole = family.trec_eval
-        if stem:
-            cut[stem.lower()] = family.name
-        if whole:
-            full[whole.lower()] = family.name
-    return cut, full
+    cut = {family.trec_eval[0].lower(): family.name for family in FAMILIES.values() if family.trec_eval[0]}
+    whole = {family.trec_eval[1].lower(): family.name for family in FAMILIES.values() if family.trec_eval[1]}
+    return cut, whole
 
 
 _OPTIONS = r"(?:\((?P<{}>[^()]*)\))?"
