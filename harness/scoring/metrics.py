@@ -66,14 +66,6 @@ class Measure:
         """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade}."""
         return compute_many((self,), ranked_ids, judgments)[self.name]
 
-    @property
-    def ir_measures_name(self) -> str:
-        """ir_measures' spelling, e.g. `nDCG(judged_only=True)@10`."""
-        options = ([f"rel={self.relevance_level}"] if self.relevance_level != RELEVANCE_LEVEL else []) + \
-                  (["judged_only=True"] if self.condensed else [])
-        text = FAMILIES[self.family].ir_measures + (f"({','.join(options)})" if options else "")
-        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
 
 def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int) -> str:
     if family == "rr" and cutoff == DEFAULT_RR_CUTOFF and not condensed and level == RELEVANCE_LEVEL:

@@ -15,6 +15,7 @@ from harness.scoring.metrics import (
     DEFINITIONS_VERSION, FAMILIES, compute_from_scores, compute_many, family_table, make_measure,
     parse_metric, percentile, trec_eval_order,
 )
+from tests.builders import ir_measures_name
 
 LOG2_3 = math.log2(3)  # discount denominator at rank 2: 1/log2(2+1)
 
@@ -325,7 +326,7 @@ def test_parse_metric_spellings(spelling, name, family, cutoff):
     assert (measure.name, measure.family, measure.cutoff) == (name, family, cutoff)
     assert parse_metric(measure.name) == measure  # the canonical name parses back to itself
     if FAMILIES[family].ir_measures_differs is None:  # judged: ir_measures' spelling is refused
-        assert parse_metric(measure.ir_measures_name) == measure
+        assert parse_metric(ir_measures_name(measure)) == measure
 
 
 def test_parsed_metric_with_a_new_cutoff_computes_at_that_cutoff():
