@@ -138,9 +138,7 @@ def canonical_figures(ids: Sequence[str], canonical: Sequence[str]) -> dict[str,
 
 def exposure_figures(windows: Sequence[Window], spans: Sequence[EvidenceSpan], prefix: str = "") -> dict[str, float | None]:
     """answer_hit@1/5/10, ku@1 and the two before-current figures for one list of windows."""
-    values: dict[str, float | None] = {}
-    for depth in ANSWER_HIT_DEPTHS:
-        values[f"{prefix}answer_hit@{depth}"] = _float(verdict(windows[:depth], spans))
+    values = {f"{prefix}answer_hit@{depth}": _float(verdict(windows[:depth], spans)) for depth in ANSWER_HIT_DEPTHS}
     values[f"{prefix}ku@1"] = _float(verdict(windows[:1], spans)) if windows else 0.0
     values[f"{prefix}stale_before_current"] = _float(before_current(windows, spans, "stale"))
     values[f"{prefix}mixed_before_current"] = _float(before_current(windows, spans, "mixed"))

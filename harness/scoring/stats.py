@@ -101,15 +101,10 @@ def bootstrap_statistics(clusters: tuple[tuple[float, int], ...], resamples: int
         from harness.scoring import numpy_engine
         return tuple(numpy_engine.sorted_bootstrap_statistics(clusters, resamples, seed))
     rng = random.Random(seed)
-    size = len(clusters)
     diffs = [diff for diff, _ in clusters]
     counts = [n for _, n in clusters]
-    population = range(size)
-    statistics = []
-    for _ in range(resamples):
-        drawn = rng.choices(population, k=size)
-        statistics.append(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn))
-    return tuple(sorted(statistics))
+    draws = (rng.choices(range(len(clusters)), k=len(clusters)) for _ in range(resamples))
+    return tuple(sorted(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn) for drawn in draws))
 
 
 def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0,
