@@ -66,7 +66,7 @@ def lone_surrogate_at(value: object, path: str = "") -> str | None:
             label = f"{path}.{key}" if path else repr(key)
             if lone_surrogate_at(key, "") is not None:
                 return f"a key of {path or 'the object'}"
-            found = lone_surrogate_at(item, label if path else repr(key))
+            found = lone_surrogate_at(item, label)
             if found:
                 return found
     return None

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.records import QueryResult, SetResult
+from harness.scoring.metrics import FAMILIES, RELEVANCE_LEVEL, Measure
 from harness.sets.loader import compute_pins, load_set
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
@@ -113,3 +114,11 @@ def record_baseline_and_report(tmp_path, monkeypatch, answers) -> tuple[Path, Pa
     assert main(["--set", str(TINY_SET), "--update-baseline", "--baseline", str(baseline), "--quiet",
                  "--out", str(report), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]) == 0
     return baseline, report
+
+
+def ir_measures_name(measure: Measure) -> str:
+    """ir_measures' spelling of a measure, e.g. `nDCG(judged_only=True)@10`: what the cross-checks hand ir_measures."""
+    options = ([f"rel={measure.relevance_level}"] if measure.relevance_level != RELEVANCE_LEVEL else []) + \
+              (["judged_only=True"] if measure.condensed else [])
+    text = FAMILIES[measure.family].ir_measures + (f"({','.join(options)})" if options else "")
+    return text + (f"@{measure.cutoff}" if measure.cutoff is not None else "")

@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.gating.baseline import Baseline, build_baseline
 from harness.gating.budgets import Budgets
 from harness.gating.gates import decide
+from harness.gating.identity import BackendIdentity
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
@@ -51,7 +52,7 @@ def tiny_result(answers):
 def tiny_baseline() -> Baseline:
     """The BASE_ANSWERS baseline, as a run reads it (never written to disk)."""
     document = build_baseline([tiny_result(BASE_ANSWERS)], provenance().to_dict())
-    return Baseline(Path("baselines/tiny.json"), document["sets"], Baseline.read_identity(document),
+    return Baseline(Path("baselines/tiny.json"), document["sets"], BackendIdentity.from_record(document["backend"]),
                     document["created"], document["git_commit"], document)
 
 

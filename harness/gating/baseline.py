@@ -42,14 +42,10 @@ class Baseline:
     def read(cls, path: Path) -> Baseline:
         """The baseline at `path`; BaselineError naming file and field when it is not one."""
         document = read_baseline(path)
-        return cls(path=path, entries=document["sets"], identity=cls.read_identity(document),
+        return cls(path=path, entries=document["sets"],
+                   identity=BackendIdentity.from_record(document["backend"]),  # type: ignore[arg-type]
                    created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
                    document=document)
-
-    @staticmethod
-    def read_identity(document: Mapping[str, object]) -> BackendIdentity:
-        """Whose backend a checked baseline document (`check_baseline`) was recorded for."""
-        return BackendIdentity.from_record(document["backend"])  # type: ignore[arg-type]
 
     def identity_for(self, name: str) -> BackendIdentity:
         """Whose backend the set `name` was recorded for: its own record, else the file's (older files)."""

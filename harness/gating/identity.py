@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import BaselineError
@@ -70,7 +70,7 @@ class IdentityCheck:
     """The outcome of comparing a run's backend with its baseline's: a refusal, or notes to print."""
 
     refusal: str | None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     changed: bool = False  # another backend, gated anyway (allow_change)
 
 
@@ -120,7 +120,7 @@ def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_pat
                 f"{baseline_path}: recorded for {baseline.describe()}, but this run is {what}: {run.describe()}; "
                 f"record its own baseline with --update-baseline --baseline FILE, or gate anyway with "
                 f"--allow-backend-change")
-    if different is None:
+    else:
         if baseline.version != run.version and baseline.version and run.version:
             notes.append(f"backend version changed: {baseline.version} in {baseline_path}, {run.version} now")
         if baseline.settings is not None and run.settings is not None and dict(baseline.settings) != dict(run.settings):

@@ -173,9 +173,7 @@ class Comparison:
         verdicts: dict[str, str] = {}
         for scope, metric in self.headline_cells():
             word = self.cell_status(scope, metric).upper()
-            current = verdicts.get(scope.set_name)
-            if current is None or VERDICTS.index(word) < VERDICTS.index(current):
-                verdicts[scope.set_name] = word
+            verdicts[scope.set_name] = min(word, verdicts.get(scope.set_name, word), key=VERDICTS.index)
         return verdicts
 
     def verdict(self) -> str:

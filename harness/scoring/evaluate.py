@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
@@ -48,10 +49,9 @@ def report_metric_name(name: str) -> str:
 
     Raises ValueError when the name is unknown or not one the reports carry per query.
     """
-    canonical = metrics.parse_metric(name).name
-    key = "mrr" if canonical == "mrr@10" else canonical
+    key = metrics.parse_metric(name).name  # RR@10's canonical name is mrr
     if key not in REPORTED_METRICS:
-        raise ValueError(f"{name!r} ({canonical}) is not kept per query in reports; "
+        raise ValueError(f"{name!r} ({key}) is not kept per query in reports; "
                          f"choose one of {', '.join(REPORTED_METRICS)}")
     return key
 
@@ -66,8 +66,7 @@ def policy_metric_name(name: str) -> str:
     if name.strip().lower() == UNJUDGED_COUNT:
         raise ValueError(f"{name!r} is a count of unjudged documents, not a gated measure; gate judged@10 "
                          "coverage with the policy's judged.warn_drop_points")
-    canonical = metrics.parse_metric(name).name
-    return "mrr" if canonical == "mrr@10" else canonical
+    return metrics.parse_metric(name).name
 
 
 def _measures(extra: Sequence[str]) -> tuple[str, ...]:
@@ -84,22 +83,15 @@ def evaluate_query(query: Query, answer: Answer, k: int, metrics_computed: Seque
     positions whose score equals the previous position's (0 without scores).
     """
     top = answer.ids[:k]
-    values: dict[str, float] = {}
     has_relevant = any(grade >= metrics.RELEVANCE_LEVEL for grade in query.relevant.values())
-    if has_relevant:
-        values.update(metrics.compute_many(metrics_computed, top, query.relevant))
-    else:
-        values.update(metrics.compute_many(COVERAGE_METRICS, top, query.relevant))
+    values = metrics.compute_many(metrics_computed if has_relevant else COVERAGE_METRICS, top, query.relevant)
     values[UNJUDGED_COUNT] = sum(1 for doc_id in top[:UNJUDGED_DEPTH] if query.relevant.get(doc_id, -1) < 0)
     found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
     passages = tuple(answer.passages[:k]) if answer.passages is not None else None
     contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None,
                                       passages=passages))
     passed = all(c.passed for c in contracts) and (not has_relevant or bool(found))
-    if query.xfail:
-        outcome = "xpass" if passed else "xfail"
-    else:
-        outcome = "pass" if passed else "fail"
+    outcome = ("xpass" if passed else "xfail") if query.xfail else ("pass" if passed else "fail")
     return QueryResult(
         qid=query.qid, query=query.query, category=query.category, split=query.split, ids=tuple(top),
         scores=tuple(answer.scores[:k]) if answer.scores is not None else None,
@@ -116,16 +108,6 @@ def tied_positions(scores: Sequence[float]) -> int:
     return sum(1 for before, after in zip(scores, scores[1:]) if before == after)
 
 
-def tied_groups(scores: Sequence[float]) -> list[tuple[int, int]]:
-    """(start, end) index ranges (end exclusive) of each run of equal scores, singletons included."""
-    groups, start = [], 0
-    for index in range(1, len(scores) + 1):
-        if index == len(scores) or scores[index] != scores[start]:
-            groups.append((start, index))
-            start = index
-    return groups
-
-
 def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | None,
                    again_ids: Sequence[str]) -> str | None:
     """How a second answer to the same request differs from the first: None (the same list),
@@ -137,9 +119,12 @@ def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | Non
         return None
     if first_scores is None or len(first_scores) != len(first_ids) or len(first_ids) != len(again_ids):
         return "ranking"
-    for start, end in tied_groups(first_scores):
+    start = 0
+    for _, run in groupby(first_scores):  # each run of equal scores, singletons included
+        end = start + sum(1 for _ in run)
         if set(first_ids[start:end]) != set(again_ids[start:end]):
             return "ranking"
+        start = end
     return "tied"
 
 
@@ -207,13 +192,15 @@ def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None
     for result in scored:
         by_category.setdefault(result.category, []).append(result)
         by_split.setdefault(result.split, []).append(result)
-    summary: dict[str, object] = {
-        "overall": mean_metrics(scored, extra),
-        "category": {name: mean_metrics(rows, extra) for name, rows in sorted(by_category.items())},
-        "split": {name: mean_metrics(rows, extra) for name, rows in sorted(by_split.items())},
-    }
-    if any(r.evidence is not None for r in scored):
-        summary["evidence"] = evidence_aggregates(scored, by_category, by_split)
+
+    def scopes(summarise: Callable[[Sequence[QueryResult]], object]) -> dict[str, object]:
+        return {"overall": summarise(scored),
+                "category": {name: summarise(rows) for name, rows in sorted(by_category.items())},
+                "split": {name: summarise(rows) for name, rows in sorted(by_split.items())}}
+    summary = scopes(lambda rows: mean_metrics(rows, extra))
+    if any(r.evidence is not None for r in scored):  # the evidence metrics' means with their judged and null counts
+        summary["evidence"] = scopes(lambda rows: evidence.aggregate_evidence(
+            [r.evidence for r in rows if r.evidence is not None]))
     return summary
 
 
@@ -221,16 +208,6 @@ def pooled_aggregate(results: Sequence[SetResult]) -> dict[str, float]:
     """Means over every scored query of every set (each query weighs the same, whatever its set),
     with n, as `mean_metrics` gives them; unjudged@10 summed."""
     return aggregate([row for result in results for row in result.queries])["overall"]  # type: ignore[return-value]
-
-
-def evidence_aggregates(scored: Sequence[QueryResult], by_category: Mapping[str, Sequence[QueryResult]],
-                        by_split: Mapping[str, Sequence[QueryResult]]) -> dict[str, object]:
-    """The evidence metrics' means with their judged and null counts (scoring/evidence.py), per scope."""
-    def rows(results: Sequence[QueryResult]) -> list:
-        return [r.evidence for r in results if r.evidence is not None]
-    return {"overall": evidence.aggregate_evidence(rows(scored)),
-            "category": {name: evidence.aggregate_evidence(rows(v)) for name, v in sorted(by_category.items())},
-            "split": {name: evidence.aggregate_evidence(rows(v)) for name, v in sorted(by_split.items())}}
 
 
 def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> dict[str, float]:

@@ -79,11 +79,9 @@ def lower_is_better(name: str) -> bool:
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
     """The window each hit shows: its passage, or the whole document when none (or None) is given."""
-    windows: list[Window] = []
-    for index, doc_id in enumerate(ids):
-        passage = passages[index] if passages is not None and index < len(passages) else None
-        windows.append((doc_id, 0, math.inf) if passage is None else (doc_id, passage[0], passage[1]))
-    return windows
+    shown = passages if passages is not None else ()
+    return [(doc_id, shown[index][0], shown[index][1]) if index < len(shown) and shown[index] is not None
+            else (doc_id, 0, math.inf) for index, doc_id in enumerate(ids)]
 
 
 def exposed(window: Window, spans: Sequence[EvidenceSpan]) -> list[EvidenceSpan]:
@@ -140,9 +138,7 @@ def canonical_figures(ids: Sequence[str], canonical: Sequence[str]) -> dict[str,
 
 def exposure_figures(windows: Sequence[Window], spans: Sequence[EvidenceSpan], prefix: str = "") -> dict[str, float | None]:
     """answer_hit@1/5/10, ku@1 and the two before-current figures for one list of windows."""
-    values: dict[str, float | None] = {}
-    for depth in ANSWER_HIT_DEPTHS:
-        values[f"{prefix}answer_hit@{depth}"] = _float(verdict(windows[:depth], spans))
+    values = {f"{prefix}answer_hit@{depth}": _float(verdict(windows[:depth], spans)) for depth in ANSWER_HIT_DEPTHS}
     values[f"{prefix}ku@1"] = _float(verdict(windows[:1], spans)) if windows else 0.0
     values[f"{prefix}stale_before_current"] = _float(before_current(windows, spans, "stale"))
     values[f"{prefix}mixed_before_current"] = _float(before_current(windows, spans, "mixed"))

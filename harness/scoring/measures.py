@@ -51,6 +51,7 @@ def _discount_table(depth: int) -> list[float]:
     return _DISCOUNTS
 
 
+@dataclass(slots=True)
 class Ranking:
     """One query's ranking as the families read it; built once per query by `rank`.
 
@@ -61,16 +62,12 @@ class Ranking:
     judgments, level  the query's judgments and the relevance level in force
     """
 
-    __slots__ = ("grades", "judged", "relevant", "relevant_count", "judgments", "level")
-
-    def __init__(self, grades: list[int], judged: list[int], relevant: list[int], relevant_count: int,
-                 judgments: Mapping[str, int], level: int) -> None:
-        self.grades = grades
-        self.judged = judged
-        self.relevant = relevant
-        self.relevant_count = relevant_count
-        self.judgments = judgments
-        self.level = level
+    grades: list[int]
+    judged: list[int]
+    relevant: list[int]
+    relevant_count: int
+    judgments: Mapping[str, int]
+    level: int
 
 
 def grades_of(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> tuple[list[int], list[int]]:

@@ -36,9 +36,8 @@ from struct import error as struct_error, pack, unpack
 
 from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of, rank
 
-__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "Metric", "compute_from_scores",
-           "compute_many", "family_table", "make_measure", "metric_names", "parse_metric", "percentile",
-           "trec_eval_order", "trec_eval_score"]
+__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
+           "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (`compare` refuses to mix them:
@@ -66,17 +65,6 @@ class Measure:
     def compute(self, ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> float:
         """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade}."""
         return compute_many((self,), ranked_ids, judgments)[self.name]
-
-    @property
-    def ir_measures_name(self) -> str:
-        """ir_measures' spelling, e.g. `nDCG(judged_only=True)@10`."""
-        options = ([f"rel={self.relevance_level}"] if self.relevance_level != RELEVANCE_LEVEL else []) + \
-                  (["judged_only=True"] if self.condensed else [])
-        text = FAMILIES[self.family].ir_measures + (f"({','.join(options)})" if options else "")
-        return text + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
-
-Metric = Measure  # the name this class had before the registry grew (kept for callers)
 
 
 def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int) -> str:
@@ -108,24 +96,15 @@ def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = Fa
 
 def _spellings() -> dict[str, str]:
     """Lower-cased family spelling (ours, aliases, ir_measures) -> family name."""
-    table: dict[str, str] = {}
-    for family in FAMILIES.values():
-        for spelling in (family.name, family.ir_measures, *family.aliases):
-            table[spelling.lower()] = family.name
-    return table
+    return {spelling.lower(): family.name for family in FAMILIES.values()
+            for spelling in (family.name, family.ir_measures, *family.aliases)}
 
 
 def _trec_eval_spellings() -> tuple[dict[str, str], dict[str, str]]:
     """(lower-cased cut stem -> family, lower-cased full-depth name -> family)."""
-    cut: dict[str, str] = {}
-    full: dict[str, str] = {}
-    for family in FAMILIES.values():
-        stem, whole = family.trec_eval
-        if stem:
-            cut[stem.lower()] = family.name
-        if whole:
-            full[whole.lower()] = family.name
-    return cut, full
+    cut = {family.trec_eval[0].lower(): family.name for family in FAMILIES.values() if family.trec_eval[0]}
+    whole = {family.trec_eval[1].lower(): family.name for family in FAMILIES.values() if family.trec_eval[1]}
+    return cut, whole
 
 
 _OPTIONS = r"(?:\((?P<{}>[^()]*)\))?"
@@ -369,10 +348,7 @@ def family_table() -> list[dict[str, str]]:
         stem, whole = family.trec_eval
         trec = ", ".join(([f"{stem}_K"] if stem else []) + ([whole] if whole else [])) or "-"
         ours = ", ".join([family.name, *family.aliases])
-        if family.cutoff_required:
-            cutoff = "required (@K)"
-        else:
-            cutoff = "optional; none = whole ranking"
+        cutoff = "required (@K)" if family.cutoff_required else "optional; none = whole ranking"
         if family.name == "rr":
             cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
         rows.append({"family": family.name, "ours": ours,
@@ -381,14 +357,6 @@ def family_table() -> list[dict[str, str]]:
                      "options": "condensed" + (", rel=N" if family.takes_relevance_level else ""),
                      "definition": family.definition, "examples": ", ".join(_spellings_of(family))})
     return rows
-
-
-def metric_names() -> list[str]:
-    """Example spellings of every family (ours, ir_measures, trec_eval) and the bare `mrr`; all parse."""
-    names = [DEFAULT_RR_NAME]
-    for family in FAMILIES.values():
-        names.extend(_spellings_of(family))
-    return list(dict.fromkeys(names))
 
 
 # ---------------------------------------------------------------- percentile

@@ -13,6 +13,7 @@ which one ran; reports name it.
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,15 +61,11 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
 
 
+@functools.cache
 def default_engine() -> str:
     """"numpy" where numpy is installed (the [bm25], [onnx] and [test] extras bring it), else "python"."""
-    return _numpy_engine_name()
-
-
-@functools.cache
-def _numpy_engine_name() -> str:
     try:
-        import harness.scoring.numpy_engine  # noqa: F401  (imports numpy)
+        importlib.import_module("harness.scoring.numpy_engine")  # imports numpy
     except ImportError:
         return "python"
     return "numpy"
@@ -104,15 +101,10 @@ def bootstrap_statistics(clusters: tuple[tuple[float, int], ...], resamples: int
         from harness.scoring import numpy_engine
         return tuple(numpy_engine.sorted_bootstrap_statistics(clusters, resamples, seed))
     rng = random.Random(seed)
-    size = len(clusters)
     diffs = [diff for diff, _ in clusters]
     counts = [n for _, n in clusters]
-    population = range(size)
-    statistics = []
-    for _ in range(resamples):
-        drawn = rng.choices(population, k=size)
-        statistics.append(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn))
-    return tuple(sorted(statistics))
+    draws = (rng.choices(range(len(clusters)), k=len(clusters)) for _ in range(resamples))
+    return tuple(sorted(sum(diffs[i] for i in drawn) / sum(counts[i] for i in drawn) for drawn in draws))
 
 
 def randomization_p_value(clusters: Sequence[tuple[float, int]], *, resamples: int = RESAMPLES, seed: int = 0,

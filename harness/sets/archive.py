@@ -23,6 +23,7 @@ from harness.records import Document
 
 DEFAULT_MAX_MEMBER_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_TOTAL_BYTES = 256 * 1024 * 1024
+STDERR_TAIL_LINES = 3  # of git's or pip's stderr, at the end of an error line
 SELECTION_KEYS = ("include", "exclude", "max_member_bytes", "max_total_bytes")
 
 # Member kinds. Only FILE becomes a document; the others are skipped with their kind as the reason.
@@ -36,6 +37,9 @@ SUBMODULE = "submodule"
 OTHER = "special member"
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+# A zip member's kind by the Unix file type in its external attributes (0: a tool that stores no Unix mode).
+_ZIP_KINDS = {0: FILE, stat.S_IFREG: FILE, stat.S_IFLNK: SYMLINK, stat.S_IFDIR: DIRECTORY, stat.S_IFCHR: DEVICE,
+              stat.S_IFBLK: DEVICE, stat.S_IFIFO: FIFO}
 # What a truncated or corrupt compressed tar raises, depending on where the damage is.
 _TAR_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
 
@@ -80,14 +84,10 @@ def check_keys(spec: dict, allowed: Iterable[str], where: str, field: str) -> No
 
 def parse_selection(spec: dict, where: str, field: str = "corpus") -> Selection:
     """Validate `include` (required, non-empty), `exclude` and the two byte limits of `spec`."""
-    include = _globs(spec, "include", where, field, required=True)
-    exclude = _globs(spec, "exclude", where, field, required=False)
-    return Selection(
-        include=include,
-        exclude=exclude,
-        max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where, field),
-        max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where, field),
-    )
+    return Selection(include=_globs(spec, "include", where, field, required=True),
+                     exclude=_globs(spec, "exclude", where, field, required=False),
+                     max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where, field),
+                     max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where, field))
 
 
 def _globs(spec: dict, key: str, where: str, field: str, *, required: bool) -> tuple[str, ...]:
@@ -139,6 +139,13 @@ def unsafe_path_reason(name: str) -> str | None:
         # A newline or tab in an id breaks line- and whitespace-delimited exports (TREC runs).
         return "control character in path"
     return None
+
+
+def stderr_note(stderr: str | bytes) -> str:
+    """`: last | few | lines` of a tool's (git's, pip's) non-blank stderr, to end an error line; "" when none."""
+    text = stderr.decode("utf-8", errors="replace") if isinstance(stderr, bytes) else stderr
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""
 
 
 def document(doc_id: str, data: bytes) -> Document:
@@ -251,19 +258,9 @@ def archive_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member
 
 
 def _tar_kind(info: tarfile.TarInfo) -> str:
-    if info.isreg():
-        return FILE
-    if info.isdir():
-        return DIRECTORY
-    if info.issym():
-        return SYMLINK
-    if info.islnk():
-        return HARDLINK
-    if info.ischr() or info.isblk():
-        return DEVICE
-    if info.isfifo():
-        return FIFO
-    return OTHER
+    tests = ((info.isreg, FILE), (info.isdir, DIRECTORY), (info.issym, SYMLINK), (info.islnk, HARDLINK),
+             (info.ischr, DEVICE), (info.isblk, DEVICE), (info.isfifo, FIFO))
+    return next((kind for test, kind in tests if test()), OTHER)
 
 
 def _tar_reader(archive: tarfile.TarFile, info: tarfile.TarInfo, label: str,
@@ -291,21 +288,7 @@ def _zip_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member]:
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
-    if info.is_dir():
-        return DIRECTORY
-    mode = info.external_attr >> 16
-    file_type = stat.S_IFMT(mode)
-    if file_type in (0, stat.S_IFREG):  # 0: made by a tool that stores no Unix mode
-        return FILE
-    if file_type == stat.S_IFLNK:
-        return SYMLINK
-    if file_type == stat.S_IFDIR:
-        return DIRECTORY
-    if file_type in (stat.S_IFCHR, stat.S_IFBLK):
-        return DEVICE
-    if file_type == stat.S_IFIFO:
-        return FIFO
-    return OTHER
+    return DIRECTORY if info.is_dir() else _ZIP_KINDS.get(stat.S_IFMT(info.external_attr >> 16), OTHER)
 
 
 def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,

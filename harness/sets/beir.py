@@ -49,14 +49,6 @@ def split_for(split_name: str) -> str:
     return "held-out" if split_name == "test" else "development"
 
 
-def import_beir(folder: Path, name: str, sets_dir: Path, *, split_name: str = "test") -> Path:
-    """Convert a BEIR folder into sets_dir/name/{set.json, corpus.jsonl, queries.jsonl}; return it.
-
-    See `convert_beir` for the rules; this returns only the new set's folder.
-    """
-    return convert_beir(folder, name, sets_dir, split_name=split_name).path
-
-
 def convert_beir(folder: Path, name: str, sets_dir: Path, *, split_name: str = "test") -> BeirImport:
     """Convert a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split_name>.tsv) into a set.
 

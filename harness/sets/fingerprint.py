@@ -38,9 +38,5 @@ def _readable_sha256(path: Path) -> str | None:
 
 def changed_files(before: Mapping[str, str | None], after: Mapping[str, str | None], what: str) -> list[str]:
     """One phrase per file whose fingerprint changed, e.g. "set file sets/x/queries.jsonl changed"."""
-    out = []
-    for path in sorted(before):
-        now = after.get(path)
-        if now != before[path]:
-            out.append(f"{what} {path} {'is gone' if now is None else 'changed'}")
-    return out
+    return [f"{what} {path} {'is gone' if after.get(path) is None else 'changed'}"
+            for path in sorted(before) if after.get(path) != before[path]]

@@ -10,18 +10,16 @@ import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from harness.sets.archive import (FILE, OTHER, SELECTION_KEYS, SUBMODULE, SYMLINK, Member, Selection, Selector,
-                             check_source_spec, parse_selection)
+                             check_source_spec, parse_selection, stderr_note)
 from harness.errors import SetError
 from harness.records import Document
 
 SOURCE = "git"
 GIT_TIMEOUT_SECONDS = 300.0  # any one git command, the whole batch read included
-STDERR_TAIL_LINES = 3
 
 _SPEC_KEYS = ("source", "repo", "commit", *SELECTION_KEYS)
 # A full object name: SHA-1 (40) or SHA-256 (64) repositories. A branch or short sha is not a pin.
@@ -40,8 +38,9 @@ def load_documents(spec: dict, set_dir: Path, where: str) -> list[Document]:
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
     with _BlobReader(repo, where) as blobs:
-        members = [Member(path, kind, size, _reader(blobs, oid, path)) for path, kind, size, oid
-                   in _list_tree(repo, commit, where)]
+        # A lazy read per blob; its size comes from `ls-tree -l`, so the Selector checked the limit before.
+        members = [Member(path, kind, size, lambda limit, oid=oid, path=path: blobs.read(oid, path))
+                   for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
         return selector.finish()
 
@@ -80,7 +79,7 @@ def _git(repo: Path, args: list[str], where: str, field: str) -> subprocess.Comp
 def _check_commit(repo: Path, commit: str, where: str) -> None:
     probe = _git(repo, ["rev-parse", "--git-dir"], where, "corpus.repo")
     if probe.returncode != 0:
-        raise SetError(f"{where}: corpus.repo: {repo} is not a git repository{_tail(probe.stderr)}")
+        raise SetError(f"{where}: corpus.repo: {repo} is not a git repository{stderr_note(probe.stderr)}")
     found = _git(repo, ["cat-file", "-t", commit], where, "corpus.commit")
     if found.returncode != 0:
         raise SetError(f"{where}: corpus.commit: {commit} is not in the repository {repo} "
@@ -99,7 +98,7 @@ def _list_tree(repo: Path, commit: str, where: str) -> list[tuple[str, str, int,
     """
     listing = _git(repo, ["ls-tree", "-r", "-z", "-l", "--full-tree", commit], where, "corpus.commit")
     if listing.returncode != 0:
-        raise SetError(f"{where}: corpus.commit: cannot list {commit}{_tail(listing.stderr)}")
+        raise SetError(f"{where}: corpus.commit: cannot list {commit}{stderr_note(listing.stderr)}")
     entries = []
     for record in listing.stdout.split(b"\0"):
         if not record:
@@ -114,13 +113,6 @@ def _list_tree(repo: Path, commit: str, where: str) -> list[tuple[str, str, int,
         path = raw_path.decode("utf-8", errors="surrogateescape")
         entries.append((path, kind, int(size) if size.isdigit() else 0, oid.decode("ascii")))
     return entries
-
-
-def _reader(blobs: _BlobReader, oid: str, path: str) -> Callable[[int], bytes]:
-    """A lazy read for one blob; sizes come from `ls-tree -l`, so the limit was checked before."""
-    def read(limit: int) -> bytes:
-        return blobs.read(oid, path)
-    return read
 
 
 class _BlobReader:
@@ -186,7 +178,7 @@ class _BlobReader:
         if self._stderr is None:
             return ""
         self._stderr.seek(0)
-        return _tail(self._stderr.read())
+        return stderr_note(self._stderr.read())
 
     def close(self) -> None:
         """Stop git (EOF on stdin ends it) and the watchdog; idempotent."""
@@ -210,8 +202,3 @@ class _BlobReader:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-
-
-def _tail(stderr: bytes) -> str:
-    lines = [line.strip() for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from harness.strict_json import read_json_file
+from harness.strict_json import is_finite_number, lone_surrogate_at, read_json_file
 from harness.sets.corpus import _label, check_corpus_source, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError
@@ -145,19 +144,6 @@ def _holds_set(folder: Path) -> bool:
         return False
 
 
-def check_unique_names(query_sets: Sequence[QuerySet]) -> None:
-    """Refuse two loaded sets with one name: their results and baseline entries would collide.
-
-    SetError naming both folders. Call it on the sets a run loaded, before asking anything.
-    """
-    first: dict[str, str] = {}
-    for query_set in query_sets:
-        if query_set.name in first:
-            raise SetError(f"{query_set.path}/set.json: name: {query_set.name!r} is also the name of the set in "
-                           f"{first[query_set.name]}; two sets in one run need different names")
-        first[query_set.name] = query_set.path
-
-
 def protected_files(query_sets: Sequence[QuerySet]) -> dict[str, Path]:
     """The files a run reads for each set (set.json, queries.jsonl, a jsonl corpus), by label.
 
@@ -266,17 +252,9 @@ def _read_meta(path: Path, where: str) -> dict:
     safe_name(meta["kind"], "kind", where)
     if "description" in meta and not isinstance(meta["description"], str):
         raise SetError(f"{where}: description: must be a string")
-    if not _is_text(meta.get("description", "")):
+    if lone_surrogate_at(meta.get("description", "")) is not None:
         raise SetError(f"{where}: description: holds a lone surrogate (\\ud800-\\udfff escape), not text")
     return meta
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def read_set_metadata(folder: Path) -> tuple[dict, list[Query]]:
@@ -337,9 +315,7 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
     if group is not None and (not isinstance(group, str) or not group):
         raise SetError(f"{where}: group: must be a non-empty string")
     max_score = obj.get("max_score")
-    if max_score is not None and (isinstance(max_score, bool) or not isinstance(max_score, (int, float))
-                                  or not -MAX_SCORE_LIMIT <= max_score <= MAX_SCORE_LIMIT
-                                  or not math.isfinite(max_score)):
+    if max_score is not None and (not is_finite_number(max_score) or abs(max_score) > MAX_SCORE_LIMIT):
         raise SetError(f"{where}: max_score: must be a finite number between {-MAX_SCORE_LIMIT:g} "
                        f"and {MAX_SCORE_LIMIT:g}")
     return Query(
@@ -371,7 +347,7 @@ def _flag(obj: dict, field: str, where: str) -> bool:
 
 
 def _id_list(value: object, where: str, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v and _is_text(v) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) and v and lone_surrogate_at(v) is None for v in value):
         raise SetError(f"{where}: {field}: must be a list of document ids")
     return tuple(value)
 

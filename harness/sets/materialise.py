@@ -28,12 +28,8 @@ def materialise_corpora(query_sets: Sequence[QuerySet], folder: Path) -> dict[st
                 raise SetError(f"sets {previous[0]} and {query_set.name} both use kind {query_set.kind!r} "
                                f"with different corpora; give one of them another kind")
             continue
-        lines = []
-        for doc in query_set.documents:
-            row: dict[str, str] = {"id": doc.id, "text": doc.text}
-            if doc.title:
-                row["title"] = doc.title
-            lines.append(json.dumps(row, ensure_ascii=False))
+        lines = [json.dumps({"id": doc.id, "text": doc.text, **({"title": doc.title} if doc.title else {})},
+                            ensure_ascii=False) for doc in query_set.documents]
         path = folder / f"{query_set.kind}.jsonl"
         atomic_write_text(path, "\n".join(lines) + "\n")
         if query_set.extra.get("passages"):  # the set asks adapters to show windows (adapters/passages.py)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from harness.sets.archive import (SELECTION_KEYS, Selection, Selector, archive_members, check_keys, check_source_spec,
-                             parse_selection)
+                             parse_selection, stderr_note)
 from harness.child import ChildProcess, log_tail
 from harness.errors import SetError
 from harness.fsutil import file_sha256, cache_dir
@@ -25,7 +25,6 @@ from harness.watchdog import guarded_temp_folder
 SOURCE = "pypi-sdist"
 OFFLINE_ENV = "RETRIEVAL_GATE_OFFLINE"
 FETCH_TIMEOUT_SECONDS = 900.0  # one pip download, metadata build included; pip's own network timeouts are shorter
-STDERR_TAIL_LINES = 3
 CACHE_FOLDER = "archives"
 
 _SPEC_KEYS = ("source", "packages", *SELECTION_KEYS)
@@ -159,7 +158,7 @@ def _open_cached(folder: Path, sha256: str, removed: list[str]) -> tuple[BinaryI
     """Open the first cached file with the pinned hash; delete (and note in `removed`) any other."""
     for candidate in _cached_files(folder):
         handle = candidate.open("rb")
-        actual = _stream_sha256(handle)
+        actual = hashlib.file_digest(handle, "sha256").hexdigest()
         if actual == sha256:
             handle.seek(0)
             return handle, candidate
@@ -224,25 +223,12 @@ def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str, l
     stderr = log_path.read_bytes() if log_path.exists() else b""
     if status is None:
         raise SetError(f"{where}: {field}: pip download of {label} timed out after "
-                       f"{FETCH_TIMEOUT_SECONDS:g} s{_tail(log_path)}")
+                       f"{FETCH_TIMEOUT_SECONDS:g} s{stderr_note(log_tail(log_path))}")
     if status != 0 and b"DO NOT MATCH THE HASHES" in stderr:
         got = re.search(rb"Got\s+([0-9a-f]{64})", stderr)
         actual = got.group(1).decode() if got else "another value"
         raise SetError(f"{where}: {field}.sha256: the index serves {label} with sha256 {actual}, expected "
                        f"{pinned}; pip refused it before building anything (the archive differs from the pin)")
     if status != 0:
-        raise SetError(f"{where}: {field}: pip download of {label} failed (exit {status}){_tail(log_path)}")
-
-
-def _tail(log_path: Path) -> str:
-    """pip's last few non-blank stderr lines, joined on one line."""
-    lines = [line.strip() for line in log_tail(log_path).splitlines() if line.strip()]
-    return f": {' | '.join(lines[-STDERR_TAIL_LINES:])}" if lines else ""
-
-
-def _stream_sha256(handle: BinaryIO) -> str:
-    digest = hashlib.sha256()
-    handle.seek(0)
-    for chunk in iter(lambda: handle.read(1 << 20), b""):
-        digest.update(chunk)
-    return digest.hexdigest()
+        raise SetError(f"{where}: {field}: pip download of {label} failed (exit {status})"
+                       f"{stderr_note(log_tail(log_path))}")

@@ -65,6 +65,5 @@ def select_shard(query_set: QuerySet, index: int, count: int) -> QuerySet:
 
     A shard may hold no query of a small set; it still runs, and merges, as an empty part.
     """
-    shard = Shard(index, count)
-    keep = set(shard_positions(query_set, shard))
+    keep = set(shard_positions(query_set, Shard(index, count)))
     return dataclasses.replace(query_set, queries=tuple(q for p, q in enumerate(query_set.queries) if p in keep))

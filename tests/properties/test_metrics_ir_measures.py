@@ -7,6 +7,7 @@ import random
 import pytest
 
 from harness.scoring.metrics import FAMILIES, compute_many, make_measure, parse_metric
+from tests.builders import ir_measures_name
 
 ir_measures = pytest.importorskip("ir_measures", reason="ir_measures not installed (the bench extra)")
 
@@ -31,7 +32,7 @@ def test_every_ir_measures_spelling_parses_in_ir_measures_and_back():
     for measure in supported_measures():
         if FAMILIES[measure.family].ir_measures_differs:
             continue  # refused by design: see the next test
-        theirs = ir_measures.parse_measure(measure.ir_measures_name)
+        theirs = ir_measures.parse_measure(ir_measures_name(measure))
         assert parse_metric(str(theirs)) == measure, measure.name
 
 
@@ -59,7 +60,7 @@ def test_values_equal_ir_measures_on_runs_that_fill_k_and_grades_zero_and_up():
     measures, theirs = [], {}
     for measure in supported_measures():
         try:  # ir_measures parses some measures none of its providers computes, e.g. RR(judged_only=True)@5
-            rows = list(ir_measures.iter_calc([ir_measures.parse_measure(measure.ir_measures_name)], qrels, run))
+            rows = list(ir_measures.iter_calc([ir_measures.parse_measure(ir_measures_name(measure))], qrels, run))
         except ValueError as exc:
             assert "Unsupported measures" in str(exc)
             continue

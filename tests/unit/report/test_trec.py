@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands import export as export_command
-from harness.sets.beir import import_beir
+from harness.sets.beir import convert_beir
 from harness.errors import SetError, UsageError
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.scoring.evaluate import REPORTED_METRICS, Answer, evaluate_set
@@ -66,7 +66,7 @@ def tiny():
 
 @pytest.fixture
 def two_sets(tmp_path, tiny):
-    beir = load_set(import_beir(FIXTURES / "beir", "bakery", tmp_path / "sets"))
+    beir = load_set(convert_beir(FIXTURES / "beir", "bakery", tmp_path / "sets").path)
     return tiny, beir
 
 

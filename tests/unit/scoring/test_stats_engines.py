@@ -109,7 +109,7 @@ def test_a_whole_comparison_is_the_same_document_on_both_engines_but_for_the_eng
 
 def test_the_default_engine_is_numpy_where_installed_and_python_without_it(np, monkeypatch):
     assert stats.default_engine() == "numpy"
-    stats._numpy_engine_name.cache_clear()
+    stats.default_engine.cache_clear()
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError
     monkeypatch.delitem(sys.modules, "harness.scoring.numpy_engine", raising=False)
     try:
@@ -119,7 +119,7 @@ def test_the_default_engine_is_numpy_where_installed_and_python_without_it(np, m
         base, candidate = _views(12, 1)
         assert compare(base, candidate, resamples=50).engine == "python"
     finally:
-        stats._numpy_engine_name.cache_clear()
+        stats.default_engine.cache_clear()
     with pytest.raises(ValueError, match="must be one of python, numpy, got 'fortran'"):
         stats.check_engine("fortran")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import harness.sets.beir
-from harness.sets.beir import convert_beir, import_beir
+from harness.sets.beir import convert_beir
 from harness.errors import SetError, UsageError
 from harness.sets.loader import load_set
 from tests.conftest import FIXTURES
@@ -48,7 +48,7 @@ def test_import_then_load_set(tmp_path):
 
 
 def test_title_is_kept_and_prefixed_to_the_text(tmp_path):
-    path = import_beir(BEIR, "bakery", tmp_path)
+    path = convert_beir(BEIR, "bakery", tmp_path).path
     rows = {row["id"]: row for row in map(json.loads, (path / "corpus.jsonl").read_text().splitlines())}
     d1_text = "Sourdough starter\n\nFeed the starter twice a day with equal weights of rye flour and water."
     assert rows["d1"] == {"id": "d1", "title": "Sourdough starter", "text": d1_text}
@@ -59,7 +59,7 @@ def test_title_is_kept_and_prefixed_to_the_text(tmp_path):
 
 
 def test_other_split_is_development(tmp_path):
-    query_set = load_set(import_beir(BEIR, "bakery-dev", tmp_path, split_name="dev"))
+    query_set = load_set(convert_beir(BEIR, "bakery-dev", tmp_path, split_name="dev").path)
     assert [(q.qid, q.relevant, q.split) for q in query_set.queries] == [("q6", {"8": 1}, "development")]
 
 
@@ -68,7 +68,7 @@ def test_refuses_to_overwrite_and_leaves_the_folder_alone(tmp_path):
     mine.mkdir(parents=True)
     (mine / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="already exists; choose another --name"):
-        import_beir(BEIR, "bakery", tmp_path / "sets")
+        convert_beir(BEIR, "bakery", tmp_path / "sets")
     assert [p.name for p in (tmp_path / "sets").iterdir()] == ["bakery"]
     assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "mine"
 
@@ -78,14 +78,14 @@ def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
         raise SetError("simulated")
     monkeypatch.setattr(harness.sets.beir, "load_set", broken_load)
     with pytest.raises(SetError, match="simulated"):
-        import_beir(BEIR, "bakery", tmp_path)
+        convert_beir(BEIR, "bakery", tmp_path)
     assert list(tmp_path.iterdir()) == []  # neither the set nor the staging folder
 
 
 @pytest.mark.parametrize("name", ["", "../up", "a/b", ".hidden", "sp ace"])
 def test_set_names_must_be_plain(tmp_path, name):
     with pytest.raises(UsageError, match="--name:"):
-        import_beir(BEIR, name, tmp_path)
+        convert_beir(BEIR, name, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -111,24 +111,24 @@ def test_malformed_beir_files_name_file_line_and_field(tmp_path, monkeypatch, be
     path = beir_copy / file
     path.write_text(edit(path.read_text()))
     with pytest.raises(SetError) as error:
-        import_beir(Path("beir"), "bakery", tmp_path / "sets")
+        convert_beir(Path("beir"), "bakery", tmp_path / "sets")
     assert str(error.value).startswith(message)
     assert not (tmp_path / "sets" / "bakery").exists()
 
 
 def test_missing_qrels_split_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match=r"qrels/train\.tsv: missing; a BEIR folder holds"):
-        import_beir(BEIR, "bakery", tmp_path, split_name="train")
+        convert_beir(BEIR, "bakery", tmp_path, split_name="train")
 
 
 def test_no_usable_query_is_an_error(tmp_path, beir_copy):
     (beir_copy / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t0\n")
     with pytest.raises(SetError, match="no query has a relevant judgment"):
-        import_beir(beir_copy, "bakery", tmp_path / "sets")
+        convert_beir(beir_copy, "bakery", tmp_path / "sets")
 
 
 def test_windows_line_ends_and_a_byte_order_mark_are_read(tmp_path, beir_copy):
     qrels = beir_copy / "qrels" / "test.tsv"
     qrels.write_bytes(b"\xef\xbb\xbf" + qrels.read_bytes().replace(b"\n", b"\r\n"))
-    query_set = load_set(import_beir(beir_copy, "bakery", tmp_path / "sets"))
+    query_set = load_set(convert_beir(beir_copy, "bakery", tmp_path / "sets").path)
     assert [(q.qid, q.relevant) for q in query_set.queries][2] == ("q3", {"d4": 2, "d1": 1})

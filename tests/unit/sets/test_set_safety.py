@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from harness.errors import SetError
-from harness.sets.loader import (MAX_GRADE, check_unique_names, judgments_hash, load_set, protected_files,
+from harness.sets.loader import (MAX_GRADE, find_sets, judgments_hash, load_set, protected_files,
                                  safe_name, safe_name_problem)
 from tests.builders import rewrite_query
 from tests.conftest import REPO_ROOT
@@ -135,12 +135,11 @@ def test_two_sets_with_one_name_are_refused_naming_both_folders(tiny_copy, tmp_p
     other.parent.mkdir()
     import shutil
     shutil.copytree(tiny_copy, other)
-    sets = [load_set(tiny_copy), load_set(other)]
     with pytest.raises(SetError) as caught:
-        check_unique_names(sets)
+        find_sets([str(tiny_copy), str(other)], tmp_path / "no-sets")
     assert str(other) in str(caught.value) and str(tiny_copy) in str(caught.value)
     assert "name: 'tiny'" in str(caught.value)
-    check_unique_names(sets[:1])
+    assert find_sets([str(tiny_copy)], tmp_path / "no-sets") == [tiny_copy]
 
 
 def test_judgments_hash_changes_with_the_gold_not_with_the_wording(tiny_copy):
@@ -196,7 +195,7 @@ def test_corpus_ids_refuse_deep_json_and_fifos_as_set_errors(tmp_path):
 
 def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
     import shutil
-    from harness.sets.beir import import_beir
+    from harness.sets.beir import convert_beir
     from tests.conftest import FIXTURES
     folder = tmp_path / "beir"
     shutil.copytree(FIXTURES / "beir", folder)
@@ -206,7 +205,7 @@ def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
     lines[1] = "\t".join(fields[:2] + ["1001"])
     qrels.write_text("\n".join(lines) + "\n")
     with pytest.raises(SetError, match=r"test\.tsv:2: score: 1001 is above the largest grade a set may hold \(1000\)"):
-        import_beir(folder, "bakery", tmp_path / "sets")
+        convert_beir(folder, "bakery", tmp_path / "sets")
     assert not (tmp_path / "sets" / "bakery").exists()
 
 
