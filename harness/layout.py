@@ -72,15 +72,13 @@ class Layout:
         """True when the team's sets folder is the shipped one (a run from this repository's own checkout)."""
         return same_folder(self.sets_dir, self.shipped_sets)
 
-    def find(self, names: Sequence[str]) -> list[Path]:
-        """The set folders `--set` names: a name in the team's folder, else a shipped one; `all` (see `select`)."""
-        return self.select(names)[0]
-
     def select(self, names: Sequence[str]) -> tuple[list[Path], list[str]]:
         """(set folders, notices). `all` is the sets the baseline records when its file exists (each
         found as a name is), else every set found (the team's, or the shipped ones when it has none);
         a set found but not recorded is not run, and one notice line names them and how to baseline one."""
-        recorded = self.recorded_sets() if "all" in names else None
+        recorded = None  # `all` is every set found without a baseline file
+        if "all" in names and self.baseline is not None and os.path.lexists(self.baseline):
+            recorded = frozenset(self.checked_baseline.entries)
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
         if recorded is None:
             return folders, []
@@ -95,18 +93,9 @@ class Layout:
                    f"sets {', '.join(missing)} are not in {self.baseline}: not gated (baseline one: {command})"]
         return folders, notices
 
-    def recorded_sets(self) -> frozenset[str] | None:
-        """The set names the baseline records, or None when there is no baseline file."""
-        if self.baseline is None or not os.path.lexists(self.baseline):
-            return None
-        return frozenset(self.read_baseline().entries)
-
-    def read_baseline(self) -> Baseline:
-        """The baseline file, read and checked once per layout: what `all` selects and the gate both need it."""
-        return self._baseline_read
-
     @functools.cached_property
-    def _baseline_read(self) -> Baseline:
+    def checked_baseline(self) -> Baseline:
+        """The baseline file, read and checked once per layout: what `all` selects and the gate both need it."""
         assert self.baseline is not None
         return Baseline.read(self.baseline)
 
