@@ -195,7 +195,7 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
     total = None
     placed: list[tuple[QueryResult, str] | None] = []
     for part in parts:
-        result = part.report.set_named(name)
+        result = next(s for s in part.report.sets if s.name == name)  # every shard has the set (_check_same_run)
         record = part.sets.get(name)
         positions = record.get("positions") if isinstance(record, Mapping) else None
         count = record.get("query_count") if isinstance(record, Mapping) else None
@@ -274,7 +274,6 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
         settings["workers"] = sum(workers)
     settings["latency_under_concurrency"] = any(p.settings.get("latency_under_concurrency") for p in provenances)
     settings["shards"] = len(parts)
-    startups = [p.adapter.startup_seconds for p in provenances if p.adapter.startup_seconds is not None]
     commits = {p.git_commit for p in provenances}
     nondeterministic = tuple(dict.fromkeys(q for p in provenances for q in p.nondeterministic_queries))
     extra = {key: value for key, value in base.extra.items() if key not in ("shard", "executor")}
@@ -282,7 +281,7 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
     return replace(
         base, started=min((p.started for p in provenances if p.started), default=None),
         git_commit=base.git_commit if len(commits) == 1 else None,
-        adapter=replace(base.adapter, startup_seconds=max(startups) if startups else None),
+        adapter=replace(base.adapter, startup_seconds=_max(p.adapter.startup_seconds for p in provenances)),
         settings=settings, machine=_common(p.machine for p in provenances),
         # Shards run side by side: the run took as long as its slowest shard.
         duration_seconds=_max(p.duration_seconds for p in provenances),
