@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from harness.fsutil import xml_safe
 from harness.report.escape import markdown_code, markdown_text, terminal_line
+from harness.report.junit import junit_text
 from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, STATUSES, URISK_ALPHA, Comparison, ComparisonSuite,
                                      ScopeComparison)
 from harness.scoring.evaluate import TABLE_METRICS
@@ -27,13 +28,9 @@ MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant ga
 
 
 def system_letters(suite: ComparisonSuite) -> list[tuple[str, str]]:
-    """(letter, label) for the base (a) and each candidate (b, c, ...), as ranx names systems."""
+    """(letter, label) for the base (a) and each candidate (b, c, ..., z, then s26, s27, ...), as ranx names systems."""
     labels = [suite.base_label] + [c.candidate_label for c in suite.comparisons]
-    return [(_letter(i), label) for i, label in enumerate(labels)]
-
-
-def _letter(index: int) -> str:
-    return chr(ord("a") + index) if index < 26 else f"s{index}"
+    return [(chr(ord("a") + i) if i < 26 else f"s{i}", label) for i, label in enumerate(labels)]
 
 
 def points(value: float) -> str:
@@ -250,13 +247,9 @@ def render_markdown(suite: ComparisonSuite) -> str:
         out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
     out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        rows = []
-        for scope in comparison.scopes:
-            if scope.headline:
-                continue
-            for metric, test in scope.tests.items():
-                rows.append([letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
-                             f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"])
+        rows = [[letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
+                 f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"]
+                for scope in comparison.scopes if not scope.headline for metric, test in scope.tests.items()]
         if rows:
             out += _md_table(["cand", "set", "scope", "n", "metric", "change (pts)", f"{CONFIDENCE:.0%} CI (pts)",
                               "p"], rows) + [""]
@@ -290,11 +283,7 @@ def render_junit(suite: ComparisonSuite) -> str:
             else:
                 ET.SubElement(case, "system-out").text = message
         suite_element.set("failures", str(failures))
-    root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
-    root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
-    root.set("errors", "0")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit_text(root)
 
 
 def render_pair_text(comparison: Comparison) -> str:
