@@ -100,11 +100,9 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
     rows = []
     for label in ("base", "candidate"):
         summary = summaries.get(label)
-        if summary is None:
-            rows.append((_text(label), ("num", "-"), ("num", "-"), ("num", "-"), ("num", "-")))
-            continue
-        rows.append((_text(label), ("num", _text(f"{summary['n']:.0f}")), ("num", _text(_ms(summary["p50"]))),
-                     ("num", _text(_ms(summary["p95"]))), ("num", _text(_ms(summary["max"])))))
+        cells = (["-"] * 4 if summary is None
+                 else [f"{summary['n']:.0f}", *(_ms(summary[key]) for key in ("p50", "p95", "max"))])
+        rows.append((_text(label), *(("num", _text(cell)) for cell in cells)))
     table = _table(("run", "n", "p50 ms", "p95 ms", "max ms"), rows, "latency")
     if len(summaries) == 2:
         change = summaries["candidate"]["p95"] - summaries["base"]["p95"]
@@ -122,18 +120,14 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
 
 
 def _comparison_bar_groups(scopes: Sequence[ScopeComparison]) -> list[tuple[str, dict[str, float | None]]]:
-    groups = []
-    for scope in scopes:
-        if scope.scope == "overall" or scope.scope.startswith("category:"):
-            label = scope.scope.removeprefix("category:")
-            groups.append((label, {"base": scope.base.get(FOUNDING_METRIC),
-                                   "candidate": scope.candidate.get(FOUNDING_METRIC)}))
-    return groups
+    return [(scope.scope.removeprefix("category:"), {"base": scope.base.get(FOUNDING_METRIC),
+                                                     "candidate": scope.candidate.get(FOUNDING_METRIC)})
+            for scope in scopes if scope.scope == "overall" or scope.scope.startswith("category:")]
 
 
 def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
     shown = TABLE_METRICS
-    tested = [m for m in dict.fromkeys(m for scope in scopes for m in scope.tests)] or list(TESTED_METRICS)
+    tested = list(dict.fromkeys(m for scope in scopes for m in scope.tests)) or list(TESTED_METRICS)
     headers = ("scope", "n", *(f"{m} base \u2192 cand" for m in shown),
                *(f"{m} change [95% CI], p, p Holm" for m in tested))
     rows = []
