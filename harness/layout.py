@@ -131,18 +131,14 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
         if chosen_baseline is None:  # the shipped baseline describes the shipped sets only
             teams_own = own_adapter or config is not None or bool(sets_in(team_sets))
+            built_in = backend or values.get("backend")  # the default's baseline when no built-in one is named
             chosen_baseline = (base / DEFAULT_BASELINE_PATH if teams_own
-                               else shipped_baseline(_built_in(backend or values.get("backend"))))
+                               else shipped_baseline(built_in if built_in in BACKENDS else DEFAULT_BACKEND))
     return Layout(sets_dir=team_sets, shipped_sets=shipped_sets_dir(), baseline=chosen_baseline,
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
                   baseline_given=not isinstance(baseline, _FromLayout) and baseline is not None)
-
-
-def _built_in(backend: object) -> str:
-    """The built-in backend whose shipped baseline applies (the default's when none is named)."""
-    return backend if isinstance(backend, str) and backend in BACKENDS else DEFAULT_BACKEND
 
 
 def find_config(start: Path) -> Path | None:
