@@ -154,24 +154,18 @@ def _gated_values(report: Report) -> list[str]:
         # the relative p95 gate repeats the budget gate's numbers: shown when it said something
         if gate.metric is not None and gate.category is None and not (gate.gate == "latency-relative" and gate.passed
                                                                       and not gate.warning):
-            lines.append(_value_row(gate.set_name, _value_label(gate), gate))
+            lines.append(_value_row(gate))
     return lines
 
 
-def _value_label(gate: GateResult) -> str:
-    """`recall@10 overall`, `p95 latency ms`, `queries`: what a gated value row shows."""
-    if gate.unit == FRACTION:
-        return f"{gate.metric} overall"
-    if gate.unit == MILLISECONDS:
-        return f"{gate.metric} latency ms"
-    return gate.metric or gate.gate
-
-
-def _value_row(label: str, value: str, gate: GateResult) -> str:
-    """A gated figure's row; `detectable`: the smallest change its scope can detect (docs/sets.md)."""
+def _value_row(gate: GateResult) -> str:
+    """A gated figure's row: `recall@10 overall`, `p95 latency ms` or `queries`, its values, and `detectable`,
+    the smallest change its scope can detect (docs/sets.md)."""
+    value = (f"{gate.metric} overall" if gate.unit == FRACTION else f"{gate.metric} latency ms"
+             if gate.unit == MILLISECONDS else gate.metric or gate.gate)
     detectable = f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None else "-"
-    return (f"| {_cell(label)} | {_cell(value)} | {value_text(gate, gate.baseline)} | {value_text(gate, gate.current)} | "
-            f"{change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
+    return (f"| {_cell(gate.set_name)} | {_cell(value)} | {value_text(gate, gate.baseline)} | "
+            f"{value_text(gate, gate.current)} | {change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
 
 
 def _metrics_table(report: Report) -> list[str]:
