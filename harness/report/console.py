@@ -16,8 +16,8 @@ from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems,
-                                    change_text, improvement_text, improvements, ordered_gates, plural, value_text,
-                                    verdict)
+                                    change_text, improvement_text, improvements, ordered_gates, plural, startup_text,
+                                    value_text, verdict)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -47,7 +47,8 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
         lines.append("")
         lines.extend(_set_lines(result, (report.baseline_latency or {}).get(result.name)))
     lines.extend(pooled_lines(report))
-    lines.extend(_startup_lines(report))
+    startup = startup_text(report.provenance)
+    lines += ["", f"adapter startup: {startup}"] if startup is not None else []
     lines.extend(gate_lines(report, verbose=verbose, style=style))
     lines.append("")
     if written:
@@ -144,15 +145,6 @@ def _category_table(name: str, gates: list, style: Style) -> list[str]:
         lines.append(f"{style.status(status)} {category:<{width}}  {metric:<{metric_width}} {before:>9} {now:>9} "
                      f"{change:>10}")
     return lines
-
-
-def _startup_lines(report: Report) -> list[str]:
-    if report.provenance.run_file:
-        return []
-    startup = report.provenance.adapter.startup_seconds
-    if startup is not None:
-        return ["", f"adapter startup: {startup:.3f} s to the ready banner"]
-    return ["", "adapter startup: no ready banner; the first query's latency includes start-up"]
 
 
 def render_what_if(name: str, what_if: dict) -> str:

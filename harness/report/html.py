@@ -13,7 +13,7 @@ from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (REBASELINE_HINT, Verdict, backend_identity, baseline_identity, baseline_text,
                                     change_text, counts_line, error_parts, improvement_text, improvements,
-                                    ordered_gates, short_message, value_text)
+                                    ordered_gates, short_message, startup_text, value_text)
 from harness.report.verdict import verdict as run_verdict
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
@@ -104,7 +104,6 @@ def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
 
 def _provenance_table(report: Report) -> str:
     provenance = report.provenance
-    startup = provenance.adapter.startup_seconds
     machine = provenance.machine
     command = " ".join(provenance.backend.argv)
     rows = [
@@ -116,9 +115,7 @@ def _provenance_table(report: Report) -> str:
         ("harness", provenance.harness_version),
         ("git commit", provenance.git_commit),
         ("condition", provenance.condition or "not given"),
-        ("adapter startup", None if provenance.run_file else
-         f"{startup:.3f} s to the ready banner" if startup is not None
-         else "no ready banner; the first query's latency includes start-up"),
+        ("adapter startup", startup_text(provenance)),
         ("machine", f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} cpus, "
                     f"python {machine.get('python', '?')}"),
         ("report format", REPORT_FORMAT),
