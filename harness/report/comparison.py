@@ -164,16 +164,11 @@ def latency_lines(comparison: Comparison) -> list[str]:
         return [comparison.latency_note]
     if not comparison.latency:
         return ["latency not compared: no query has a latency in both runs"]
-    lines = []
-    for entry in comparison.latency:
-        parts = []
-        for key in entry.base:
-            low, high = entry.difference_ci[key]
-            parts.append(f"{key} {_ms(entry.base[key])} -> {_ms(entry.candidate[key])} ms "
-                         f"({_ms(entry.candidate[key] - entry.base[key], True)} ms, {CONFIDENCE:.0%} CI "
-                         f"{_ms(low, True)}, {_ms(high, True)})")
-        lines.append(f"{entry.set_name} (n {entry.n}): " + "; ".join(parts))
-    return lines
+    return [f"{entry.set_name} (n {entry.n}): " + "; ".join(
+        f"{key} {_ms(entry.base[key])} -> {_ms(entry.candidate[key])} ms "
+        f"({_ms(entry.candidate[key] - entry.base[key], True)} ms, {CONFIDENCE:.0%} CI "
+        f"{_ms(entry.difference_ci[key][0], True)}, {_ms(entry.difference_ci[key][1], True)})" for key in entry.base)
+        for entry in comparison.latency]
 
 
 # --- terminal -----------------------------------------------------------------------------------
@@ -181,9 +176,8 @@ def latency_lines(comparison: Comparison) -> list[str]:
 def render_text(suite: ComparisonSuite) -> str:
     """What `compare` prints: the verdict first, then the headline, systems, movement, latency, detail."""
     letters = system_letters(suite)
-    lines = [f"VERDICT: {suite.verdict()}"]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        lines.append(f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}")
+    lines = [f"VERDICT: {suite.verdict()}"] + [f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}"
+                                               for (letter, _), comparison in zip(letters[1:], suite.comparisons)]
     lines += ["", *method_lines(suite), ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         lines.append(f"candidate {letter} {comparison.candidate_label} against the base {suite.base_label}:")

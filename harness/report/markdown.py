@@ -70,13 +70,9 @@ def _identity_lines(report: Report) -> list[str]:
         lines.append(f"- Baseline: {markdown_code(baseline)}")
     elif report.gates:
         lines.append("- Baseline: not recorded in this report")
-    facts = []
-    if provenance.condition:
-        facts.append(f"condition {provenance.condition}")
-    if provenance.git_commit:
-        facts.append(f"commit {provenance.git_commit[:12]}")
-    if provenance.started:
-        facts.append(f"started {provenance.started}")
+    facts = [f"{word} {value}" for word, value in (("condition", provenance.condition),
+                                                   ("commit", (provenance.git_commit or "")[:12]),
+                                                   ("started", provenance.started)) if value]
     if facts:
         lines.append(f"- Run: {markdown_text(', '.join(facts))}")
     return lines
