@@ -66,9 +66,7 @@ def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str]
         for row in result.queries:
             where = f"set {name}: query {row.qid}"
             qid = _check_token(trec_qid(name, row.qid, prefixed), f"{where}: qid")
-            ids = list(row.ids)
-            for doc_id in ids:
-                _check_token(doc_id, f"{where}: id")
+            ids = [_check_token(doc_id, f"{where}: id") for doc_id in row.ids]
             written, nudged, ulps = _strict_scores(ids, row.scores)
             if nudged < 0:
                 synthetic += bool(ids)
