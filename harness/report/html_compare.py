@@ -22,8 +22,6 @@ from harness.gating.gates import FLOAT_SLACK
 from harness.gating.policy import FOUNDING_METRIC
 
 
-# --- comparison page ----------------------------------------------------------------------------
-
 def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunView | None = None,
                            candidate: RunView | Sequence[RunView] | None = None) -> str:
     """One self-contained page for `compare`: the verdict per candidate, the N-system table and the
