@@ -38,8 +38,10 @@ def render_run_html(report: Report) -> str:
     final = run_verdict(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
-    if report.error:
-        body.extend(_error_block(report.error))
+    if report.error:  # its first line, then the adapter's stderr tail (if any) preformatted
+        first, tail = error_parts(report.error)
+        body.append(f'<p class="warn">Error: {_text(first)}</p>')
+        body += [f'<pre class="stderr">{_text(tail)}</pre>'] if tail else []
     if report.sets:
         body.append("<p>Sets: " + ", ".join(f'<a href="#{_anchor(i, s.name)}">{_text(s.name)}</a>'
                                             for i, s in enumerate(report.sets)) + "</p>")
@@ -84,15 +86,6 @@ def _run_headline(report: Report, final: Verdict) -> str:
     items = "".join(f"<dt>{_text(k)}</dt><dd>{_text(v)}</dd>" for k, v in rows)
     return (f'<div class="headline {final.status}"><p class="verdict {final.status}">{_text(final.line)}</p>'
             f"<dl>{items}</dl></div>")
-
-
-def _error_block(error: str) -> list[str]:
-    """The error's first line as a paragraph, the adapter's stderr tail (if any) preformatted."""
-    first, tail = error_parts(error)
-    out = [f'<p class="warn">Error: {_text(first)}</p>']
-    if tail:
-        out.append(f'<pre class="stderr">{_text(tail)}</pre>')
-    return out
 
 
 def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
@@ -248,10 +241,7 @@ def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None
         return "<p>No query flipped.</p>"
     ordered = sorted(flips, key=lambda flip: (0 if flip.lost else 1, _natural_key(flip.qid)))
     lost = sum(1 for f in flips if f.lost)
-    headers = ["qid", "change", "lost", "gained"]
-    if queries is not None:
-        headers += ["returned now", "counts"]
-    headers.append("query")
+    headers = ["qid", "change", "lost", "gained", *(["returned now", "counts"] if queries is not None else []), "query"]
 
     def cells(flip: Flip) -> list:
         row = [f'<span class="qid">{_text(flip.qid)}</span>',

@@ -36,8 +36,9 @@ def render_markdown(report: Report) -> str:
     if report.gates:
         lines += ["", f"Gates: {counts_line(report)}."]
     lines += ["", *_identity_lines(report)]
-    if report.error:
-        lines += ["", *_error_lines(report.error)]
+    if report.error:  # its first line, then the adapter's stderr tail (if any) fenced
+        first, tail = error_parts(report.error)
+        lines += ["", f"**Error:** {markdown_text(first)}"] + (["", *markdown_fence(tail)] if tail else [])
     failed, warned = set_level(report.failed_gates), set_level(report.warned_gates)
     if failed:
         lines += ["", "#### Failures", ""] + _gate_items(failed, report)
@@ -75,14 +76,6 @@ def _identity_lines(report: Report) -> list[str]:
                                                    ("started", provenance.started)) if value]
     if facts:
         lines.append(f"- Run: {markdown_text(', '.join(facts))}")
-    return lines
-
-
-def _error_lines(error: str) -> list[str]:
-    first, tail = error_parts(error)
-    lines = [f"**Error:** {markdown_text(first)}"]
-    if tail:
-        lines += ["", *markdown_fence(tail)]
     return lines
 
 
