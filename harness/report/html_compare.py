@@ -82,8 +82,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
     return _page(f"retrieval-gate comparison: {word}", body)
 
 
-def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None,
-                        pair: Comparison | None = None) -> str:
+def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None, pair: Comparison) -> str:
     """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
     summaries = {}
     for label, view in (("base", base), ("candidate", candidate)):
@@ -92,7 +91,7 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         if values:
             summaries[label] = latency_summary([v / 1000 for v in values])
     if not summaries:
-        note = f" {_text(pair.latency_note)}." if pair is not None and pair.latency_note else ""
+        note = f" {_text(pair.latency_note)}." if pair.latency_note else ""
         return ("<p>No per-query latencies in the runs compared (a baseline file keeps none, or none were given)."
                 f"{note}</p>")
     rows = []
@@ -108,12 +107,11 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         css = "worse" if change > 0 else "better" if change < 0 else "same"
         table += (f'\n<p>p95 change: <span class="{css}">{_text(_signed(change, 2))} ms</span>'
                   + (f" ({ratio:.2f}\u00d7 the base)" if ratio is not None else "") + "</p>")
-    if pair is not None:
-        entry = next((e for e in pair.latency if e.set_name == name), None)
-        if entry is not None:
-            table += "\n<p>" + _text(latency_lines(dataclasses.replace(pair, latency=[entry]))[0]) + "</p>"
-        elif pair.latency_note:
-            table += f"\n<p>{_text(pair.latency_note)}</p>"
+    entry = next((e for e in pair.latency if e.set_name == name), None)
+    if entry is not None:
+        table += "\n<p>" + _text(latency_lines(dataclasses.replace(pair, latency=[entry]))[0]) + "</p>"
+    elif pair.latency_note:
+        table += f"\n<p>{_text(pair.latency_note)}</p>"
     return table
 
 
