@@ -47,8 +47,7 @@ def read_document(document: object, label: str = "report") -> Report:
 # -- reading, strictly -----------------------------------------------------------------------------
 
 class _Reader:
-    """A cursor into a JSON document that names the file and the path of every field it rejects:
-    `report.json: sets[0].queries[3].ids: must be a list, got "doc-01"`."""
+    """A cursor into a JSON document that names the file and the path of every field it rejects."""
 
     __slots__ = ("value", "label", "where")
 
@@ -201,7 +200,6 @@ def _read_provenance(reader: _Reader) -> Provenance:
     adapter = reader.get("adapter", required=False)
     start = AdapterStart()
     if adapter.value is not None:
-        adapter.obj()
         banner = adapter.get("banner", required=False)
         start = AdapterStart(
             expect_banner=bool(adapter.get("expect_banner", required=False).value),
