@@ -318,10 +318,7 @@ def _evidence_fields(reader: _Reader) -> dict[str, object]:
     if reader.has("passages"):
         fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
                                    for p in reader.get("passages").elements())
-    if reader.has("evidence"):
-        fields["evidence"] = dict(reader.get("evidence").obj())
-    if reader.has("window"):
-        fields["window"] = dict(reader.get("window").obj())
+    fields.update({key: dict(reader.get(key).obj()) for key in ("evidence", "window") if reader.has(key)})
     return fields
 
 
