@@ -80,10 +80,8 @@ class Layout:
         if "all" in names and self.baseline is not None and os.path.lexists(self.baseline):
             recorded = frozenset(self.checked_baseline.entries)
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
-        if recorded is None:
-            return folders, []
-        found = sets_found(self.sets_dir, self.shipped_sets)
-        missing = [folder.name for folder in found if folder.name not in recorded]
+        missing = [] if recorded is None else [
+            folder.name for folder in sets_found(self.sets_dir, self.shipped_sets) if folder.name not in recorded]
         if not missing:
             return folders, []
         one = len(missing) == 1
