@@ -104,11 +104,8 @@ def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
     A candidate's cell carries MARK_WORSE / MARK_BETTER when its paired test against the base
     is significant after Holm; the base row carries the letters of the candidates it beats.
     """
-    columns = []
-    for comparison in suite.comparisons:
-        for scope, metric in comparison.headline_cells():
-            if (scope.set_name, metric) not in columns:
-                columns.append((scope.set_name, metric))
+    columns = list(dict.fromkeys((scope.set_name, metric) for comparison in suite.comparisons
+                                 for scope, metric in comparison.headline_cells()))
     letters = system_letters(suite)
     headers = ["", "system"] + [f"{name} {metric}" for name, metric in columns]
     base_cells: dict[tuple[str, str], tuple[float, list[str]]] = {}
@@ -285,8 +282,7 @@ def render_pair_text(comparison: Comparison) -> str:
     lines = [f"base:      {comparison.base_label}", f"candidate: {comparison.candidate_label}"]
     if comparison.mismatches:
         lines.append("NOT COMPARABLE (--allow-mismatch): " + "; ".join(comparison.mismatches))
-    for name in comparison.only_in_one:
-        lines.append(f"set {name}: only in one run, not compared")
+    lines += [f"set {name}: only in one run, not compared" for name in comparison.only_in_one]
     current = None
     for scope in comparison.scopes:
         if scope.set_name != current:

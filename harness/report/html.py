@@ -203,13 +203,11 @@ def _run_bar_groups(aggregates: Mapping, metric: str,
     """overall first, then every category of the run or of the gates (one missing now shows as such).
 
     `baseline`: scope ("overall" or a category) -> the baseline value its gate recorded."""
-    groups = [("overall", {"baseline": baseline.get("overall"),
-                           "current": (aggregates.get("overall") or {}).get(metric)})]
     now = aggregates.get("category") or {}
-    for category in sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key):
-        groups.append((category, {"baseline": baseline.get(category),
-                                  "current": (now.get(category) or {}).get(metric)}))
-    return groups
+    categories = sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key)
+    scopes = [("overall", aggregates.get("overall")), *((category, now.get(category)) for category in categories)]
+    return [(scope, {"baseline": baseline.get(scope), "current": (values or {}).get(metric)})
+            for scope, values in scopes]
 
 
 def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping[str, float] | None = None) -> str:

@@ -63,8 +63,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
         if pair.mismatches:
             body.append('<p class="warn"><b>NOT COMPARABLE</b> (compared with --allow-mismatch): '
                         + _text("; ".join(pair.mismatches)) + "</p>")
-        for name in pair.only_in_one:
-            body.append(f"<p>set {_text(name)}: only in one run, not compared.</p>")
+        body += [f"<p>set {_text(name)}: only in one run, not compared.</p>" for name in pair.only_in_one]
         body.append("<p>per-query movement: " + _text("; ".join(movement_lines(pair)) or "none") + "</p>")
         names = list(dict.fromkeys(s.set_name for s in pair.scopes))
         for name in names:
