@@ -187,7 +187,5 @@ def startup_text(provenance: Provenance) -> str | None:
 
 def error_parts(error: str | None) -> tuple[str, str]:
     """(the error's first line, the rest: an adapter's stderr tail) for outputs that show the tail as code."""
-    if not error:
-        return "", ""
-    first, _, rest = error.partition("\n")
+    first, _, rest = (error or "").partition("\n")
     return first, rest
