@@ -159,12 +159,10 @@ def _read_report(reader: _Reader) -> Report:
     gates = tuple(_read_gate(element) for element in reader.get("gates").elements())
     complete = reader.get("complete").boolean()
     error = reader.get("error", required=False).optional_text()
-    exit_code = reader.get("exit_code", required=False)
-    warnings = reader.get("warnings", required=False)
     return Report(
         provenance=_read_provenance(reader.get("provenance")), sets=sets, gates=gates, complete=complete,
-        error=error, exit_code=exit_code.integer() if exit_code.value is not None else verdict(None, gates),
-        warnings=warnings.strings() if warnings.value is not None else (),
+        error=error, exit_code=reader.get("exit_code").integer() if reader.has("exit_code") else verdict(None, gates),
+        warnings=reader.get("warnings").strings() if reader.has("warnings") else (),
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
         pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,

@@ -180,8 +180,7 @@ def answers_from_run(run: dict[str, list[tuple[str, float]]], query_set: QuerySe
     """
     answers: dict[str, Answer] = {}
     for query in query_set.queries:
-        ranked = _run_entry(run, query_set.name, query.qid) or []
-        top = ranked[:k]
+        top = (_run_entry(run, query_set.name, query.qid) or [])[:k]
         answers[query.qid] = Answer(ids=tuple(doc_id for doc_id, _ in top),
                                     scores=tuple(score for _, score in top), latency_seconds=0.0)
     return answers
