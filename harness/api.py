@@ -148,7 +148,7 @@ def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k:
     query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
     inputs = GateInputs(query_sets, budgets=load_budgets(layout.budgets),
                         policy=load_policy(layout.policy, gated_metric_name),
-                        baseline=layout.read_baseline() if gated and layout.baseline is not None else None,
+                        baseline=layout.checked_baseline if gated and layout.baseline is not None else None,
                         fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices))
     inputs.entries(k)  # a set the baseline cannot be compared with is refused now, not after the run
     return inputs

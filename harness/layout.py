@@ -72,20 +72,16 @@ class Layout:
         """True when the team's sets folder is the shipped one (a run from this repository's own checkout)."""
         return same_folder(self.sets_dir, self.shipped_sets)
 
-    def find(self, names: Sequence[str]) -> list[Path]:
-        """The set folders `--set` names: a name in the team's folder, else a shipped one; `all` (see `select`)."""
-        return self.select(names)[0]
-
     def select(self, names: Sequence[str]) -> tuple[list[Path], list[str]]:
         """(set folders, notices). `all` is the sets the baseline records when its file exists (each
         found as a name is), else every set found (the team's, or the shipped ones when it has none);
         a set found but not recorded is not run, and one notice line names them and how to baseline one."""
-        recorded = self.recorded_sets() if "all" in names else None
+        recorded = None  # `all` is every set found without a baseline file
+        if "all" in names and self.baseline is not None and os.path.lexists(self.baseline):
+            recorded = frozenset(self.checked_baseline.entries)
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
-        if recorded is None:
-            return folders, []
-        found = sets_found(self.sets_dir, self.shipped_sets)
-        missing = [folder.name for folder in found if folder.name not in recorded]
+        missing = [] if recorded is None else [
+            folder.name for folder in sets_found(self.sets_dir, self.shipped_sets) if folder.name not in recorded]
         if not missing:
             return folders, []
         one = len(missing) == 1
@@ -95,18 +91,9 @@ class Layout:
                    f"sets {', '.join(missing)} are not in {self.baseline}: not gated (baseline one: {command})"]
         return folders, notices
 
-    def recorded_sets(self) -> frozenset[str] | None:
-        """The set names the baseline records, or None when there is no baseline file."""
-        if self.baseline is None or not os.path.lexists(self.baseline):
-            return None
-        return frozenset(self.read_baseline().entries)
-
-    def read_baseline(self) -> Baseline:
-        """The baseline file, read and checked once per layout: what `all` selects and the gate both need it."""
-        return self._baseline_read
-
     @functools.cached_property
-    def _baseline_read(self) -> Baseline:
+    def checked_baseline(self) -> Baseline:
+        """The baseline file, read and checked once per layout: what `all` selects and the gate both need it."""
         assert self.baseline is not None
         return Baseline.read(self.baseline)
 
@@ -142,18 +129,14 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
         if chosen_baseline is None:  # the shipped baseline describes the shipped sets only
             teams_own = own_adapter or config is not None or bool(sets_in(team_sets))
+            built_in = backend or values.get("backend")  # the default's baseline when no built-in one is named
             chosen_baseline = (base / DEFAULT_BASELINE_PATH if teams_own
-                               else shipped_baseline(_built_in(backend or values.get("backend"))))
+                               else shipped_baseline(built_in if built_in in BACKENDS else DEFAULT_BACKEND))
     return Layout(sets_dir=team_sets, shipped_sets=shipped_sets_dir(), baseline=chosen_baseline,
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
                   baseline_given=not isinstance(baseline, _FromLayout) and baseline is not None)
-
-
-def _built_in(backend: object) -> str:
-    """The built-in backend whose shipped baseline applies (the default's when none is named)."""
-    return backend if isinstance(backend, str) and backend in BACKENDS else DEFAULT_BACKEND
 
 
 def find_config(start: Path) -> Path | None:

@@ -23,8 +23,7 @@ def render_table(baselines: list[tuple[Path, dict]]) -> str:
             overall = entry["aggregates"]["overall"]
             backend = (document.get("backend") or {}).get("label") or path.stem
             cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
-            p95 = entry["latency_ms"].get("p95")
-            latency = f"{p95:.1f}" if p95 is not None else "-"
+            latency = _number(entry["latency_ms"].get("p95"), 1)
             lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({_label(path)})')} | {overall['n']} | {cells} | {latency} |")
     return "\n".join(lines) + "\n"
 

@@ -14,7 +14,6 @@ from harness.gating.gates import FLOAT_SLACK
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.report.html_kit import (BETTER, WORSE, AXIS, AXIS_COLOUR, BAR_HEIGHT, CHART_WIDTH, GRID, LABEL_WIDTH, LATENCY_FLOOR_MS, MARKER_COLOURS, SERIES_COLOURS, SVG_FONT, _clip, _exact, _ms, _px, _signed, _text)
 
-# --- charts -------------------------------------------------------------------------------------
 
 def recall_bars_svg(title: str, groups: Sequence[tuple[str, Mapping[str, float | None]]],
                     series: tuple[str, str], *, metric: str = FOUNDING_METRIC,

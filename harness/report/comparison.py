@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from harness.fsutil import xml_safe
 from harness.report.escape import markdown_code, markdown_text, terminal_line
+from harness.report.junit import junit_text
 from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, STATUSES, URISK_ALPHA, Comparison, ComparisonSuite,
                                      ScopeComparison)
 from harness.scoring.evaluate import TABLE_METRICS
@@ -27,13 +28,9 @@ MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant ga
 
 
 def system_letters(suite: ComparisonSuite) -> list[tuple[str, str]]:
-    """(letter, label) for the base (a) and each candidate (b, c, ...), as ranx names systems."""
+    """(letter, label) for the base (a) and each candidate (b, c, ..., z, then s26, s27, ...), as ranx names systems."""
     labels = [suite.base_label] + [c.candidate_label for c in suite.comparisons]
-    return [(_letter(i), label) for i, label in enumerate(labels)]
-
-
-def _letter(index: int) -> str:
-    return chr(ord("a") + index) if index < 26 else f"s{index}"
+    return [(chr(ord("a") + i) if i < 26 else f"s{i}", label) for i, label in enumerate(labels)]
 
 
 def points(value: float) -> str:
@@ -107,11 +104,8 @@ def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
     A candidate's cell carries MARK_WORSE / MARK_BETTER when its paired test against the base
     is significant after Holm; the base row carries the letters of the candidates it beats.
     """
-    columns = []
-    for comparison in suite.comparisons:
-        for scope, metric in comparison.headline_cells():
-            if (scope.set_name, metric) not in columns:
-                columns.append((scope.set_name, metric))
+    columns = list(dict.fromkeys((scope.set_name, metric) for comparison in suite.comparisons
+                                 for scope, metric in comparison.headline_cells()))
     letters = system_letters(suite)
     headers = ["", "system"] + [f"{name} {metric}" for name, metric in columns]
     base_cells: dict[tuple[str, str], tuple[float, list[str]]] = {}
@@ -167,16 +161,11 @@ def latency_lines(comparison: Comparison) -> list[str]:
         return [comparison.latency_note]
     if not comparison.latency:
         return ["latency not compared: no query has a latency in both runs"]
-    lines = []
-    for entry in comparison.latency:
-        parts = []
-        for key in entry.base:
-            low, high = entry.difference_ci[key]
-            parts.append(f"{key} {_ms(entry.base[key])} -> {_ms(entry.candidate[key])} ms "
-                         f"({_ms(entry.candidate[key] - entry.base[key], True)} ms, {CONFIDENCE:.0%} CI "
-                         f"{_ms(low, True)}, {_ms(high, True)})")
-        lines.append(f"{entry.set_name} (n {entry.n}): " + "; ".join(parts))
-    return lines
+    return [f"{entry.set_name} (n {entry.n}): " + "; ".join(
+        f"{key} {_ms(entry.base[key])} -> {_ms(entry.candidate[key])} ms "
+        f"({_ms(entry.candidate[key] - entry.base[key], True)} ms, {CONFIDENCE:.0%} CI "
+        f"{_ms(entry.difference_ci[key][0], True)}, {_ms(entry.difference_ci[key][1], True)})" for key in entry.base)
+        for entry in comparison.latency]
 
 
 # --- terminal -----------------------------------------------------------------------------------
@@ -184,9 +173,8 @@ def latency_lines(comparison: Comparison) -> list[str]:
 def render_text(suite: ComparisonSuite) -> str:
     """What `compare` prints: the verdict first, then the headline, systems, movement, latency, detail."""
     letters = system_letters(suite)
-    lines = [f"VERDICT: {suite.verdict()}"]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        lines.append(f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}")
+    lines = [f"VERDICT: {suite.verdict()}"] + [f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}"
+                                               for (letter, _), comparison in zip(letters[1:], suite.comparisons)]
     lines += ["", *method_lines(suite), ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         lines.append(f"candidate {letter} {comparison.candidate_label} against the base {suite.base_label}:")
@@ -250,13 +238,9 @@ def render_markdown(suite: ComparisonSuite) -> str:
         out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
     out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        rows = []
-        for scope in comparison.scopes:
-            if scope.headline:
-                continue
-            for metric, test in scope.tests.items():
-                rows.append([letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
-                             f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"])
+        rows = [[letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
+                 f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"]
+                for scope in comparison.scopes if not scope.headline for metric, test in scope.tests.items()]
         if rows:
             out += _md_table(["cand", "set", "scope", "n", "metric", "change (pts)", f"{CONFIDENCE:.0%} CI (pts)",
                               "p"], rows) + [""]
@@ -290,11 +274,7 @@ def render_junit(suite: ComparisonSuite) -> str:
             else:
                 ET.SubElement(case, "system-out").text = message
         suite_element.set("failures", str(failures))
-    root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
-    root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
-    root.set("errors", "0")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit_text(root)
 
 
 def render_pair_text(comparison: Comparison) -> str:
@@ -302,8 +282,7 @@ def render_pair_text(comparison: Comparison) -> str:
     lines = [f"base:      {comparison.base_label}", f"candidate: {comparison.candidate_label}"]
     if comparison.mismatches:
         lines.append("NOT COMPARABLE (--allow-mismatch): " + "; ".join(comparison.mismatches))
-    for name in comparison.only_in_one:
-        lines.append(f"set {name}: only in one run, not compared")
+    lines += [f"set {name}: only in one run, not compared" for name in comparison.only_in_one]
     current = None
     for scope in comparison.scopes:
         if scope.set_name != current:

@@ -16,8 +16,8 @@ from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems,
-                                    change_text, improvement_text, improvements, ordered_gates, plural, value_text,
-                                    verdict)
+                                    change_text, improvement_text, improvements, ordered_gates, plural, startup_text,
+                                    value_text, verdict)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -42,12 +42,17 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     `written` is (what, path) pairs such as ("report", "r.json"), shown on one line before the
     verdict; `style` colours status words and the verdict (PLAIN: none, as in the golden files).
     """
-    lines = _header_lines(report)
+    provenance = report.provenance  # who, under which condition, against which baseline file
+    lines = [f"backend: {terminal_line(backend_identity(provenance))}"
+             + (f"  condition: {terminal_line(provenance.condition)}" if provenance.condition else "")]
+    baseline = baseline_text(provenance)
+    lines += [f"baseline: {terminal_line(baseline)}"] if baseline else []
     for result in report.sets:
         lines.append("")
         lines.extend(_set_lines(result, (report.baseline_latency or {}).get(result.name)))
     lines.extend(pooled_lines(report))
-    lines.extend(_startup_lines(report))
+    startup = startup_text(provenance)
+    lines += ["", f"adapter startup: {startup}"] if startup is not None else []
     lines.extend(gate_lines(report, verbose=verbose, style=style))
     lines.append("")
     if written:
@@ -57,25 +62,12 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     return "\n".join(lines) + "\n"
 
 
-def _header_lines(report: Report) -> list[str]:
-    """`backend: ...  condition: ...` (condition only when given) and the baseline file when known."""
-    provenance = report.provenance
-    head = f"backend: {terminal_line(backend_identity(provenance))}"
-    if provenance.condition:
-        head += f"  condition: {terminal_line(provenance.condition)}"
-    lines = [head]
-    baseline = baseline_text(provenance)
-    if baseline:
-        lines.append(f"baseline: {terminal_line(baseline)}")
-    return lines
-
-
-def latency_text(latency: Mapping[str, float], baseline: Mapping[str, float] | None, digits: int = 2) -> str:
+def latency_text(latency: Mapping[str, float], baseline: Mapping[str, float] | None) -> str:
     """`p50 0.55 (baseline 0.52)  p95 0.82 (baseline 0.80)  max 3.17`: the run's latency beside the baseline's."""
     def figure(name: str) -> str:
-        was = f" (baseline {baseline[name]:.{digits}f})" if baseline and name in baseline else ""
-        return f"{name} {latency[name]:.{digits}f}{was}"
-    return "  ".join(figure(name) for name in ("p50", "p95")) + f"  max {latency['max']:.{digits}f}"
+        was = f" (baseline {baseline[name]:.2f})" if baseline and name in baseline else ""
+        return f"{name} {latency[name]:.2f}{was}"
+    return "  ".join(figure(name) for name in ("p50", "p95")) + f"  max {latency['max']:.2f}"
 
 
 def _set_lines(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
@@ -122,10 +114,8 @@ def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -
     for name, gates in category_problems(report).items() if not verbose else ():
         lines.extend(_category_table(name, gates, style))
     better = improvements(report)
-    for gate in better:
-        lines.append(f"{style.paint('pass', 'IMPROVED')} {terminal_line(improvement_text(gate))}")
-    if better:
-        lines.append(f"         {REBASELINE_HINT}")
+    lines += [f"{style.paint('pass', 'IMPROVED')} {terminal_line(improvement_text(gate))}" for gate in better]
+    lines += [f"         {REBASELINE_HINT}"] if better else []
     if passed:
         listing = ", ".join(f"{kind} {n}" for kind, n in Counter(gate.gate for gate in passed).items())
         lines.append(style.paint("pass", f"passed: {plural(len(passed), 'gate')}") + f" ({listing}); -v lists them")
@@ -144,15 +134,6 @@ def _category_table(name: str, gates: list, style: Style) -> list[str]:
         lines.append(f"{style.status(status)} {category:<{width}}  {metric:<{metric_width}} {before:>9} {now:>9} "
                      f"{change:>10}")
     return lines
-
-
-def _startup_lines(report: Report) -> list[str]:
-    if report.provenance.run_file:
-        return []
-    startup = report.provenance.adapter.startup_seconds
-    if startup is not None:
-        return ["", f"adapter startup: {startup:.3f} s to the ready banner"]
-    return ["", "adapter startup: no ready banner; the first query's latency includes start-up"]
 
 
 def render_what_if(name: str, what_if: dict) -> str:

@@ -64,12 +64,9 @@ class AdapterStart:
     log: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        row: dict[str, object] = {"expect_banner": self.expect_banner,
-                                  "banner": dict(self.banner) if self.banner is not None else None,
-                                  "startup_seconds": self.startup_seconds, "log": self.log}
-        if self.warmup_seconds is not None:
-            row["warmup_seconds"] = self.warmup_seconds
-        return row
+        return {"expect_banner": self.expect_banner, "banner": dict(self.banner) if self.banner is not None else None,
+                "startup_seconds": self.startup_seconds, "log": self.log,
+                **_present(warmup_seconds=self.warmup_seconds)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +81,8 @@ class SetSource:
     judgments_hash: str | None = None  # fingerprint of the gold (harness.sets.loader.judgments_hash)
 
     def to_dict(self) -> dict[str, object]:
-        row: dict[str, object] = {"revision": self.revision, "corpus_hash": self.corpus_hash, "path": self.path,
-                                  "source": self.source, "documents": self.documents}
-        if self.judgments_hash is not None:
-            row["judgments_hash"] = self.judgments_hash
-        return row
+        return {"revision": self.revision, "corpus_hash": self.corpus_hash, "path": self.path, "source": self.source,
+                "documents": self.documents, **_present(judgments_hash=self.judgments_hash)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,19 +107,15 @@ class Provenance:
     extra: Mapping[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        row: dict[str, object] = {
+        return {
             "harness_version": self.harness_version, "started": self.started, "git_commit": self.git_commit,
             "backend": self.backend.to_dict(), "adapter": self.adapter.to_dict(), "condition": self.condition,
             "metric_definitions": _plain(self.metric_definitions), "settings": _plain(self.settings),
             "sets": {name: s.to_dict() for name, s in self.sets.items()}, "machine": _plain(self.machine),
+            **_present(duration_seconds=self.duration_seconds, asking_seconds=self.asking_seconds,
+                       run_file=self.run_file),
+            "nondeterministic_queries": list(self.nondeterministic_queries), **_plain(self.extra),
         }
-        for key, value in (("duration_seconds", self.duration_seconds), ("asking_seconds", self.asking_seconds),
-                           ("run_file", self.run_file)):
-            if value is not None:
-                row[key] = value
-        row["nondeterministic_queries"] = list(self.nondeterministic_queries)
-        row.update(_plain(self.extra))
-        return row
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -160,24 +150,16 @@ class Report:
     def warned_gates(self) -> tuple[GateResult, ...]:
         return tuple(g for g in self.gates if g.status == "warn")
 
-    def set_named(self, name: str) -> SetResult:
-        for result in self.sets:
-            if result.name == name:
-                return result
-        raise KeyError(name)
-
     def to_dict(self) -> dict[str, object]:
-        row: dict[str, object] = {
+        flips = None if self.flips is None else {name: [f.to_dict() for f in rows] for name, rows in self.flips.items()}
+        return {
             "report_format": REPORT_FORMAT, "complete": self.complete, "error": self.error,
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
+            **_plain(_present(warnings=self.warnings or None, what_if=self.what_if,
+                              previous_baseline=self.previous_baseline, pooled=self.pooled, flips=flips,
+                              baseline_latency=self.baseline_latency)),
         }
-        flips = None if self.flips is None else {name: [f.to_dict() for f in rows] for name, rows in self.flips.items()}
-        optional = {"warnings": self.warnings or None, "what_if": self.what_if,
-                    "previous_baseline": self.previous_baseline, "pooled": self.pooled, "flips": flips,
-                    "baseline_latency": self.baseline_latency}  # written only when present
-        row.update({key: _plain(value) for key, value in optional.items() if value is not None})
-        return row
 
     def to_json(self) -> str:
         """Strict JSON (no NaN or Infinity literals), one space indent, UTF-8 text kept as is."""
@@ -189,6 +171,11 @@ def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
     if error_exit_code is not None:
         return error_exit_code
     return EXIT_GATE_FAILED if any(not g.passed for g in gates) else EXIT_OK
+
+
+def _present(**values: object) -> dict[str, object]:
+    """The keys whose value is not None: an optional field is written only when present."""
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def _plain(value: object) -> object:

@@ -42,12 +42,11 @@ def text_lines(result: SetResult) -> list[str]:
     if summary is None:
         return []
     width = max(len(name) for name, _ in PAIRS) + 2
-    lines = ["evidence (n judged; null: unjudgeable or nothing to judge, left out of means)", f"{'':<{width}}{'window':>24}{'whole document':>24}"]
-    for visible, full in PAIRS:
-        lines.append(f"{visible:<{width}}{figure(summary.get(visible)):>24}{figure(summary.get(full)):>24}")
-    for name in CANONICAL:
-        lines.append(f"{name:<{width}}{figure(summary.get(name)):>24}")
-    return lines
+    return (["evidence (n judged; null: unjudgeable or nothing to judge, left out of means)",
+             f"{'':<{width}}{'window':>24}{'whole document':>24}"]
+            + [f"{visible:<{width}}{figure(summary.get(visible)):>24}{figure(summary.get(full)):>24}"
+               for visible, full in PAIRS]
+            + [f"{name:<{width}}{figure(summary.get(name)):>24}" for name in CANONICAL])
 
 
 def markdown_lines(sets: Sequence[SetResult]) -> list[str]:
@@ -83,8 +82,7 @@ def html_blocks(result: SetResult) -> list[str]:
     out.append(f"<h3>first windows without current evidence ({len(missed)})</h3>")
     legend = " ".join(f'<mark style="background:{colour}">{_text(label)}</mark>' for label, colour in LABEL_COLOURS.items())
     out.append(f"<p>spans: {legend}</p>")
-    for query in missed[:MAX_WINDOWS_SHOWN]:
-        out.append(window_html(query))
+    out += [window_html(query) for query in missed[:MAX_WINDOWS_SHOWN]]
     if len(missed) > MAX_WINDOWS_SHOWN:
         out.append(f"<p>... and {len(missed) - MAX_WINDOWS_SHOWN} more (in the JSON report)</p>")
     return out

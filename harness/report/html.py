@@ -13,7 +13,7 @@ from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (REBASELINE_HINT, Verdict, backend_identity, baseline_identity, baseline_text,
                                     change_text, counts_line, error_parts, improvement_text, improvements,
-                                    ordered_gates, short_message, value_text)
+                                    ordered_gates, short_message, startup_text, value_text)
 from harness.report.verdict import verdict as run_verdict
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
@@ -38,28 +38,28 @@ def render_run_html(report: Report) -> str:
     final = run_verdict(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
-    if report.error:
-        body.extend(_error_block(report.error))
+    if report.error:  # its first line, then the adapter's stderr tail (if any) preformatted
+        first, tail = error_parts(report.error)
+        body.append(f'<p class="warn">Error: {_text(first)}</p>')
+        body += [f'<pre class="stderr">{_text(tail)}</pre>'] if tail else []
     if report.sets:
         body.append("<p>Sets: " + ", ".join(f'<a href="#{_anchor(i, s.name)}">{_text(s.name)}</a>'
                                             for i, s in enumerate(report.sets)) + "</p>")
     indexes = {s.name: i for i, s in enumerate(report.sets)}
     if report.gates:
-        body.append("<h2>Gates</h2>")
         # the sets' own figures with their whole message; a category's as a compact row (the message is its title)
-        body.append(_table(("result", "set", "scope", "gate", "baseline", "current", "change", "message", "queries"), (
+        headers = ("result", "set", "scope", "gate", "baseline", "current", "change", "message", "queries")
+        body += ["<h2>Gates</h2>", _table(headers, (
             (f'<span class="status {g.status}">{g.status.upper()}</span>', _text(g.set_name), _text(g.scope),
              _text(g.metric or g.gate), ("num", _text(value_text(g, g.baseline))),
              ("num", _text(value_text(g, g.current))), ("num", _text(change_text(g))),
              _text(g.message if g.category is None else short_message(g)), _gate_query_links(g, indexes.get(g.set_name)))
-            for g in ordered_gates(report)), "gates"))
+            for g in ordered_gates(report)), "gates")]
     better = improvements(report)
     if better:
-        body.append("<h2>Improvements</h2>")
-        body.append("<ul>" + "".join(f'<li class="pass">{_text(improvement_text(g))}</li>' for g in better)
-                    + f"<li>{_text(REBASELINE_HINT)}</li></ul>")
-    body.append("<h2>Run details</h2>")
-    body.append(_provenance_table(report))
+        body += ["<h2>Improvements</h2>", "<ul>" + "".join(f'<li class="pass">{_text(improvement_text(g))}</li>'
+                                                          for g in better) + f"<li>{_text(REBASELINE_HINT)}</li></ul>"]
+    body += ["<h2>Run details</h2>", _provenance_table(report)]
     for index, result in enumerate(report.sets):
         body.extend(_run_set_section(index, result, report))
     return _page(f"retrieval-gate run ({backend}): {final.word}", body)
@@ -88,26 +88,15 @@ def _run_headline(report: Report, final: Verdict) -> str:
             f"<dl>{items}</dl></div>")
 
 
-def _error_block(error: str) -> list[str]:
-    """The error's first line as a paragraph, the adapter's stderr tail (if any) preformatted."""
-    first, tail = error_parts(error)
-    out = [f'<p class="warn">Error: {_text(first)}</p>']
-    if tail:
-        out.append(f'<pre class="stderr">{_text(tail)}</pre>')
-    return out
-
-
 def _gate_query_links(gate: GateResult, set_index: int | None) -> str:
     """Links from a failed (or warned) gate to the rows of the queries it names."""
     if set_index is None or not gate.flipped or gate.status == "pass":
         return ""
-    links = [f'<a class="qid" href="#{_anchor(set_index, qid, "q")}">{_text(qid)}</a>' for qid in gate.flipped]
-    return ", ".join(links)
+    return ", ".join(f'<a class="qid" href="#{_anchor(set_index, qid, "q")}">{_text(qid)}</a>' for qid in gate.flipped)
 
 
 def _provenance_table(report: Report) -> str:
     provenance = report.provenance
-    startup = provenance.adapter.startup_seconds
     machine = provenance.machine
     command = " ".join(provenance.backend.argv)
     rows = [
@@ -119,9 +108,7 @@ def _provenance_table(report: Report) -> str:
         ("harness", provenance.harness_version),
         ("git commit", provenance.git_commit),
         ("condition", provenance.condition or "not given"),
-        ("adapter startup", None if provenance.run_file else
-         f"{startup:.3f} s to the ready banner" if startup is not None
-         else "no ready banner; the first query's latency includes start-up"),
+        ("adapter startup", startup_text(provenance)),
         ("machine", f"{machine.get('platform', '?')}, {machine.get('cpus', '?')} cpus, "
                     f"python {machine.get('python', '?')}"),
         ("report format", REPORT_FORMAT),
@@ -138,32 +125,23 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
     flips = (report.flips or {}).get(name)
     status = ("" if result.complete else
               f' <span class="fail">INCOMPLETE ({len(result.queries)} of {result.query_count} answered)</span>')
-    corpus = _text(result.corpus_hash[:16])
-    out = [f'<section id="{_anchor(index, name)}">',
-           f"<h2>set {_text(name)}{status}</h2>",
-           f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, "
-           f'k={_text(result.k)}, corpus <span class="ids">{corpus}</span></p>',
-           _aggregates_table(result.aggregates)]
     baseline = {g.scope: g.baseline for g in metric_gates if g.metric == metric}
-    out.append(f"<h3>{_text(metric)} per category</h3>")
-    out.append(_chart_box(recall_bars_svg(
-        f"set {name}: {metric} per category, "
-        + ("baseline vs current" if baseline else "current run (no baseline)"),
-        _run_bar_groups(result.aggregates, metric, baseline), ("baseline", "current"), metric=metric,
-        drop_limit=metric_gates[0].limit if metric_gates and metric_gates[0].limit is not None
-        else GatePolicy().drop_limit)))
-    out.append("<h3>latency</h3>")
-    out.append(_latency_block(result, latency.limit if latency is not None else None,
-                              (report.baseline_latency or {}).get(name)))
-    out.append("<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>")
-    if flips is None:
-        out.append("<p>No baseline for this set (the run was not gated).</p>")
-    else:
-        out.append(flips_table(flips, {q.qid: q for q in result.queries}, index))
-    out.extend(evidence.html_blocks(result))  # nothing for sets without evidence
-    out.extend(_not_passed(result.queries, index, {f.qid for f in flips or ()}))
-    out.append("</section>")
-    return out
+    limit = metric_gates[0].limit if metric_gates else None
+    chart = recall_bars_svg(f"set {name}: {metric} per category, "
+                            + ("baseline vs current" if baseline else "current run (no baseline)"),
+                            _run_bar_groups(result.aggregates, metric, baseline), ("baseline", "current"),
+                            metric=metric, drop_limit=limit if limit is not None else GatePolicy().drop_limit)
+    return [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}{status}</h2>",
+            f"<p>revision {_text(result.revision)}, {_text(result.query_count)} queries, k={_text(result.k)}, "
+            f'corpus <span class="ids">{_text(result.corpus_hash[:16])}</span></p>',
+            _aggregates_table(result.aggregates), f"<h3>{_text(metric)} per category</h3>", _chart_box(chart),
+            "<h3>latency</h3>", _latency_block(result, latency.limit if latency is not None else None,
+                                               (report.baseline_latency or {}).get(name)),
+            "<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>",
+            "<p>No baseline for this set (the run was not gated).</p>" if flips is None
+            else flips_table(flips, {q.qid: q for q in result.queries}, index),
+            *evidence.html_blocks(result),  # nothing for sets without evidence
+            *_not_passed(result.queries, index, {f.qid for f in flips or ()}), "</section>"]
 
 
 def query_label(query: QueryResult) -> str:
@@ -225,13 +203,11 @@ def _run_bar_groups(aggregates: Mapping, metric: str,
     """overall first, then every category of the run or of the gates (one missing now shows as such).
 
     `baseline`: scope ("overall" or a category) -> the baseline value its gate recorded."""
-    groups = [("overall", {"baseline": baseline.get("overall"),
-                           "current": (aggregates.get("overall") or {}).get(metric)})]
     now = aggregates.get("category") or {}
-    for category in sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key):
-        groups.append((category, {"baseline": baseline.get(category),
-                                  "current": (now.get(category) or {}).get(metric)}))
-    return groups
+    categories = sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key)
+    scopes = [("overall", aggregates.get("overall")), *((category, now.get(category)) for category in categories)]
+    return [(scope, {"baseline": baseline.get(scope), "current": (values or {}).get(metric)})
+            for scope, values in scopes]
 
 
 def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping[str, float] | None = None) -> str:
@@ -263,10 +239,7 @@ def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None
         return "<p>No query flipped.</p>"
     ordered = sorted(flips, key=lambda flip: (0 if flip.lost else 1, _natural_key(flip.qid)))
     lost = sum(1 for f in flips if f.lost)
-    headers = ["qid", "change", "lost", "gained"]
-    if queries is not None:
-        headers += ["returned now", "counts"]
-    headers.append("query")
+    headers = ["qid", "change", "lost", "gained", *(["returned now", "counts"] if queries is not None else []), "query"]
 
     def cells(flip: Flip) -> list:
         row = [f'<span class="qid">{_text(flip.qid)}</span>',

@@ -22,8 +22,6 @@ from harness.gating.gates import FLOAT_SLACK
 from harness.gating.policy import FOUNDING_METRIC
 
 
-# --- comparison page ----------------------------------------------------------------------------
-
 def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunView | None = None,
                            candidate: RunView | Sequence[RunView] | None = None) -> str:
     """One self-contained page for `compare`: the verdict per candidate, the N-system table and the
@@ -65,8 +63,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
         if pair.mismatches:
             body.append('<p class="warn"><b>NOT COMPARABLE</b> (compared with --allow-mismatch): '
                         + _text("; ".join(pair.mismatches)) + "</p>")
-        for name in pair.only_in_one:
-            body.append(f"<p>set {_text(name)}: only in one run, not compared.</p>")
+        body += [f"<p>set {_text(name)}: only in one run, not compared.</p>" for name in pair.only_in_one]
         body.append("<p>per-query movement: " + _text("; ".join(movement_lines(pair)) or "none") + "</p>")
         names = list(dict.fromkeys(s.set_name for s in pair.scopes))
         for name in names:
@@ -84,8 +81,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
     return _page(f"retrieval-gate comparison: {word}", body)
 
 
-def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None,
-                        pair: Comparison | None = None) -> str:
+def _comparison_latency(name: str, base: RunView | None, candidate: RunView | None, pair: Comparison) -> str:
     """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
     summaries = {}
     for label, view in (("base", base), ("candidate", candidate)):
@@ -94,17 +90,15 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         if values:
             summaries[label] = latency_summary([v / 1000 for v in values])
     if not summaries:
-        note = f" {_text(pair.latency_note)}." if pair is not None and pair.latency_note else ""
+        note = f" {_text(pair.latency_note)}." if pair.latency_note else ""
         return ("<p>No per-query latencies in the runs compared (a baseline file keeps none, or none were given)."
                 f"{note}</p>")
     rows = []
     for label in ("base", "candidate"):
         summary = summaries.get(label)
-        if summary is None:
-            rows.append((_text(label), ("num", "-"), ("num", "-"), ("num", "-"), ("num", "-")))
-            continue
-        rows.append((_text(label), ("num", _text(f"{summary['n']:.0f}")), ("num", _text(_ms(summary["p50"]))),
-                     ("num", _text(_ms(summary["p95"]))), ("num", _text(_ms(summary["max"])))))
+        cells = (["-"] * 4 if summary is None
+                 else [f"{summary['n']:.0f}", *(_ms(summary[key]) for key in ("p50", "p95", "max"))])
+        rows.append((_text(label), *(("num", _text(cell)) for cell in cells)))
     table = _table(("run", "n", "p50 ms", "p95 ms", "max ms"), rows, "latency")
     if len(summaries) == 2:
         change = summaries["candidate"]["p95"] - summaries["base"]["p95"]
@@ -112,28 +106,23 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
         css = "worse" if change > 0 else "better" if change < 0 else "same"
         table += (f'\n<p>p95 change: <span class="{css}">{_text(_signed(change, 2))} ms</span>'
                   + (f" ({ratio:.2f}\u00d7 the base)" if ratio is not None else "") + "</p>")
-    if pair is not None:
-        entry = next((e for e in pair.latency if e.set_name == name), None)
-        if entry is not None:
-            table += "\n<p>" + _text(latency_lines(dataclasses.replace(pair, latency=[entry]))[0]) + "</p>"
-        elif pair.latency_note:
-            table += f"\n<p>{_text(pair.latency_note)}</p>"
+    entry = next((e for e in pair.latency if e.set_name == name), None)
+    if entry is not None:
+        table += "\n<p>" + _text(latency_lines(dataclasses.replace(pair, latency=[entry]))[0]) + "</p>"
+    elif pair.latency_note:
+        table += f"\n<p>{_text(pair.latency_note)}</p>"
     return table
 
 
 def _comparison_bar_groups(scopes: Sequence[ScopeComparison]) -> list[tuple[str, dict[str, float | None]]]:
-    groups = []
-    for scope in scopes:
-        if scope.scope == "overall" or scope.scope.startswith("category:"):
-            label = scope.scope.removeprefix("category:")
-            groups.append((label, {"base": scope.base.get(FOUNDING_METRIC),
-                                   "candidate": scope.candidate.get(FOUNDING_METRIC)}))
-    return groups
+    return [(scope.scope.removeprefix("category:"), {"base": scope.base.get(FOUNDING_METRIC),
+                                                     "candidate": scope.candidate.get(FOUNDING_METRIC)})
+            for scope in scopes if scope.scope == "overall" or scope.scope.startswith("category:")]
 
 
 def _scope_table(scopes: Sequence[ScopeComparison]) -> str:
     shown = TABLE_METRICS
-    tested = [m for m in dict.fromkeys(m for scope in scopes for m in scope.tests)] or list(TESTED_METRICS)
+    tested = list(dict.fromkeys(m for scope in scopes for m in scope.tests)) or list(TESTED_METRICS)
     headers = ("scope", "n", *(f"{m} base \u2192 cand" for m in shown),
                *(f"{m} change [95% CI], p, p Holm" for m in tested))
     rows = []

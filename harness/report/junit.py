@@ -38,9 +38,13 @@ def render_junit(report: Report) -> str:
                 ET.SubElement(case, "failure", message=message, type=gate.gate).text = message
             else:
                 ET.SubElement(case, "system-out").text = ("WARN: " if gate.status == "warn" else "") + xml_safe(gate.message)
-    root.set("tests", str(sum(int(s.get("tests", "0")) for s in root)))
-    root.set("failures", str(sum(int(s.get("failures", "0")) for s in root)))
-    root.set("errors", str(sum(int(s.get("errors", "0")) for s in root)))
+    return junit_text(root)
+
+
+def junit_text(root: ET.Element) -> str:
+    """A <testsuites> document as text (a run's and `compare`'s): its totals summed over its suites, indented."""
+    for total in ("tests", "failures", "errors"):
+        root.set(total, str(sum(int(suite.get(total, "0")) for suite in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -36,8 +36,9 @@ def render_markdown(report: Report) -> str:
     if report.gates:
         lines += ["", f"Gates: {counts_line(report)}."]
     lines += ["", *_identity_lines(report)]
-    if report.error:
-        lines += ["", *_error_lines(report.error)]
+    if report.error:  # its first line, then the adapter's stderr tail (if any) fenced
+        first, tail = error_parts(report.error)
+        lines += ["", f"**Error:** {markdown_text(first)}"] + (["", *markdown_fence(tail)] if tail else [])
     failed, warned = set_level(report.failed_gates), set_level(report.warned_gates)
     if failed:
         lines += ["", "#### Failures", ""] + _gate_items(failed, report)
@@ -70,23 +71,11 @@ def _identity_lines(report: Report) -> list[str]:
         lines.append(f"- Baseline: {markdown_code(baseline)}")
     elif report.gates:
         lines.append("- Baseline: not recorded in this report")
-    facts = []
-    if provenance.condition:
-        facts.append(f"condition {provenance.condition}")
-    if provenance.git_commit:
-        facts.append(f"commit {provenance.git_commit[:12]}")
-    if provenance.started:
-        facts.append(f"started {provenance.started}")
+    facts = [f"{word} {value}" for word, value in (("condition", provenance.condition),
+                                                   ("commit", (provenance.git_commit or "")[:12]),
+                                                   ("started", provenance.started)) if value]
     if facts:
         lines.append(f"- Run: {markdown_text(', '.join(facts))}")
-    return lines
-
-
-def _error_lines(error: str) -> list[str]:
-    first, tail = error_parts(error)
-    lines = [f"**Error:** {markdown_text(first)}"]
-    if tail:
-        lines += ["", *markdown_fence(tail)]
     return lines
 
 
@@ -154,24 +143,18 @@ def _gated_values(report: Report) -> list[str]:
         # the relative p95 gate repeats the budget gate's numbers: shown when it said something
         if gate.metric is not None and gate.category is None and not (gate.gate == "latency-relative" and gate.passed
                                                                       and not gate.warning):
-            lines.append(_value_row(gate.set_name, _value_label(gate), gate))
+            lines.append(_value_row(gate))
     return lines
 
 
-def _value_label(gate: GateResult) -> str:
-    """`recall@10 overall`, `p95 latency ms`, `queries`: what a gated value row shows."""
-    if gate.unit == FRACTION:
-        return f"{gate.metric} overall"
-    if gate.unit == MILLISECONDS:
-        return f"{gate.metric} latency ms"
-    return gate.metric or gate.gate
-
-
-def _value_row(label: str, value: str, gate: GateResult) -> str:
-    """A gated figure's row; `detectable`: the smallest change its scope can detect (docs/sets.md)."""
+def _value_row(gate: GateResult) -> str:
+    """A gated figure's row: `recall@10 overall`, `p95 latency ms` or `queries`, its values, and `detectable`,
+    the smallest change its scope can detect (docs/sets.md)."""
+    value = (f"{gate.metric} overall" if gate.unit == FRACTION else f"{gate.metric} latency ms"
+             if gate.unit == MILLISECONDS else gate.metric or gate.gate)
     detectable = f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None else "-"
-    return (f"| {_cell(label)} | {_cell(value)} | {value_text(gate, gate.baseline)} | {value_text(gate, gate.current)} | "
-            f"{change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
+    return (f"| {_cell(gate.set_name)} | {_cell(value)} | {value_text(gate, gate.baseline)} | "
+            f"{value_text(gate, gate.current)} | {change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
 
 
 def _metrics_table(report: Report) -> list[str]:

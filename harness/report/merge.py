@@ -177,9 +177,8 @@ def _check_same_run(first: _Part, part: _Part) -> None:
     for mine, theirs in zip(first.report.sets, part.report.sets):
         for field in ("kind", "revision", "corpus_hash", "k"):
             differ(f"set {mine.name}: {field}", getattr(mine, field), getattr(theirs, field))
-        source_a, source_b = a.sets.get(mine.name), b.sets.get(mine.name)
-        differ(f"set {mine.name}: judgments_hash", source_a.judgments_hash if source_a else None,
-               source_b.judgments_hash if source_b else None)
+        differ(f"set {mine.name}: judgments_hash", getattr(a.sets.get(mine.name), "judgments_hash", None),
+               getattr(b.sets.get(mine.name), "judgments_hash", None))
     differ("backend", a.backend.label, b.backend.label)
     differ("backend identity", _identity(first).to_dict(), _identity(part).to_dict())
     differ("metric definitions", a.metric_definitions, b.metric_definitions)
@@ -195,7 +194,7 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
     total = None
     placed: list[tuple[QueryResult, str] | None] = []
     for part in parts:
-        result = part.report.set_named(name)
+        result = next(s for s in part.report.sets if s.name == name)  # every shard has the set (_check_same_run)
         record = part.sets.get(name)
         positions = record.get("positions") if isinstance(record, Mapping) else None
         count = record.get("query_count") if isinstance(record, Mapping) else None
@@ -230,10 +229,9 @@ def _check_set_source(plan: MergePlan, query_set: QuerySet) -> None:
     """The set loaded here is the one the shards measured: same revision, corpus and judgments."""
     label = plan.parts[0].label
     source = plan.provenance.sets.get(query_set.name)
-    for field, recorded, here in (
-            ("revision", source.revision if source else None, query_set.revision),
-            ("corpus_hash", source.corpus_hash if source else None, query_set.corpus_hash),
-            ("judgments_hash", source.judgments_hash if source else None, query_set.judgments_hash or None)):
+    for field, here in (("revision", query_set.revision), ("corpus_hash", query_set.corpus_hash),
+                        ("judgments_hash", query_set.judgments_hash or None)):
+        recorded = getattr(source, field, None)  # None: the shards did not record the set
         if recorded is not None and here is not None and recorded != here:
             raise ReportError(f"{label}: provenance.sets.{query_set.name}.{field}: the shards measured "
                               f"{str(recorded)[:16]}, the set here ({query_set.path}) has {str(here)[:16]}; "
@@ -274,7 +272,6 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
         settings["workers"] = sum(workers)
     settings["latency_under_concurrency"] = any(p.settings.get("latency_under_concurrency") for p in provenances)
     settings["shards"] = len(parts)
-    startups = [p.adapter.startup_seconds for p in provenances if p.adapter.startup_seconds is not None]
     commits = {p.git_commit for p in provenances}
     nondeterministic = tuple(dict.fromkeys(q for p in provenances for q in p.nondeterministic_queries))
     extra = {key: value for key, value in base.extra.items() if key not in ("shard", "executor")}
@@ -282,7 +279,7 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
     return replace(
         base, started=min((p.started for p in provenances if p.started), default=None),
         git_commit=base.git_commit if len(commits) == 1 else None,
-        adapter=replace(base.adapter, startup_seconds=max(startups) if startups else None),
+        adapter=replace(base.adapter, startup_seconds=_max(p.adapter.startup_seconds for p in provenances)),
         settings=settings, machine=_common(p.machine for p in provenances),
         # Shards run side by side: the run took as long as its slowest shard.
         duration_seconds=_max(p.duration_seconds for p in provenances),

@@ -47,8 +47,7 @@ def read_document(document: object, label: str = "report") -> Report:
 # -- reading, strictly -----------------------------------------------------------------------------
 
 class _Reader:
-    """A cursor into a JSON document that names the file and the path of every field it rejects:
-    `report.json: sets[0].queries[3].ids: must be a list, got "doc-01"`."""
+    """A cursor into a JSON document that names the file and the path of every field it rejects."""
 
     __slots__ = ("value", "label", "where")
 
@@ -160,12 +159,10 @@ def _read_report(reader: _Reader) -> Report:
     gates = tuple(_read_gate(element) for element in reader.get("gates").elements())
     complete = reader.get("complete").boolean()
     error = reader.get("error", required=False).optional_text()
-    exit_code = reader.get("exit_code", required=False)
-    warnings = reader.get("warnings", required=False)
     return Report(
         provenance=_read_provenance(reader.get("provenance")), sets=sets, gates=gates, complete=complete,
-        error=error, exit_code=exit_code.integer() if exit_code.value is not None else verdict(None, gates),
-        warnings=warnings.strings() if warnings.value is not None else (),
+        error=error, exit_code=reader.get("exit_code").integer() if reader.has("exit_code") else verdict(None, gates),
+        warnings=reader.get("warnings").strings() if reader.has("warnings") else (),
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
         pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
@@ -201,7 +198,6 @@ def _read_provenance(reader: _Reader) -> Provenance:
     adapter = reader.get("adapter", required=False)
     start = AdapterStart()
     if adapter.value is not None:
-        adapter.obj()
         banner = adapter.get("banner", required=False)
         start = AdapterStart(
             expect_banner=bool(adapter.get("expect_banner", required=False).value),
@@ -320,10 +316,7 @@ def _evidence_fields(reader: _Reader) -> dict[str, object]:
     if reader.has("passages"):
         fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
                                    for p in reader.get("passages").elements())
-    if reader.has("evidence"):
-        fields["evidence"] = dict(reader.get("evidence").obj())
-    if reader.has("window"):
-        fields["window"] = dict(reader.get("window").obj())
+    fields.update({key: dict(reader.get(key).obj()) for key in ("evidence", "window") if reader.has(key)})
     return fields
 
 

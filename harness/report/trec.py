@@ -43,6 +43,7 @@ from harness.strict_json import is_finite_number
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from harness.report.document import Report
+from harness.report.verdict import plural
 
 DEFAULT_RUN_TAG = "retrieval-gate"
 SET_SEPARATOR = ":"  # between set name and qid when a file holds several sets
@@ -53,13 +54,9 @@ def trec_qid(set_name: str, qid: str, prefixed: bool) -> str:
     return f"{set_name}{SET_SEPARATOR}{qid}" if prefixed else qid
 
 
-def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> list[str]:
-    """The run file's lines for every query of every set in `report` (see `write_run`)."""
-    return run_lines_and_notes(report, run_tag)[0]
-
-
-def run_lines_and_notes(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str], ExportNotes]:
-    """The run file's lines, and what had to change in the scores to keep the adapter's order."""
+def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str], ExportNotes]:
+    """The run file's lines for every query of every set in `report` (see `write_run`), and what had
+    to change in the scores to keep the adapter's order."""
     _check_token(run_tag, "run tag")
     prefixed = len(report.sets) > 1
     lines: list[str] = []
@@ -69,9 +66,7 @@ def run_lines_and_notes(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple
         for row in result.queries:
             where = f"set {name}: query {row.qid}"
             qid = _check_token(trec_qid(name, row.qid, prefixed), f"{where}: qid")
-            ids = list(row.ids)
-            for doc_id in ids:
-                _check_token(doc_id, f"{where}: id")
+            ids = [_check_token(doc_id, f"{where}: id") for doc_id in row.ids]
             written, nudged, ulps = _strict_scores(ids, row.scores)
             if nudged < 0:
                 synthetic += bool(ids)
@@ -94,22 +89,9 @@ def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> Exp
     usable scores gets n - rank + 1 for a list of n. Ids or a tag containing whitespace (the
     format's separator) raise UsageError.
     """
-    lines, notes = run_lines_and_notes(report, run_tag)
+    lines, notes = run_lines(report, run_tag)
     atomic_write_text(path, "".join(line + "\n" for line in lines))
     return notes
-
-
-def qrels_lines(query_sets: Sequence[QuerySet]) -> list[str]:
-    """The qrels lines of every judged query of `query_sets` (see `write_qrels`)."""
-    prefixed = len(query_sets) > 1
-    lines: list[str] = []
-    for query_set in query_sets:
-        for query in query_set.queries:
-            where = f"set {query_set.name}: query {query.qid}"
-            qid = _check_token(trec_qid(query_set.name, query.qid, prefixed), f"{where}: qid")
-            for doc_id, grade in query.relevant.items():
-                lines.append(f"{qid} 0 {_check_token(doc_id, f'{where}: relevant')} {grade}")
-    return lines
 
 
 def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
@@ -119,8 +101,15 @@ def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
     those, or none. qids are prefixed `SET:` when there are
     several sets, exactly as `write_run` does for a report over the same sets.
     """
-    lines = qrels_lines(query_sets)
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    prefixed = len(query_sets) > 1
+    lines: list[str] = []
+    for query_set in query_sets:
+        for query in query_set.queries:
+            where = f"set {query_set.name}: query {query.qid}"
+            qid = _check_token(trec_qid(query_set.name, query.qid, prefixed), f"{where}: qid")
+            for doc_id, grade in query.relevant.items():
+                lines.append(f"{qid} 0 {_check_token(doc_id, f'{where}: relevant')} {grade}\n")
+    atomic_write_text(path, "".join(lines))
 
 
 def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
@@ -152,14 +141,8 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
         if doc_id in docs:
             raise UsageError(f"{where}: docid: {doc_id!r} already listed for query {qid!r} on line {docs[doc_id][1]}")
         docs[doc_id] = (score, number)
-    return {qid: trec_order((doc_id, score) for doc_id, (score, _) in docs.items())
+    return {qid: [(doc_id, docs[doc_id][0]) for doc_id in trec_eval_order({d: s for d, (s, _) in docs.items()})]
             for qid, docs in found.items()}
-
-
-def trec_order(pairs) -> list[tuple[str, float]]:
-    """(docid, score) pairs sorted as trec_eval ranks them (`trec_eval_order`); the scores kept as given."""
-    scores = dict(pairs)
-    return [(doc_id, scores[doc_id]) for doc_id in trec_eval_order(scores)]
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -197,8 +180,7 @@ def answers_from_run(run: dict[str, list[tuple[str, float]]], query_set: QuerySe
     """
     answers: dict[str, Answer] = {}
     for query in query_set.queries:
-        ranked = _run_entry(run, query_set.name, query.qid) or []
-        top = ranked[:k]
+        top = (_run_entry(run, query_set.name, query.qid) or [])[:k]
         answers[query.qid] = Answer(ids=tuple(doc_id for doc_id, _ in top),
                                     scores=tuple(score for _, score in top), latency_seconds=0.0)
     return answers
@@ -240,13 +222,12 @@ class ExportNotes:
         """The export's notes in words (nothing when the adapter's scores were written as they are)."""
         notes = []
         if self.nudged_queries:
-            notes.append(f"export: {self.nudged_queries} quer{'y' if self.nudged_queries == 1 else 'ies'} had tied "
-                         f"scores in an order trec_eval would not keep; {self.nudged_scores} score"
-                         f"{'s' if self.nudged_scores != 1 else ''} nudged by at most {self.max_ulps} ulp"
-                         f"{'s' if self.max_ulps != 1 else ''}")
+            notes.append(f"export: {plural(self.nudged_queries, 'query', 'queries')} had tied scores in an order "
+                         f"trec_eval would not keep; {plural(self.nudged_scores, 'score')} nudged by at most "
+                         f"{plural(self.max_ulps, 'ulp')}")
         if self.synthetic_queries:
-            notes.append(f"export: {self.synthetic_queries} quer{'y' if self.synthetic_queries == 1 else 'ies'} had no "
-                         f"usable descending scores; written as n, n-1, ..., 1 to keep the adapter's order")
+            notes.append(f"export: {plural(self.synthetic_queries, 'query', 'queries')} had no usable descending "
+                         "scores; written as n, n-1, ..., 1 to keep the adapter's order")
         return notes
 
 

@@ -63,7 +63,7 @@ def improvements(report: Report) -> list[GateResult]:
 
 def improvement_text(gate: GateResult) -> str:
     """`code overall recall@10 +5.0 points (0.800 -> 0.850)`."""
-    return (f"{scope_label(gate)} {gate.metric} {points(gate.change or 0.0)} points "
+    return (f"{gate.set_name} {gate.scope} {gate.metric} {points(gate.change or 0.0)} points "
             f"({gate.baseline:.3f} -> {gate.current:.3f})")
 
 
@@ -86,10 +86,6 @@ def value_text(gate: GateResult, value: float | None) -> str:
     if gate.unit == COUNT:
         return f"{value:g}"
     return f"{value + 0.0:.{1 if gate.unit == MILLISECONDS else 3}f}"
-
-
-def scope_label(gate: GateResult) -> str:
-    return f"{gate.set_name} {gate.scope}"
 
 
 def points(change: float) -> str:
@@ -117,7 +113,7 @@ def worst_failure(report: Report) -> str | None:
              if gate.unit == FRACTION and gate.change is not None]
     if drops:  # a set-level figure before any category's, then the largest drop
         _, change, gate = min(drops, key=lambda row: row[:2])
-        return f"{scope_label(gate)} {gate.metric} {points(change)} points"
+        return f"{gate.set_name} {gate.scope} {gate.metric} {points(change)} points"
     return short_message(failed[0])
 
 
@@ -177,19 +173,19 @@ def baseline_text(provenance: Provenance) -> str | None:
     record = baseline_identity(provenance)
     if record is None:
         return None
-    details = []
-    if "created" in record:
-        details.append(f"recorded {record['created']}")
-    if "backend" in record:
-        details.append(f"for {record['backend']}")
-    if "git_commit" in record:
-        details.append(f"at {record['git_commit'][:12]}")
+    details = [f"{word} {record[key][:12] if key == 'git_commit' else record[key]}"
+               for key, word in (("created", "recorded"), ("backend", "for"), ("git_commit", "at")) if key in record]
     return record["path"] + (f" ({' '.join(details)})" if details else "")
+
+
+def startup_text(provenance: Provenance) -> str | None:
+    """How the adapter started, as the console and the HTML page say it; None for a run file (nothing started)."""
+    startup = provenance.adapter.startup_seconds
+    return (None if provenance.run_file else f"{startup:.3f} s to the ready banner" if startup is not None
+            else "no ready banner; the first query's latency includes start-up")
 
 
 def error_parts(error: str | None) -> tuple[str, str]:
     """(the error's first line, the rest: an adapter's stderr tail) for outputs that show the tail as code."""
-    if not error:
-        return "", ""
-    first, _, rest = error.partition("\n")
+    first, _, rest = (error or "").partition("\n")
     return first, rest

@@ -112,7 +112,7 @@ def test_a_set_not_in_the_baseline_is_named_not_run_and_the_gate_passes(repo, ca
     assert [s.name for s in api_report.sets] == ["example"] and notice in api_report.warnings
     # baselining it as the notice says makes it part of `all`
     assert main(["--set", "extra", "--update-baseline", "--yes", "--out", "r.json", "--quiet"]) == 0
-    assert [p.name for p in resolve().find(["all"])] == ["example", "extra"]
+    assert [p.name for p in resolve().select(["all"])[0]] == ["example", "extra"]
 
 
 def test_import_beir_writes_into_the_teams_sets_folder_never_the_shipped_one(repo, capsys):

@@ -124,17 +124,17 @@ def test_a_pyproject_defect_names_the_table(team):
 def test_a_name_is_the_teams_set_first_then_a_shipped_one(team):
     mine = add_set(team / "sets", "memory")  # shadows the shipped memory set
     layout = resolve(cwd=team)
-    assert layout.find(["memory"]) == [mine]
-    assert layout.find(["dedupe"]) == [shipped_sets_dir() / "dedupe"]
+    assert layout.select(["memory"])[0] == [mine]
+    assert layout.select(["dedupe"])[0] == [shipped_sets_dir() / "dedupe"]
     with pytest.raises(SetError, match=r"set 'nope': no .*sets/nope/set.json "
                                        + re.escape(f"(available: memory; shipped: {', '.join(SHIPPED)})")):
-        layout.find(["nope"])
+        layout.select(["nope"])[0]
 
 
 def test_all_is_every_set_found_without_a_baseline_file(team):
     # no sets of the team's: the shipped ones, as the shipped baseline records them (not the companions)
     recorded = sorted(json.loads((shipped_baselines_dir() / "current.json").read_text())["sets"])
-    assert [p.name for p in resolve(cwd=team).find(["all"])] == recorded
+    assert [p.name for p in resolve(cwd=team).select(["all"])[0]] == recorded
     add_set(team / "sets", "one")
     add_set(team / "sets", "two")
     assert resolve(cwd=team).select(["all"]) == ([team / "sets" / "one", team / "sets" / "two"], [])

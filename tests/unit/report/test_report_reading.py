@@ -123,7 +123,7 @@ def test_export_never_splits_a_string_ids_into_characters(real_report):
     document["sets"][0]["queries"][0]["ids"] = "doc-01"
     with pytest.raises(UsageError, match=r"sets\[0\].queries\[0\].ids: must be a list, got \"doc-01\""):
         run_lines(read_document(document, "r.json"))
-    good = run_lines(read_document(real_report))
+    good = run_lines(read_document(real_report))[0]
     assert all(len(line.split()[2]) > 1 for line in good)
 
 
