@@ -134,7 +134,7 @@ class LiveAdapter:
         except _Lost as lost:
             for exchange in exchanges:
                 exchange.failure, exchange.timed_out = str(lost), lost.timed_out
-            self._kill()
+            self.stop(0.0, 0.0)
             return exchanges
         ready_at = written_at
         for number, exchange in enumerate(exchanges):
@@ -145,7 +145,7 @@ class LiveAdapter:
             except _Lost as lost:
                 exchange.failure, exchange.timed_out = str(lost), lost.timed_out
                 exchange.seconds = time.perf_counter() - ready_at
-                self._kill()
+                self.stop(0.0, 0.0)
                 for rest in exchanges[number + 1:]:
                     rest.failure = "not answered: the adapter failed on an earlier request of the batch"
                 break
@@ -158,13 +158,16 @@ class LiveAdapter:
         """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
         return self._child.rss_kib() if self._child is not None else None
 
-    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
-        """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group."""
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float | None = None) -> None:
+        """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group.
+
+        `stop(0.0, 0.0)` stops it now: its stream is out of step. The next ask starts a fresh process.
+        """
         child = self._child
         if child is None:
             return
         try:
-            child.stop(grace_seconds)
+            child.stop(grace_seconds, term_grace_seconds)
         finally:
             self._forget()
 
@@ -262,16 +265,6 @@ class LiveAdapter:
         except StreamFailure as failure:
             raise self._lost(failure, f"could not write the request within {self.query_timeout:g} s "
                                       "(adapter not reading stdin)") from None
-
-    def _kill(self) -> None:
-        """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""
-        child = self._child
-        if child is None:
-            return
-        try:
-            child.stop(0.0, 0.0)
-        finally:
-            self._forget()
 
     def _forget(self) -> None:
         self._child = None
