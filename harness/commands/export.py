@@ -99,7 +99,3 @@ def unscored_warning(report: Report) -> list[str]:
 
 def _prefix_note(report: Report) -> str:
     return "; qids as SET:QID" if len(report.sets) > 1 else ""
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(__import__("sys").argv[1:]))

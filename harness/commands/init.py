@@ -187,7 +187,3 @@ def policy_document() -> dict[str, object]:
 
 def _json(document: object) -> str:
     return json.dumps(document, indent=2) + "\n"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))

@@ -239,7 +239,3 @@ def pin_set(folder: Path, offline: bool) -> int:
     print(f"{update.meta_path}: {len(update.changed)} pin(s) written: {', '.join(update.changed[:10])}"
           f"{' ...' if len(update.changed) > 10 else ''}; bump 'revision' if the gold changed")
     return EXIT_OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(__import__("sys").argv[1:]))
