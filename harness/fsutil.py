@@ -7,6 +7,7 @@ output naming one of the run's inputs is refused before the first query (`check_
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -14,7 +15,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.errors import UsageError
@@ -40,8 +41,15 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     if _is_stream(target):
         _write_into(target, data)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=target.parent)
+    with _temp_beside(target, data) as tmp_name:
+        os.replace(tmp_name, target)
+
+
+@contextlib.contextmanager
+def _temp_beside(path: Path, data: bytes) -> Iterator[str]:
+    """`data` in a synced temp file beside `path` (its folder created), removed on leaving unless renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes 0600 files; give the result the mode a plain open() would (0666 & ~umask).
         os.fchmod(fd, 0o666 & ~_current_umask())
@@ -49,13 +57,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
+        yield tmp_name
+    finally:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _is_stream(target: Path) -> bool:
@@ -113,10 +118,8 @@ def _write_into(target: Path, data: bytes) -> None:
         # Our own descriptor, written through a duplicate rather than reopened by name: reopening
         # /proc/self/fd/1 is refused to a non-root user when the pipe or terminal belongs to another.
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()  # what we printed before comes first
-            except (OSError, ValueError, AttributeError):
-                pass
         try:
             fd = os.dup(own)
             if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
@@ -137,8 +140,7 @@ def _write_into(target: Path, data: bytes) -> None:
         os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            view = view[os.write(fd, view):]
     except OSError as exc:
         raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
     finally:
@@ -160,20 +162,12 @@ def write_new_text(path: Path, text: str) -> bool:
     """
     if os.path.lexists(path):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_current_umask())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp_name, path)
+        with _temp_beside(path, text.encode("utf-8")) as tmp_name:
+            os.link(tmp_name, path)
         return True
     except FileExistsError:
         return False
-    finally:
-        os.unlink(tmp_name)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
