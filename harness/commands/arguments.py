@@ -252,6 +252,14 @@ def example_epilog(command: str) -> str:
     return f"example:\n  {line}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
 
 
+def command_parser(command: str, description: str, *blocks: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand's parser: named as the user started us (unless `prog` is given), its epilog the worked
+    example, then `blocks`, then the exit codes, kept as written."""
+    kwargs.setdefault("prog", program_name(command))
+    return argparse.ArgumentParser(description=description, formatter_class=HelpFormatter, **kwargs,
+                                   epilog="\n".join([example_epilog(command), *blocks, exit_codes_epilog(command)]))
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's wrapping for one-paragraph descriptions; a text holding line breaks (an epilog's
     examples or exit codes) is kept as written."""
