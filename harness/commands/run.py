@@ -119,10 +119,6 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
-    return _run_gated(args, adapter_argv)
-
-
-def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     log_path = guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
     if args.backend is None and not args.adapter and args.run_file is None:
