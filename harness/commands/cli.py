@@ -41,7 +41,11 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         with signals_raise_interrupted():
             return run.main(args_list)
     except HarnessError as error:
-        _print_error(error)
+        # One line; an AdapterError's already carries argv, log path and stderr tail. It may quote an
+        # adapter, a set or a report: its controls are shown escaped (terminal_block).
+        message = terminal_block(str(error))
+        if message:
+            print(f"harness: error: {message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("harness: error: interrupted by SIGINT", file=sys.stderr)
@@ -51,7 +55,7 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
             return guard.report_internal_error(error, _traceback_path(command, args_list))
         # A subcommand's output is its result: cut short, it ends as a process killed by SIGPIPE
         # would (128 + 13), so `set -o pipefail` still sees it. The run command never gets here:
-        # its verdict was decided and its report written before it printed (_run_gated).
+        # its verdict was decided and its report written before it printed (run.main).
         guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
@@ -71,13 +75,3 @@ def _traceback_path(command: str | None, args_list: list[str]) -> Path:
     except Exception:  # noqa: BLE001 - the bug may be in parsing itself: use the default place
         out = run.DEFAULT_OUT
     return guard.run_traceback_path(out)
-
-
-def _print_error(error: HarnessError) -> None:
-    """One `harness: error:` line; an AdapterError's message already carries argv, log path and stderr tail.
-
-    The message may quote an adapter, a set or a report: its controls are shown escaped (terminal_block).
-    """
-    message = terminal_block(str(error))
-    if message:
-        print(f"harness: error: {message}", file=sys.stderr)
