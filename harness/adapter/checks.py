@@ -1,13 +1,9 @@
 """The conformance suite `check-adapter` runs against a live adapter: the checks and their table.
 
-Each check asks the adapter real requests and reports pass / FAIL / n/a with a one-line
-detail; the exit status is 0 when nothing failed, 1 otherwise, 2 on usage errors.
-
-The checker reads raw response lines itself instead of going through `AdapterProcess.ask`:
-the runner rightly turns the first violation into a terminal error, while the checker must
-observe each violation, attribute it to the right check and carry on. A desynchronised or
-dead adapter (timeout, crash, a stray stdout line) is killed and restarted for the next
-request, so one failure never hides the others.
+Each check asks the adapter real requests through the lenient driver (harness.adapter.probe:
+each violation is attributed to its check, a dead or desynchronised adapter restarted, so one
+failure never hides the others) and reports pass / FAIL / n/a with a one-line detail; the exit
+status is 0 when nothing failed, 1 otherwise, 2 on usage errors.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """AdapterProcess: start, feed, time and stop one adapter; every failure becomes an AdapterError.
 
-The process mechanics (own session, raw-fd line reads with poll, stderr drained by one thread
-into the log, the stop sequence) are `harness.child.ChildProcess`'s; start-up progress lines
-are read past by `harness.adapter.process.read_startup_line`. This module is the strict
-policy on top: the first violation is terminal, and worded with the query, argv, log and
-stderr tail. The hot path (`ask`) stays os.write + os.read/poll on the raw fds, no thread
-per line (benchmarks/overhead.py).
+The process mechanics are `harness.child.ChildProcess`'s, start-up progress lines are read past
+by `harness.adapter.process.read_startup_line`; this module is the strict policy on top: the
+first violation is terminal, and worded with the query, argv, log and stderr tail.
 """
 
 from __future__ import annotations
@@ -71,16 +68,16 @@ class AdapterProcess:
             try:
                 self._await_banner()
             except BaseException:
-                self._stop(grace=0.0)
+                self._child.stop(0.0)
                 raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         interrupted = exc_type is not None and issubclass(exc_type, (Interrupted, KeyboardInterrupt))
         if self._failure is not None or interrupted:
-            self._stop(grace=0.0)  # it already failed, or the user wants it stopped now
+            self._child.stop(0.0)  # it already failed, or the user wants it stopped now
             return
-        unread = self._stop(grace=STOP_GRACE_SECONDS)
+        unread = self._child.stop(STOP_GRACE_SECONDS)
         lines = self._unasked_lines(unread)
         if exc_type is None and lines:
             # Lines nobody asked for, found once it exited: its answers were one (or more) off,
@@ -237,7 +234,7 @@ class AdapterProcess:
     def _give_up(self, label: str | None, text: str) -> AdapterError:
         """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
-        self._stop(grace=0.0)
+        self._child.stop(0.0)
         return self._error(label, f"{text}; its process group was killed")
 
     def _ended(self, label: str | None, stage: str) -> AdapterError:
@@ -266,14 +263,6 @@ class AdapterProcess:
         else:
             lines.append("adapter stderr: (empty)")
         return AdapterError("\n".join(lines), argv=self.argv, qid=label, stderr_tail=tail)
-
-    # -- stopping ----------------------------------------------------------------------------
-
-    def _stop(self, *, grace: float) -> bytes:
-        """The child's stop sequence (stdin closed, grace, SIGTERM, SIGKILL); what stdout held unread."""
-        if self._child is None:
-            return b""
-        return self._child.stop(grace)
 
     @property
     def pid(self) -> int | None:

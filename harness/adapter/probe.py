@@ -90,10 +90,8 @@ class _Lost(Exception):
 class LiveAdapter:
     """The adapter under test: started on demand, killed when its stream can no longer be trusted.
 
-    stderr goes straight to the log file (a file never fills up and blocks the adapter).
-    Runs in its own session so stopping it signals its whole process group. A start that
-    prints no first line within its start-up allowance is not restarted: `start_failure`
-    then says why, and every later ask fails at once.
+    A start that prints no first line within its start-up allowance is not restarted:
+    `start_failure` then says why, and every later ask fails at once.
     """
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
