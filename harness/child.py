@@ -242,16 +242,13 @@ class ChildProcess:
     def stopped(self) -> bool:
         return self._finished
 
-    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float | None = None) -> bytes:
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float = TERM_GRACE_SECONDS) -> bytes:
         """Close stdin, let it exit within `grace_seconds`, then SIGTERM, then SIGKILL the group; reap it.
 
         Returns what stdout held unread at the end (bounded by MAX_LINE_BYTES). Calling it
         again is harmless. An exception raised by a signal handler meanwhile cuts the waiting
         short, never the kill: the group is gone before that exception is re-raised.
-        `term_grace_seconds` defaults to TERM_GRACE_SECONDS.
         """
-        if term_grace_seconds is None:
-            term_grace_seconds = TERM_GRACE_SECONDS
         interrupt: BaseException | None = None
         try:
             if self._process.stdin is not None:
@@ -390,9 +387,8 @@ class ChildProcess:
         if thread.is_alive():  # something outside the group still holds the child's stderr
             os.write(self._wake_write, b"x")
             thread.join()
+        self._sync_stderr()
         with self._stderr_lock:
-            if not self._stderr_eof:
-                self._pump_stderr(limit=MAX_LINE_BYTES)
             self._process.stderr.close()
             self._stderr_eof = True
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
 from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
-from harness.adapter.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
+from harness.adapter.protocol import BANNER_TEXT_FIELDS, PROTOCOL_VERSION, Request, decode_banner, encode_request
 from harness.quoting import preview
+from harness.watchdog import TERM_GRACE_SECONDS
 
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
 MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
@@ -156,7 +157,7 @@ class LiveAdapter:
         """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
         return self._child.rss_kib() if self._child is not None else None
 
-    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float | None = None) -> None:
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float = TERM_GRACE_SECONDS) -> None:
         """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group.
 
         `stop(0.0, 0.0)` stops it now: its stream is out of step. The next ask starts a fresh process.
@@ -272,7 +273,7 @@ class LiveAdapter:
 
 def banner_problem(banner: dict) -> str | None:
     """What is wrong with a `{"ready": true, ...}` banner, or None: text fields must be strings."""
-    for name in ("name", "version", "model"):
+    for name in BANNER_TEXT_FIELDS:
         if name in banner and not isinstance(banner[name], str):
             return f"banner field {name!r} must be a string, got {json.dumps(banner[name])}"
     if "protocol" in banner and banner["protocol"] != PROTOCOL_VERSION:
