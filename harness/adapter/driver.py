@@ -241,11 +241,8 @@ class AdapterProcess:
         """stdout hit EOF or stdin broke: report how the adapter ended, if it did."""
         waiting_for = "printing the ready banner" if stage == _BANNER else "answering"
         status = self._child.how_it_ended()
-        if status is None:
-            what = f"closed its stdout before {waiting_for} (still running)"
-        else:
-            what = f"{status} before {waiting_for}"
-        return self._failed(label, what)
+        return self._failed(label, f"{status} before {waiting_for}" if status is not None
+                            else f"closed its stdout before {waiting_for} (still running)")
 
     def _failed(self, label: str | None, what: str) -> AdapterError:
         """The stream can no longer be trusted: remember it, so later asks fail fast."""
