@@ -64,7 +64,8 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
     run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
     """
-    workers = worker_count(options.workers, query_sets)
+    largest = max((len(query_set.queries) for query_set in query_sets), default=0)
+    workers = max(1, min(options.workers, largest))
     outcome = RunOutcome([], _now(), workers=workers)
     if workers < options.workers:
         outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
@@ -117,12 +118,6 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
     shown = ", ".join(tied[:5]) + (" ..." if len(tied) > 5 else "")
     return [f"--repeats: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} came back with tied documents in "
             f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
-
-
-def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
-    """Adapters to start: `requested`, but no more than the largest set's queries (at least one)."""
-    largest = max((len(query_set.queries) for query_set in query_sets), default=0)
-    return max(1, min(requested, largest))
 
 
 # The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
