@@ -82,11 +82,9 @@ def output_refusal(target: Path) -> str | None:
     except OSError as exc:  # a name too long, a symlink loop, no permission to look
         return f"cannot be examined: {exc.strerror}"
     if stat.S_ISLNK(link.st_mode):
-        try:
-            mode = os.stat(target).st_mode
-        except OSError:
+        if not os.path.exists(target):
             return "is a dangling symbolic link; give the real path (outputs are never written through links)"
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        if _is_existing_stream(target):
             return None  # a link to a device or FIFO: written into, the link untouched
         return "is a symbolic link; give the real path (outputs are never written through or replace links)"
     if stat.S_ISDIR(link.st_mode):
