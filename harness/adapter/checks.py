@@ -262,13 +262,9 @@ def check_known_ids(suite: Suite) -> None:
     if suite.corpus.ids is None:
         suite.report("known-ids", NOT_JUDGED, suite.corpus.not_judged_why)
         return
-    returned: list[str] = []
-    for exchange in suite.adapter.exchanges:
-        if exchange.line is None or exchange.request.kind != suite.kind:
-            continue
-        ids = exchange.reply().get("ids")
-        if exchange.reply().get("error") is None and isinstance(ids, list):
-            returned.extend(doc_id for doc_id in ids if isinstance(doc_id, str))
+    replies = [e.reply() for e in suite.adapter.exchanges if e.line is not None and e.request.kind == suite.kind]
+    returned = [doc_id for reply in replies if reply.get("error") is None and isinstance(reply.get("ids"), list)
+                for doc_id in reply["ids"] if isinstance(doc_id, str)]
     unknown = sorted({doc_id for doc_id in returned if doc_id not in suite.corpus.ids})
     if not returned:
         suite.report("known-ids", NOT_JUDGED, "no id was returned")
