@@ -268,12 +268,11 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
         if reason is not None:
             raise UsageError(f"{label}: {target}: {reason}")
         keys = _identities(target)
-        for key in keys:
-            if key in seen:
-                raise UsageError(f"{label}: {target}: is the same file as {seen[key]}; "
-                                 f"refusing to overwrite it (give another path)")
-        for key in keys:
-            seen[key] = label
+        same = next((seen[key] for key in keys if key in seen), None)
+        if same is not None:
+            raise UsageError(f"{label}: {target}: is the same file as {same}; "
+                             f"refusing to overwrite it (give another path)")
+        seen.update(dict.fromkeys(keys, label))
 
 
 def names_a_stream(target: Path) -> bool:
@@ -320,11 +319,8 @@ def _length_refusal(target: Path) -> str | None:
 
 
 def _folder_refusal(target: Path) -> str | None:
-    folder = target.parent if str(target.parent) else Path(".")
-    existing = folder
-    while not os.path.lexists(existing):
-        if existing == existing.parent:
-            break
+    folder = existing = target.parent  # Path("name").parent is Path(".")
+    while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         return f"{existing} is not a folder"
