@@ -45,9 +45,7 @@ class Exchange:
 
     def reply(self) -> dict | None:
         """The answer as a JSON object, or None when there was no usable line."""
-        if self.line is None:
-            return None
-        return json.loads(self.line)
+        return None if self.line is None else json.loads(self.line)
 
     def outcome(self) -> str | None:
         """Why this exchange did not give a usable answer (failure, error reply, no id list), or None."""
