@@ -69,7 +69,7 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
 def _traceback_path(command: str | None, args_list: list[str]) -> Path:
     """`.retrieval-gate/<command>.traceback.txt` for a subcommand; beside --out for the run command."""
     if command is not None:
-        return guard.subcommand_traceback_path(command)
+        return guard.TRACEBACK_FOLDER / f"{command}.traceback.txt"
     try:
         out = run.parse(args_list)[0].out
     except Exception:  # noqa: BLE001 - the bug may be in parsing itself: use the default place
