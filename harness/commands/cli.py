@@ -29,17 +29,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _guarded(command: str | None, args_list: list[str]) -> int:
     try:
-        if command is not None:
-            import importlib
-            module = importlib.import_module(SUBCOMMANDS[command])
-            # One signal policy for every command (docs/security.md): SIGINT/SIGTERM/SIGHUP unwind it,
-            # so an atomic write in progress removes its temp file, and the exit is 128 + n.
-            with signals_raise_interrupted():
-                return module.main(args_list[1:])
-        # SIGINT, SIGTERM (CI cancelling a job) and SIGHUP (terminal closed) unwind the run: the
-        # adapter's group is stopped, the temp corpus folder removed and a partial report written.
+        # One signal policy for every command (docs/security.md): SIGINT, SIGTERM (CI cancelling a job) and
+        # SIGHUP (terminal closed) unwind it, so adapter and pip groups are stopped, temp folders and an atomic
+        # write's temp file removed, a run's partial report written; the exit is 128 + n.
         with signals_raise_interrupted():
-            return run.main(args_list)
+            if command is None:
+                return run.main(args_list)
+            import importlib
+            return importlib.import_module(SUBCOMMANDS[command]).main(args_list[1:])
     except HarnessError as error:
         # One line; an AdapterError's already carries argv, log path and stderr tail. It may quote an
         # adapter, a set or a report: its controls are shown escaped (terminal_block).
