@@ -164,19 +164,16 @@ class AdapterProcess:
             child.write(line, deadline)
         except StreamFailure as failure:
             raise self._stream_failed(failure, label, stage, writing=True) from None
+        if stage == _FIRST_ANSWER:
+            raw = self._read_startup(label, _FIRST_ANSWER, started)
+            self._seen_first_line = True
+            if self._take_banner(raw, label):  # a banner nobody waited for: the answer comes next
+                stage, deadline = _ANSWER, time.perf_counter() + self.query_timeout
         if stage == _ANSWER:
             try:
                 raw = child.read_line(deadline)
             except StreamFailure as failure:
                 raise self._stream_failed(failure, label, _ANSWER) from None
-        else:
-            raw = self._read_startup(label, _FIRST_ANSWER, started)
-            self._seen_first_line = True
-            if self._take_banner(raw, label):  # a banner nobody waited for: the answer comes next
-                try:
-                    raw = child.read_line(time.perf_counter() + self.query_timeout)
-                except StreamFailure as failure:
-                    raise self._stream_failed(failure, label, _ANSWER) from None
         latency = time.perf_counter() - started
         try:
             response = decode_response(raw, qid=label, k=request.k)
