@@ -38,7 +38,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     - a symlink to anything else, a directory, a block device or a socket: UsageError, one line.
     """
     target = Path(path)
-    if _is_stream(target):
+    reason = output_refusal(target)
+    if reason is not None:
+        raise UsageError(f"{target}: {reason}")
+    if names_a_stream(target):  # missing: created; any other problem surfaces, as OSError, from the write
         _write_into(target, data)
         return
     with _temp_beside(target, data) as tmp_name:
@@ -61,14 +64,6 @@ def _temp_beside(path: Path, data: bytes) -> Iterator[str]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-
-
-def _is_stream(target: Path) -> bool:
-    """True when `target` must be written into; False when it may be (re)created; UsageError when neither."""
-    reason = output_refusal(target)
-    if reason is not None:
-        raise UsageError(f"{target}: {reason}")
-    return names_a_stream(target)  # missing: created; any other problem surfaces, as OSError, from the write
 
 
 def output_refusal(target: Path) -> str | None:
