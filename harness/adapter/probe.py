@@ -202,15 +202,15 @@ class LiveAdapter:
         try:
             banner = decode_banner(first)
         except ProtocolError as exc:  # garbage that passes JSON (a lone surrogate, NaN): a failed banner check
-            self._note_banner(BannerOutcome(str(exc), None, startup))
-            now = time.perf_counter()
-            return self._read_object(now + self.query_timeout), now, True
-        answer = _json_object(first) or {}
-        if banner is None and ("ids" in answer or "error" in answer):
-            self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
-            return first, ready_at, False
-        problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
-        self._note_banner(BannerOutcome(self._malformed_progress or problem, banner, startup))
+            outcome = BannerOutcome(str(exc), None, startup)
+        else:
+            answer = _json_object(first) or {}
+            if banner is None and ("ids" in answer or "error" in answer):
+                self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
+                return first, ready_at, False
+            problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
+            outcome = BannerOutcome(self._malformed_progress or problem, banner, startup)
+        self._note_banner(outcome)
         now = time.perf_counter()
         return self._read_object(now + self.query_timeout), now, True
 
