@@ -278,8 +278,8 @@ def check_known_ids(suite: Suite) -> None:
 
 def check_passages(suite: Suite) -> None:
     """`passages` in answers: bounds against the corpus and DEFAULT_MAX_WINDOW (docs/adapters.md, "Passages")."""
-    shown = problems = 0
-    details: list[str] = []
+    shown = 0
+    problems: list[str] = []
     for exchange in suite.adapter.exchanges:
         if exchange.line is None or exchange.request.kind != suite.kind:
             continue
@@ -294,12 +294,12 @@ def check_passages(suite: Suite) -> None:
             check_windows(response.ids, response.passages, suite.corpus.lengths or {}, DEFAULT_MAX_WINDOW,
                           exchange.label)
         except ProtocolError as exc:
-            problems += 1
-            details.append(str(exc))
+            problems.append(str(exc))
     if not shown:
         suite.report("passages", PASS, "no answer showed windows (optional: hits are whole documents)")
     elif problems:
-        suite.report("passages", FAIL, f"{problems} of {shown} answers with windows break the rules; " + "; ".join(details[:2]))
+        suite.report("passages", FAIL, f"{len(problems)} of {shown} answers with windows break the rules; "
+                                       + "; ".join(problems[:2]))
     else:
         bounds = "bounds and length" if suite.corpus.lengths else "length only (no document texts to bound them)"
         suite.report("passages", PASS, f"{shown} answers with windows, {bounds} checked (limit {DEFAULT_MAX_WINDOW})")
