@@ -359,8 +359,7 @@ class ChildProcess:
             except BlockingIOError:
                 return True
             except OSError:
-                self._stderr_eof = True
-                return False
+                chunk = b""
             if not chunk:
                 self._stderr_eof = True
                 return False
