@@ -277,9 +277,7 @@ def _is_progress(line: bytes) -> bool:
 
 def _violation(raw: bytes, message: str, label: str) -> str:
     """Turn a ProtocolError into what happened, calling out a log line printed on stdout."""
-    prefix = f"query {label}: "
-    if message.startswith(prefix):
-        message = message[len(prefix):]
+    message = message.removeprefix(f"query {label}: ")
     if message.startswith(("line is not JSON", "line is not a JSON object", "line is not valid")):
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
                 f"{preview(raw, 200)}")
