@@ -246,8 +246,7 @@ def example_line(line: str) -> str:
 def example_epilog(command: str) -> str:
     """The `example:` block of a command's --help, from WORKED_EXAMPLES, in the spelling the user started us with."""
     line, what = WORKED_EXAMPLES[command]
-    line = example_line(line)
-    return f"example:\n  {line}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
+    return f"example:\n  {example_line(line)}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
 
 
 def command_parser(command: str, description: str, *blocks: str, **kwargs) -> argparse.ArgumentParser:
