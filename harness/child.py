@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from harness.fsutil import open_log
 from harness.interrupts import HANDLED_SIGNALS
@@ -108,14 +109,12 @@ class ChildProcess:
 
     @classmethod
     def spawn(cls, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
-              stderr: str = "thread", talk: bool = True) -> ChildProcess:
+              stderr: Literal["thread", "file"] = "thread", talk: bool = True) -> ChildProcess:
         """Start `argv` (no shell) in a new session, `env` merged over os.environ; OSError if it cannot start.
 
         `stderr` is "thread" (drained by a thread into `log_path`) or "file" (the log file is
         the child's stderr). The log is appended to; `log_start` marks where this child began.
         """
-        if stderr not in ("thread", "file"):
-            raise ValueError(f"stderr must be 'thread' or 'file', got {stderr!r}")
         log_path = Path(log_path)
         log = open_log(log_path)  # refuses a symlinked or FIFO log; writes into /dev/null
         start = log.tell()
@@ -147,19 +146,15 @@ class ChildProcess:
         buffer = self._buffer
         scanned = 0
         while True:
-            if buffer:
-                end = buffer.find(b"\n", scanned)
-                if end >= 0:
-                    if end > MAX_LINE_BYTES:
-                        buffer.clear()
-                        raise StreamFailure(StreamFailure.TOO_LONG)
-                    line = bytes(buffer[:end])
-                    del buffer[:end + 1]
-                    return line
-                if len(buffer) > MAX_LINE_BYTES:
-                    buffer.clear()
-                    raise StreamFailure(StreamFailure.TOO_LONG)
-                scanned = len(buffer)
+            end = buffer.find(b"\n", scanned)
+            if end > MAX_LINE_BYTES or (end < 0 and len(buffer) > MAX_LINE_BYTES):
+                buffer.clear()
+                raise StreamFailure(StreamFailure.TOO_LONG)
+            if end >= 0:
+                line = bytes(buffer[:end])
+                del buffer[:end + 1]
+                return line
+            scanned = len(buffer)
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise StreamFailure(StreamFailure.TIMEOUT)
@@ -247,16 +242,13 @@ class ChildProcess:
     def stopped(self) -> bool:
         return self._finished
 
-    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float | None = None) -> bytes:
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float = TERM_GRACE_SECONDS) -> bytes:
         """Close stdin, let it exit within `grace_seconds`, then SIGTERM, then SIGKILL the group; reap it.
 
         Returns what stdout held unread at the end (bounded by MAX_LINE_BYTES). Calling it
         again is harmless. An exception raised by a signal handler meanwhile cuts the waiting
         short, never the kill: the group is gone before that exception is re-raised.
-        `term_grace_seconds` defaults to TERM_GRACE_SECONDS.
         """
-        if term_grace_seconds is None:
-            term_grace_seconds = TERM_GRACE_SECONDS
         interrupt: BaseException | None = None
         try:
             if self._process.stdin is not None:
@@ -367,8 +359,7 @@ class ChildProcess:
             except BlockingIOError:
                 return True
             except OSError:
-                self._stderr_eof = True
-                return False
+                chunk = b""
             if not chunk:
                 self._stderr_eof = True
                 return False
@@ -395,9 +386,8 @@ class ChildProcess:
         if thread.is_alive():  # something outside the group still holds the child's stderr
             os.write(self._wake_write, b"x")
             thread.join()
+        self._sync_stderr()
         with self._stderr_lock:
-            if not self._stderr_eof:
-                self._pump_stderr(limit=MAX_LINE_BYTES)
             self._process.stderr.close()
             self._stderr_eof = True
 

@@ -7,6 +7,7 @@ output naming one of the run's inputs is refused before the first query (`check_
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -14,7 +15,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.errors import UsageError
@@ -37,11 +38,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     - a symlink to anything else, a directory, a block device or a socket: UsageError, one line.
     """
     target = Path(path)
-    if _is_stream(target):
+    reason = output_refusal(target)
+    if reason is not None:
+        raise UsageError(f"{target}: {reason}")
+    if names_a_stream(target):  # missing: created; any other problem surfaces, as OSError, from the write
         _write_into(target, data)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=target.parent)
+    with _temp_beside(target, data) as tmp_name:
+        os.replace(tmp_name, target)
+
+
+@contextlib.contextmanager
+def _temp_beside(path: Path, data: bytes) -> Iterator[str]:
+    """`data` in a synced temp file beside `path` (its folder created), removed on leaving unless renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes 0600 files; give the result the mode a plain open() would (0666 & ~umask).
         os.fchmod(fd, 0o666 & ~_current_umask())
@@ -49,21 +60,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
+        yield tmp_name
+    finally:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _is_stream(target: Path) -> bool:
-    """True when `target` must be written into; False when it may be (re)created; UsageError when neither."""
-    reason = output_refusal(target)
-    if reason is not None:
-        raise UsageError(f"{target}: {reason}")
-    return names_a_stream(target)  # missing: created; any other problem surfaces, as OSError, from the write
 
 
 def output_refusal(target: Path) -> str | None:
@@ -77,11 +77,9 @@ def output_refusal(target: Path) -> str | None:
     except OSError as exc:  # a name too long, a symlink loop, no permission to look
         return f"cannot be examined: {exc.strerror}"
     if stat.S_ISLNK(link.st_mode):
-        try:
-            mode = os.stat(target).st_mode
-        except OSError:
+        if not os.path.exists(target):
             return "is a dangling symbolic link; give the real path (outputs are never written through links)"
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        if _is_existing_stream(target):
             return None  # a link to a device or FIFO: written into, the link untouched
         return "is a symbolic link; give the real path (outputs are never written through or replace links)"
     if stat.S_ISDIR(link.st_mode):
@@ -113,10 +111,8 @@ def _write_into(target: Path, data: bytes) -> None:
         # Our own descriptor, written through a duplicate rather than reopened by name: reopening
         # /proc/self/fd/1 is refused to a non-root user when the pipe or terminal belongs to another.
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()  # what we printed before comes first
-            except (OSError, ValueError, AttributeError):
-                pass
         try:
             fd = os.dup(own)
             if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
@@ -137,8 +133,7 @@ def _write_into(target: Path, data: bytes) -> None:
         os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            view = view[os.write(fd, view):]
     except OSError as exc:
         raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
     finally:
@@ -160,20 +155,12 @@ def write_new_text(path: Path, text: str) -> bool:
     """
     if os.path.lexists(path):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_current_umask())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp_name, path)
+        with _temp_beside(path, text.encode("utf-8")) as tmp_name:
+            os.link(tmp_name, path)
         return True
     except FileExistsError:
         return False
-    finally:
-        os.unlink(tmp_name)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -276,12 +263,11 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
         if reason is not None:
             raise UsageError(f"{label}: {target}: {reason}")
         keys = _identities(target)
-        for key in keys:
-            if key in seen:
-                raise UsageError(f"{label}: {target}: is the same file as {seen[key]}; "
-                                 f"refusing to overwrite it (give another path)")
-        for key in keys:
-            seen[key] = label
+        same = next((seen[key] for key in keys if key in seen), None)
+        if same is not None:
+            raise UsageError(f"{label}: {target}: is the same file as {same}; "
+                             f"refusing to overwrite it (give another path)")
+        seen.update(dict.fromkeys(keys, label))
 
 
 def names_a_stream(target: Path) -> bool:
@@ -328,11 +314,8 @@ def _length_refusal(target: Path) -> str | None:
 
 
 def _folder_refusal(target: Path) -> str | None:
-    folder = target.parent if str(target.parent) else Path(".")
-    existing = folder
-    while not os.path.lexists(existing):
-        if existing == existing.parent:
-            break
+    folder = existing = target.parent  # Path("name").parent is Path(".")
+    while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         return f"{existing} is not a folder"

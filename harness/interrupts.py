@@ -51,11 +51,8 @@ def signals_raise_interrupted() -> Iterator[None]:
     _received.append(raised)
     try:
         for signum in HANDLED_SIGNALS:
-            current = signal.getsignal(signum)
-            if current == signal.SIG_IGN:
-                continue
-            previous[signum] = current
-            signal.signal(signum, handler)
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, handler)
         yield
     finally:
         for signum, old in previous.items():

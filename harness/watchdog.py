@@ -46,20 +46,18 @@ for line in sys.stdin.buffer:
     chosen = groups if kind == "group" else folders
     (chosen.add if sign == "+" else chosen.discard)(value)
 grace = float(sys.argv[1])
-for signum in (signal.SIGTERM, signal.SIGKILL):
+def send(signum):  # a group already gone is forgotten (signal 0: only asks whether it is there)
     for group in list(groups):
         try:
             os.killpg(group, signum)
         except (ProcessLookupError, PermissionError):
             groups.discard(group)
+for signum in (signal.SIGTERM, signal.SIGKILL):
+    send(signum)
     deadline = time.monotonic() + (grace if signum == signal.SIGTERM else 0.0)
     while groups and time.monotonic() < deadline:
         time.sleep(0.05)
-        for group in list(groups):
-            try:
-                os.killpg(group, 0)
-            except (ProcessLookupError, PermissionError):
-                groups.discard(group)
+        send(0)
 for folder in folders:
     shutil.rmtree(folder, ignore_errors=True)
 """

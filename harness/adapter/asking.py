@@ -24,7 +24,7 @@ from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
 from harness.adapter.process import CORPUS_DIR_ENV
-from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
+from harness.adapter.windows import check_windows
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -64,12 +64,13 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
     run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
     """
-    workers = worker_count(options.workers, query_sets)
+    largest = max((len(query_set.queries) for query_set in query_sets), default=0)
+    workers = max(1, min(options.workers, largest))
     outcome = RunOutcome([], _now(), workers=workers)
     if workers < options.workers:
         outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
                                 f"adapter{'s' if workers != 1 else ''} started")
-    results, nondeterministic, tied = outcome.results, outcome.nondeterministic, outcome.tied_order_changed
+    results = outcome.results
     started = time.monotonic()
     pending = list(query_sets)
     try:
@@ -91,8 +92,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
                 k = options.k or query_set.k
                 answers: dict[str, Answer] = {}
                 try:
-                    _ask_set(adapters, streams, query_set, options.repeats, answers, nondeterministic, progress,
-                             max_window=options.max_window, tied=tied)
+                    _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
                 finally:
                     results.append(evaluate_set(query_set, answers, k, options.metrics))
                     pending.pop(0)
@@ -107,7 +107,7 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     for query_set in pending:  # a run cut short: the sets not reached are present, with no answers
         results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     outcome.duration_seconds = round(time.monotonic() - started, 3)
-    outcome.warnings += tied_warning(tied)
+    outcome.warnings += tied_warning(outcome.tied_order_changed)
     return outcome
 
 
@@ -118,12 +118,6 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
     shown = ", ".join(tied[:5]) + (" ..." if len(tied) > 5 else "")
     return [f"--repeats: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} came back with tied documents in "
             f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
-
-
-def worker_count(requested: int, query_sets: Sequence[QuerySet]) -> int:
-    """Adapters to start: `requested`, but no more than the largest set's queries (at least one)."""
-    largest = max((len(query_set.queries) for query_set in query_sets), default=0)
-    return max(1, min(requested, largest))
 
 
 # The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
@@ -191,10 +185,9 @@ def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options
 
 
 def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
-             repeats: int, answers: dict[str, Answer], nondeterministic: list[str], progress: Progress | None, *,
-             max_window: int = DEFAULT_MAX_WINDOW, tied: list[str] | None = None) -> None:
-    """Fill `answers` (qid -> Answer) from each worker's stream (`_requests`' order); raise the first
-    AdapterError after every shard has stopped."""
+             options: RunOptions, answers: dict[str, Answer], outcome: RunOutcome, progress: Progress | None) -> None:
+    """Fill `answers` (qid -> Answer) from each worker's stream (`_requests`' order), and `outcome`'s
+    queries whose repeats changed; raise the first AdapterError after every shard has stopped."""
     total = len(query_set.queries)
     lock = threading.Lock()
     lengths = {doc.id: len(doc.text) for doc in query_set.documents}  # for the passages' bounds
@@ -203,18 +196,18 @@ def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Respon
         adapter, replies = adapters[worker], streams[worker]
         mine = query_set.queries[worker::len(adapters)]
         for query in mine:
-            answer, change = _answer([next(replies) for _ in range(repeats)])
+            answer, change = _answer([next(replies) for _ in range(options.repeats)])
             try:
-                check_windows(answer.ids, answer.passages, lengths, max_window, query.qid)
+                check_windows(answer.ids, answer.passages, lengths, options.max_window, query.qid)
             except ProtocolError as exc:
                 raise AdapterError(f"{exc} [adapter: {' '.join(adapter.argv)}]", argv=adapter.argv,
                                    qid=query.qid) from None
             with lock:
                 answers[query.qid] = answer
                 if change == "ranking":
-                    nondeterministic.append(f"{query_set.name}/{query.qid}")
-                elif change == "tied" and tied is not None:
-                    tied.append(f"{query_set.name}/{query.qid}")
+                    outcome.nondeterministic.append(f"{query_set.name}/{query.qid}")
+                elif change == "tied":
+                    outcome.tied_order_changed.append(f"{query_set.name}/{query.qid}")
                 if progress:
                     progress(query_set.name, len(answers), total)
 
@@ -222,22 +215,20 @@ def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Respon
         shard(0)
         return
     errors: list[BaseException] = []
-    threads = [threading.Thread(target=_capture(shard, worker, errors), daemon=True) for worker in range(len(adapters))]
+
+    def captured(worker: int) -> None:
+        try:
+            shard(worker)
+        except BaseException as error:  # re-raised in the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=captured, args=(worker,), daemon=True) for worker in range(len(adapters))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     if errors:
         raise errors[0]
-
-
-def _capture(function, argument, errors: list[BaseException]):
-    def run() -> None:
-        try:
-            function(argument)
-        except BaseException as error:  # re-raised in the main thread
-            errors.append(error)
-    return run
 
 
 def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:

@@ -71,12 +71,8 @@ class Corpus:
 
 def long_query(length: int) -> str:
     """`length` characters of real words (with an accent every so often), not one repeated letter."""
-    words = "parse configuration file settings retry backoff cache résumé template connection".split()
-    text, n = [], 0
-    while sum(len(w) + 1 for w in text) < length:
-        text.append(words[n % len(words)])
-        n += 1
-    return " ".join(text)[:length]
+    words = "parse configuration file settings retry backoff cache résumé template connection "
+    return (words * (length // len(words) + 1))[:length]
 
 
 def prepare_corpus(scratch: Path, *, kind: str | None, set_name: str | None, sets_dir: Path, offline: bool,

@@ -1,13 +1,9 @@
 """The conformance suite `check-adapter` runs against a live adapter: the checks and their table.
 
-Each check asks the adapter real requests and reports pass / FAIL / n/a with a one-line
-detail; the exit status is 0 when nothing failed, 1 otherwise, 2 on usage errors.
-
-The checker reads raw response lines itself instead of going through `AdapterProcess.ask`:
-the runner rightly turns the first violation into a terminal error, while the checker must
-observe each violation, attribute it to the right check and carry on. A desynchronised or
-dead adapter (timeout, crash, a stray stdout line) is killed and restarted for the next
-request, so one failure never hides the others.
+Each check asks the adapter real requests through the lenient driver (harness.adapter.probe:
+each violation is attributed to its check, a dead or desynchronised adapter restarted, so one
+failure never hides the others) and reports pass / FAIL / n/a with a one-line detail; the exit
+status is 0 when nothing failed, 1 otherwise, 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -266,13 +262,9 @@ def check_known_ids(suite: Suite) -> None:
     if suite.corpus.ids is None:
         suite.report("known-ids", NOT_JUDGED, suite.corpus.not_judged_why)
         return
-    returned: list[str] = []
-    for exchange in suite.adapter.exchanges:
-        if exchange.line is None or exchange.request.kind != suite.kind:
-            continue
-        ids = exchange.reply().get("ids")
-        if exchange.reply().get("error") is None and isinstance(ids, list):
-            returned.extend(doc_id for doc_id in ids if isinstance(doc_id, str))
+    replies = [e.reply() for e in suite.adapter.exchanges if e.line is not None and e.request.kind == suite.kind]
+    returned = [doc_id for reply in replies if reply.get("error") is None and isinstance(reply.get("ids"), list)
+                for doc_id in reply["ids"] if isinstance(doc_id, str)]
     unknown = sorted({doc_id for doc_id in returned if doc_id not in suite.corpus.ids})
     if not returned:
         suite.report("known-ids", NOT_JUDGED, "no id was returned")
@@ -286,8 +278,8 @@ def check_known_ids(suite: Suite) -> None:
 
 def check_passages(suite: Suite) -> None:
     """`passages` in answers: bounds against the corpus and DEFAULT_MAX_WINDOW (docs/adapters.md, "Passages")."""
-    shown = problems = 0
-    details: list[str] = []
+    shown = 0
+    problems: list[str] = []
     for exchange in suite.adapter.exchanges:
         if exchange.line is None or exchange.request.kind != suite.kind:
             continue
@@ -302,12 +294,12 @@ def check_passages(suite: Suite) -> None:
             check_windows(response.ids, response.passages, suite.corpus.lengths or {}, DEFAULT_MAX_WINDOW,
                           exchange.label)
         except ProtocolError as exc:
-            problems += 1
-            details.append(str(exc))
+            problems.append(str(exc))
     if not shown:
         suite.report("passages", PASS, "no answer showed windows (optional: hits are whole documents)")
     elif problems:
-        suite.report("passages", FAIL, f"{problems} of {shown} answers with windows break the rules; " + "; ".join(details[:2]))
+        suite.report("passages", FAIL, f"{len(problems)} of {shown} answers with windows break the rules; "
+                                       + "; ".join(problems[:2]))
     else:
         bounds = "bounds and length" if suite.corpus.lengths else "length only (no document texts to bound them)"
         suite.report("passages", PASS, f"{shown} answers with windows, {bounds} checked (limit {DEFAULT_MAX_WINDOW})")

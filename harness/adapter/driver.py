@@ -1,11 +1,8 @@
 """AdapterProcess: start, feed, time and stop one adapter; every failure becomes an AdapterError.
 
-The process mechanics (own session, raw-fd line reads with poll, stderr drained by one thread
-into the log, the stop sequence) are `harness.child.ChildProcess`'s; start-up progress lines
-are read past by `harness.adapter.process.read_startup_line`. This module is the strict
-policy on top: the first violation is terminal, and worded with the query, argv, log and
-stderr tail. The hot path (`ask`) stays os.write + os.read/poll on the raw fds, no thread
-per line (benchmarks/overhead.py).
+The process mechanics are `harness.child.ChildProcess`'s, start-up progress lines are read past
+by `harness.adapter.process.read_startup_line`; this module is the strict policy on top: the
+first violation is terminal, and worded with the query, argv, log and stderr tail.
 """
 
 from __future__ import annotations
@@ -71,16 +68,16 @@ class AdapterProcess:
             try:
                 self._await_banner()
             except BaseException:
-                self._stop(grace=0.0)
+                self._child.stop(0.0)
                 raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         interrupted = exc_type is not None and issubclass(exc_type, (Interrupted, KeyboardInterrupt))
         if self._failure is not None or interrupted:
-            self._stop(grace=0.0)  # it already failed, or the user wants it stopped now
+            self._child.stop(0.0)  # it already failed, or the user wants it stopped now
             return
-        unread = self._stop(grace=STOP_GRACE_SECONDS)
+        unread = self._child.stop(STOP_GRACE_SECONDS)
         lines = self._unasked_lines(unread)
         if exc_type is None and lines:
             # Lines nobody asked for, found once it exited: its answers were one (or more) off,
@@ -167,19 +164,16 @@ class AdapterProcess:
             child.write(line, deadline)
         except StreamFailure as failure:
             raise self._stream_failed(failure, label, stage, writing=True) from None
+        if stage == _FIRST_ANSWER:
+            raw = self._read_startup(label, _FIRST_ANSWER, started)
+            self._seen_first_line = True
+            if self._take_banner(raw, label):  # a banner nobody waited for: the answer comes next
+                stage, deadline = _ANSWER, time.perf_counter() + self.query_timeout
         if stage == _ANSWER:
             try:
                 raw = child.read_line(deadline)
             except StreamFailure as failure:
                 raise self._stream_failed(failure, label, _ANSWER) from None
-        else:
-            raw = self._read_startup(label, _FIRST_ANSWER, started)
-            self._seen_first_line = True
-            if self._take_banner(raw, label):  # a banner nobody waited for: the answer comes next
-                try:
-                    raw = child.read_line(time.perf_counter() + self.query_timeout)
-                except StreamFailure as failure:
-                    raise self._stream_failed(failure, label, _ANSWER) from None
         latency = time.perf_counter() - started
         try:
             response = decode_response(raw, qid=label, k=request.k)
@@ -237,18 +231,15 @@ class AdapterProcess:
     def _give_up(self, label: str | None, text: str) -> AdapterError:
         """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
-        self._stop(grace=0.0)
+        self._child.stop(0.0)
         return self._error(label, f"{text}; its process group was killed")
 
     def _ended(self, label: str | None, stage: str) -> AdapterError:
         """stdout hit EOF or stdin broke: report how the adapter ended, if it did."""
         waiting_for = "printing the ready banner" if stage == _BANNER else "answering"
         status = self._child.how_it_ended()
-        if status is None:
-            what = f"closed its stdout before {waiting_for} (still running)"
-        else:
-            what = f"{status} before {waiting_for}"
-        return self._failed(label, what)
+        return self._failed(label, f"{status} before {waiting_for}" if status is not None
+                            else f"closed its stdout before {waiting_for} (still running)")
 
     def _failed(self, label: str | None, what: str) -> AdapterError:
         """The stream can no longer be trusted: remember it, so later asks fail fast."""
@@ -266,14 +257,6 @@ class AdapterProcess:
         else:
             lines.append("adapter stderr: (empty)")
         return AdapterError("\n".join(lines), argv=self.argv, qid=label, stderr_tail=tail)
-
-    # -- stopping ----------------------------------------------------------------------------
-
-    def _stop(self, *, grace: float) -> bytes:
-        """The child's stop sequence (stdin closed, grace, SIGTERM, SIGKILL); what stdout held unread."""
-        if self._child is None:
-            return b""
-        return self._child.stop(grace)
 
     @property
     def pid(self) -> int | None:
@@ -294,9 +277,7 @@ def _is_progress(line: bytes) -> bool:
 
 def _violation(raw: bytes, message: str, label: str) -> str:
     """Turn a ProtocolError into what happened, calling out a log line printed on stdout."""
-    prefix = f"query {label}: "
-    if message.startswith(prefix):
-        message = message[len(prefix):]
+    message = message.removeprefix(f"query {label}: ")
     if message.startswith(("line is not JSON", "line is not a JSON object", "line is not valid")):
         return ("adapter printed a non-protocol line on stdout (adapters must log to stderr): "
                 f"{preview(raw, 200)}")

@@ -60,7 +60,13 @@ class RunOptions:
     on_started: Callable[[list[dict | None]], None] | None = None
 
     def __post_init__(self) -> None:
-        _check_types(self)
+        for name, kinds in _OPTION_TYPES.items():
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+                raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+        if self.on_startup_progress is not None and not callable(self.on_startup_progress):
+            raise UsageError("on_startup_progress: must be callable or None")
         if self.shard is not None:
             parse_shard(self.shard)
         if self.executor not in EXECUTORS:
@@ -101,13 +107,3 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "allow_backend_change": (bool,), "startup_limit": (int, float), "shard": (str, type(None)),
     "executor": (str,), "ray_address": (str, type(None)), "worker_cpus": (int, float),
     "worker_gpus": (int, float), "max_window": (int,)}
-
-
-def _check_types(options: RunOptions) -> None:
-    for name, kinds in _OPTION_TYPES.items():
-        value = getattr(options, name)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
-            raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
-    if options.on_startup_progress is not None and not callable(options.on_startup_progress):
-        raise UsageError("on_startup_progress: must be callable or None")

@@ -18,8 +18,9 @@ from pathlib import Path
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
 from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
-from harness.adapter.protocol import PROTOCOL_VERSION, Request, decode_banner, encode_request
+from harness.adapter.protocol import BANNER_TEXT_FIELDS, PROTOCOL_VERSION, Request, decode_banner, encode_request
 from harness.quoting import preview
+from harness.watchdog import TERM_GRACE_SECONDS
 
 MAX_STARTS = 12                 # an adapter that keeps dying is not restarted forever
 MAX_SILENT_STARTS = 3           # ... nor one that dies before its first line this many times in a row
@@ -44,9 +45,7 @@ class Exchange:
 
     def reply(self) -> dict | None:
         """The answer as a JSON object, or None when there was no usable line."""
-        if self.line is None:
-            return None
-        return json.loads(self.line)
+        return None if self.line is None else json.loads(self.line)
 
     def outcome(self) -> str | None:
         """Why this exchange did not give a usable answer (failure, error reply, no id list), or None."""
@@ -90,10 +89,8 @@ class _Lost(Exception):
 class LiveAdapter:
     """The adapter under test: started on demand, killed when its stream can no longer be trusted.
 
-    stderr goes straight to the log file (a file never fills up and blocks the adapter).
-    Runs in its own session so stopping it signals its whole process group. A start that
-    prints no first line within its start-up allowance is not restarted: `start_failure`
-    then says why, and every later ask fails at once.
+    A start that prints no first line within its start-up allowance is not restarted:
+    `start_failure` then says why, and every later ask fails at once.
     """
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
@@ -134,7 +131,7 @@ class LiveAdapter:
         except _Lost as lost:
             for exchange in exchanges:
                 exchange.failure, exchange.timed_out = str(lost), lost.timed_out
-            self._kill()
+            self.stop(0.0, 0.0)
             return exchanges
         ready_at = written_at
         for number, exchange in enumerate(exchanges):
@@ -145,7 +142,7 @@ class LiveAdapter:
             except _Lost as lost:
                 exchange.failure, exchange.timed_out = str(lost), lost.timed_out
                 exchange.seconds = time.perf_counter() - ready_at
-                self._kill()
+                self.stop(0.0, 0.0)
                 for rest in exchanges[number + 1:]:
                     rest.failure = "not answered: the adapter failed on an earlier request of the batch"
                 break
@@ -158,13 +155,16 @@ class LiveAdapter:
         """Resident memory of the adapter's process group in KiB (Linux /proc), None if not measurable."""
         return self._child.rss_kib() if self._child is not None else None
 
-    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
-        """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group."""
+    def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float = TERM_GRACE_SECONDS) -> None:
+        """Close stdin, let it exit by itself within `grace_seconds`, then SIGTERM, then SIGKILL the group.
+
+        `stop(0.0, 0.0)` stops it now: its stream is out of step. The next ask starts a fresh process.
+        """
         child = self._child
         if child is None:
             return
         try:
-            child.stop(grace_seconds)
+            child.stop(grace_seconds, term_grace_seconds)
         finally:
             self._forget()
 
@@ -202,15 +202,15 @@ class LiveAdapter:
         try:
             banner = decode_banner(first)
         except ProtocolError as exc:  # garbage that passes JSON (a lone surrogate, NaN): a failed banner check
-            self._note_banner(BannerOutcome(str(exc), None, startup))
-            now = time.perf_counter()
-            return self._read_object(now + self.query_timeout), now, True
-        answer = _json_object(first) or {}
-        if banner is None and ("ids" in answer or "error" in answer):
-            self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
-            return first, ready_at, False
-        problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
-        self._note_banner(BannerOutcome(self._malformed_progress or problem, banner, startup))
+            outcome = BannerOutcome(str(exc), None, startup)
+        else:
+            answer = _json_object(first) or {}
+            if banner is None and ("ids" in answer or "error" in answer):
+                self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
+                return first, ready_at, False
+            problem = banner_problem(banner) if banner is not None else _not_a_banner(first)
+            outcome = BannerOutcome(self._malformed_progress or problem, banner, startup)
+        self._note_banner(outcome)
         now = time.perf_counter()
         return self._read_object(now + self.query_timeout), now, True
 
@@ -263,16 +263,6 @@ class LiveAdapter:
             raise self._lost(failure, f"could not write the request within {self.query_timeout:g} s "
                                       "(adapter not reading stdin)") from None
 
-    def _kill(self) -> None:
-        """Stop now: the stream is out of step (or done). The next ask starts a fresh process."""
-        child = self._child
-        if child is None:
-            return
-        try:
-            child.stop(0.0, 0.0)
-        finally:
-            self._forget()
-
     def _forget(self) -> None:
         self._child = None
         self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
@@ -281,7 +271,7 @@ class LiveAdapter:
 
 def banner_problem(banner: dict) -> str | None:
     """What is wrong with a `{"ready": true, ...}` banner, or None: text fields must be strings."""
-    for name in ("name", "version", "model"):
+    for name in BANNER_TEXT_FIELDS:
         if name in banner and not isinstance(banner[name], str):
             return f"banner field {name!r} must be a string, got {json.dumps(banner[name])}"
     if "protocol" in banner and banner["protocol"] != PROTOCOL_VERSION:

@@ -44,10 +44,6 @@ ProgressCallback = Callable[[Progress], None]
 class StartupTimeout(Exception):
     """The adapter stayed silent too long, or took longer than the limit, before its first real line."""
 
-    def __init__(self, message: str, *, limit_hit: bool) -> None:
-        super().__init__(message)
-        self.limit_hit = limit_hit
-
 
 def describe_progress(progress: Progress) -> str:
     """`embedding memory 1200/6778`, or `embedding memory 1200` when the total is unknown."""
@@ -78,12 +74,11 @@ def read_startup_line(child: ChildProcess, *, spawned_at: float, silent_since: f
                 raise
             shown = f"last progress: {describe_progress(last)}" if last is not None else "no progress"
             if limit_at <= silence_ends:
-                raise StartupTimeout(f"still starting after the --startup-limit of {limit_seconds:g} s ({shown})",
-                                     limit_hit=True) from None
+                raise StartupTimeout(f"still starting after the --startup-limit of {limit_seconds:g} s "
+                                     f"({shown})") from None
             if last is None:
-                raise StartupTimeout(silent_message, limit_hit=False) from None
-            raise StartupTimeout(f"no {waiting} and no progress for {silence_seconds:g} s ({shown})",
-                                 limit_hit=False) from None
+                raise StartupTimeout(silent_message) from None
+            raise StartupTimeout(f"no {waiting} and no progress for {silence_seconds:g} s ({shown})") from None
         progress = decode_progress(line)
         if progress is None:
             return line

@@ -63,11 +63,8 @@ def encode_request(request: Request) -> bytes:
     kind, query, k, qid = request
     if type(k) is not int:
         raise TypeError(f"k must be an int, got {k!r}")
-    if qid is None:
-        line = f'{{"kind":{_STRING(kind)},"query":{_STRING(query)},"k":{k}}}\n'
-    else:
-        line = f'{{"kind":{_STRING(kind)},"query":{_STRING(query)},"k":{k},"qid":{_STRING(qid)}}}\n'
-    return line.encode("utf-8")
+    echo = "" if qid is None else f',"qid":{_STRING(qid)}'
+    return f'{{"kind":{_STRING(kind)},"query":{_STRING(query)},"k":{k}{echo}}}\n'.encode("utf-8")
 
 
 def decode_request(line: bytes | str) -> Request:

@@ -88,9 +88,6 @@ class ArgumentParser(argparse.ArgumentParser):
         hint = self.hint_for(message)
         super().error(message + (f"\n{hint}" if hint else ""))
 
-    def option_strings(self) -> list[str]:
-        return [option for action in self._actions for option in action.option_strings if option.startswith("--")]
-
     def hint_for(self, message: str) -> str:
         """The hint for argparse's `unrecognized arguments: ...` message, or ""."""
         prefix = "unrecognized arguments: "
@@ -106,10 +103,11 @@ class ArgumentParser(argparse.ArgumentParser):
             close = difflib.get_close_matches(unknown[0], self.commands, n=1, cutoff=0.6)
             if close:
                 return f"hint: {unknown[0]}: did you mean the subcommand {close[0]}?"
+        options = [option for action in self._actions for option in action.option_strings if option.startswith("--")]
         for word in unknown:
             if word.startswith("--"):
                 name = word.split("=", 1)[0]
-                close = difflib.get_close_matches(name, self.option_strings(), n=1, cutoff=0.6)
+                close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
                 if close:
                     return f"hint: {name}: did you mean {close[0]}?"
         return ""
@@ -248,8 +246,15 @@ def example_line(line: str) -> str:
 def example_epilog(command: str) -> str:
     """The `example:` block of a command's --help, from WORKED_EXAMPLES, in the spelling the user started us with."""
     line, what = WORKED_EXAMPLES[command]
-    line = example_line(line)
-    return f"example:\n  {line}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
+    return f"example:\n  {example_line(line)}\n" + textwrap.fill(what, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
+
+
+def command_parser(command: str, description: str, *blocks: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand's parser: named as the user started us (unless `prog` is given), its epilog the worked
+    example, then `blocks`, then the exit codes, kept as written."""
+    kwargs.setdefault("prog", program_name(command))
+    return argparse.ArgumentParser(description=description, formatter_class=HelpFormatter, **kwargs,
+                                   epilog="\n".join([example_epilog(command), *blocks, exit_codes_epilog(command)]))
 
 
 class HelpFormatter(argparse.HelpFormatter):

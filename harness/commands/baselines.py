@@ -11,16 +11,14 @@ from harness.gating.baseline import read_baseline
 from harness.gating.policy import load_policy
 from harness.report.baselines import render_diff, render_table
 from harness.errors import EXIT_OK, UsageError
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import HelpFormatter, command_parser, exit_codes_epilog, parse_arguments, program_name
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["diff"]:
         return diff(argv[1:])
-    parser = argparse.ArgumentParser(prog=program_name("baselines"),
-                                     description="Print baselines side by side (default: baselines/**/*.json), per set; "
-                                                 "`baselines diff OLD NEW` prints what moved between two.",
-                                     formatter_class=HelpFormatter, epilog=example_epilog("baselines") + "\n" + exit_codes_epilog("baselines"))
+    parser = command_parser("baselines", "Print baselines side by side (default: baselines/**/*.json), per set; "
+                                         "`baselines diff OLD NEW` prints what moved between two.")
     parser.add_argument("files", nargs="*", type=Path)
     args = parse_arguments(parser, argv)
     files = args.files or sorted(Path("baselines").rglob("*.json"))

@@ -25,7 +25,6 @@ from harness.commands.arguments import (SETS_DIR_HELP, HelpFormatter, add_timeou
                                        exit_codes_epilog, parse_arguments, resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, Interrupted, UsageError
 from harness.fsutil import check_outputs, names_a_stream, write_output
-from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_line
 from harness.report.terminal import CLEAR_LINE, duration_text
 from harness.watchdog import guarded_temp_folder
@@ -77,8 +76,7 @@ def main(argv: list[str]) -> int:
         raise UsageError("check-adapter: --set and --corpus-dir are exclusive: the set brings its corpus")
     check_outputs({"--log": args.log}, {})  # a folder, a link, an unwritable place: one line before any start
     try:
-        with signals_raise_interrupted():
-            return _check(args, command)
+        return _check(args, command)
     except Interrupted as interrupted:
         # By now the adapter's group is killed and the temp corpus folder removed (unwinding did both).
         print(f"harness: error: {interrupted}; adapter stopped, temp folder removed", file=sys.stderr)

@@ -29,19 +29,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _guarded(command: str | None, args_list: list[str]) -> int:
     try:
-        if command is not None:
-            import importlib
-            module = importlib.import_module(SUBCOMMANDS[command])
-            # One signal policy for every command (docs/security.md): SIGINT/SIGTERM/SIGHUP unwind it,
-            # so an atomic write in progress removes its temp file, and the exit is 128 + n.
-            with signals_raise_interrupted():
-                return module.main(args_list[1:])
-        # SIGINT, SIGTERM (CI cancelling a job) and SIGHUP (terminal closed) unwind the run: the
-        # adapter's group is stopped, the temp corpus folder removed and a partial report written.
+        # One signal policy for every command (docs/security.md): SIGINT, SIGTERM (CI cancelling a job) and
+        # SIGHUP (terminal closed) unwind it, so adapter and pip groups are stopped, temp folders and an atomic
+        # write's temp file removed, a run's partial report written; the exit is 128 + n.
         with signals_raise_interrupted():
-            return run.main(args_list)
+            if command is None:
+                return run.main(args_list)
+            import importlib
+            return importlib.import_module(SUBCOMMANDS[command]).main(args_list[1:])
     except HarnessError as error:
-        _print_error(error)
+        # One line; an AdapterError's already carries argv, log path and stderr tail. It may quote an
+        # adapter, a set or a report: its controls are shown escaped (terminal_block).
+        message = terminal_block(str(error))
+        if message:
+            print(f"harness: error: {message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("harness: error: interrupted by SIGINT", file=sys.stderr)
@@ -51,7 +52,7 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
             return guard.report_internal_error(error, _traceback_path(command, args_list))
         # A subcommand's output is its result: cut short, it ends as a process killed by SIGPIPE
         # would (128 + 13), so `set -o pipefail` still sees it. The run command never gets here:
-        # its verdict was decided and its report written before it printed (_run_gated).
+        # its verdict was decided and its report written before it printed (run.main).
         guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
@@ -65,19 +66,9 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
 def _traceback_path(command: str | None, args_list: list[str]) -> Path:
     """`.retrieval-gate/<command>.traceback.txt` for a subcommand; beside --out for the run command."""
     if command is not None:
-        return guard.subcommand_traceback_path(command)
+        return guard.TRACEBACK_FOLDER / f"{command}.traceback.txt"
     try:
         out = run.parse(args_list)[0].out
     except Exception:  # noqa: BLE001 - the bug may be in parsing itself: use the default place
         out = run.DEFAULT_OUT
     return guard.run_traceback_path(out)
-
-
-def _print_error(error: HarnessError) -> None:
-    """One `harness: error:` line; an AdapterError's message already carries argv, log path and stderr tail.
-
-    The message may quote an adapter, a set or a report: its controls are shown escaped (terminal_block).
-    """
-    message = terminal_block(str(error))
-    if message:
-        print(f"harness: error: {message}", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import command_parser, parse_arguments
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
 from harness.strict_json import strict_json_dumps
@@ -28,12 +28,11 @@ fails only a WORSE cell. See docs/compare.md.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("compare"), epilog=example_epilog("compare") + "\n" + EPILOG + "\n" + exit_codes_epilog("compare"), formatter_class=HelpFormatter,
-        description="Compare one or more candidate reports (or baselines) with a base, query by query: verdict, "
-                    "Holm-corrected paired tests on each set's overall gated metrics, an equivalence test at the "
-                    "gate's margin, per-query movement and risk, latency p50/p95 with bootstrap CIs, an N-system "
-                    "table, and exploratory (unadjusted) rows per category and split.")
+    parser = command_parser(
+        "compare", "Compare one or more candidate reports (or baselines) with a base, query by query: verdict, "
+                   "Holm-corrected paired tests on each set's overall gated metrics, an equivalence test at the "
+                   "gate's margin, per-query movement and risk, latency p50/p95 with bootstrap CIs, an N-system "
+                   "table, and exploratory (unadjusted) rows per category and split.", EPILOG)
     parser.add_argument("base", type=Path)
     parser.add_argument("candidates", type=Path, nargs="+", metavar="candidate")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default: 0)")

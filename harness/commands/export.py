@@ -9,8 +9,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs
-from harness.commands.arguments import (HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name,
-                                       resolve_layout)
+from harness.commands.arguments import command_parser, parse_arguments, resolve_layout
 from harness.report.document import Report
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
@@ -18,12 +17,10 @@ from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("export"),
-        description="Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
-                    "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
-                    "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).",
-        formatter_class=HelpFormatter, epilog=example_epilog("export") + "\n" + exit_codes_epilog("export"))
+    parser = command_parser(
+        "export", "Write a JSON report (--out of a run) as a TREC run and/or qrels file, in the formats "
+                  "trec_eval reads. Several sets in one report: query ids become SET:QID. Score it with "
+                  "`trec_eval -c -M 10 qrels.txt run.txt` (-c counts queries that returned nothing as 0).")
     parser.add_argument("report", type=Path, help="a JSON report written by a run (--out)")
     parser.add_argument("--trec-run", type=Path, default=None, metavar="PATH", help="write the rankings here")
     parser.add_argument("--trec-qrels", type=Path, default=None, metavar="PATH",
@@ -99,7 +96,3 @@ def unscored_warning(report: Report) -> list[str]:
 
 def _prefix_note(report: Report) -> str:
     return "; qids as SET:QID" if len(report.sets) > 1 else ""
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(__import__("sys").argv[1:]))

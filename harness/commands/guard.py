@@ -25,11 +25,6 @@ from harness.report.escape import terminal_line
 TRACEBACK_FOLDER = Path(".retrieval-gate")
 
 
-def subcommand_traceback_path(command: str) -> Path:
-    """Where a subcommand's traceback goes: `.retrieval-gate/<command>.traceback.txt`."""
-    return TRACEBACK_FOLDER / f"{command}.traceback.txt"
-
-
 def run_traceback_path(out: Path) -> Path:
     """Where the run command's traceback goes: `<--out stem>.traceback.txt` beside `--out`."""
     return beside_out(out, ".traceback.txt")

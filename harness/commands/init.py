@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import command_parser, parse_arguments, program_name
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import write_new_text
 from harness.gating.baseline import DEFAULT_BASELINE_PATH
@@ -115,13 +115,11 @@ jobs:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("init"), formatter_class=HelpFormatter,
-        description="Write a starter layout into a team's repository: retrieval-gate.toml (every key, commented, "
-                    "with its default), an example set, an empty baselines folder, budgets.json, gate-policy.json "
-                    "(the defaults spelled out) and the CI jobs (.akurai.yml, GitHub Actions). Never overwrites: "
-                    "a file that exists is kept.",
-        epilog=example_epilog("init") + "\n" + exit_codes_epilog("init"))
+    parser = command_parser(
+        "init", "Write a starter layout into a team's repository: retrieval-gate.toml (every key, commented, "
+                "with its default), an example set, an empty baselines folder, budgets.json, gate-policy.json "
+                "(the defaults spelled out) and the CI jobs (.akurai.yml, GitHub Actions). Never overwrites: "
+                "a file that exists is kept.")
     parser.add_argument("folder", nargs="?", type=Path, default=Path("."),
                         help="the team's repository (default: the working folder; created if missing)")
     return parser
@@ -187,7 +185,3 @@ def policy_document() -> dict[str, object]:
 
 def _json(document: object) -> str:
     return json.dumps(document, indent=2) + "\n"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))

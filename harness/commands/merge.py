@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness import api
 from harness.commands import guard
-from harness.commands.arguments import (SETS_DIR_HELP, HelpFormatter, add_gating_options, example_epilog,
-                                       exit_codes_epilog, parse_arguments, resolve_layout)
+from harness.commands.arguments import (SETS_DIR_HELP, add_gating_options, command_parser, parse_arguments,
+                                       resolve_layout)
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
@@ -22,15 +22,13 @@ PROG = "python -m harness merge"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Combine the N shard reports of one run (--shard 1/N .. N/N, e.g. one CI matrix job each) "
-                    "into the report the unsharded run writes: every query re-scored from the ids the shards "
-                    "recorded against the sets loaded here (a shard whose recorded metrics disagree is refused), "
-                    "latency percentiles over all queries, every shard's machine in provenance; then gate it "
-                    "exactly as a run is gated (same policy, identity check and gates). Refuses missing, "
-                    "repeated, incomplete or mismatched shards (docs/scale.md).",
-        formatter_class=HelpFormatter, epilog=example_epilog("merge") + "\n" + exit_codes_epilog("merge"))
+    parser = command_parser(
+        "merge", "Combine the N shard reports of one run (--shard 1/N .. N/N, e.g. one CI matrix job each) "
+                 "into the report the unsharded run writes: every query re-scored from the ids the shards "
+                 "recorded against the sets loaded here (a shard whose recorded metrics disagree is refused), "
+                 "latency percentiles over all queries, every shard's machine in provenance; then gate it "
+                 "exactly as a run is gated (same policy, identity check and gates). Refuses missing, "
+                 "repeated, incomplete or mismatched shards (docs/scale.md).", prog=PROG)
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT", help="the shard reports (--out of each shard)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the merged JSON report")
     parser.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP + "; the shards' sets are re-scored")

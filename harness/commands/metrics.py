@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-
 from harness.errors import EXIT_OK
-from harness.commands.arguments import HelpFormatter, example_epilog, exit_codes_epilog, parse_arguments, program_name
+from harness.commands.arguments import command_parser, parse_arguments
 from harness.scoring.metrics import family_table
 
-COLUMNS = (("family", "family"), ("ours", "ours"), ("ir_measures", "ir_measures"), ("trec_eval", "trec_eval"),
-           ("cutoff", "cutoff"), ("options", "options"))
+COLUMNS = ("family", "ours", "ir_measures", "trec_eval", "cutoff", "options")  # each row's keys, and their titles
 
 NOTES = """\
 Names: FAMILY@K in any spelling above, case-insensitive; trec_eval names as FAMILY_K or FAMILY.K.
@@ -25,10 +22,10 @@ mrr with no cutoff is RR@10 (the reports' MRR@10); RR and recip_rank are full de
 def render() -> str:
     """The table of families, then one definition per family, then the naming notes."""
     rows = family_table()
-    widths = {key: max(len(title), *(len(row[key]) for row in rows)) for key, title in COLUMNS}
-    lines = ["  ".join(title.ljust(widths[key]) for key, title in COLUMNS).rstrip()]
-    lines.append("  ".join("-" * widths[key] for key, _ in COLUMNS))
-    lines += ["  ".join(row[key].ljust(widths[key]) for key, _ in COLUMNS).rstrip() for row in rows]
+    widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in COLUMNS}
+    lines = ["  ".join(key.ljust(widths[key]) for key in COLUMNS).rstrip()]
+    lines.append("  ".join("-" * widths[key] for key in COLUMNS))
+    lines += ["  ".join(row[key].ljust(widths[key]) for key in COLUMNS).rstrip() for row in rows]
     lines += ["", "Definitions:"]
     lines += [f"  {row['family']:<{widths['family']}}  {row['definition']}" for row in rows]
     lines += ["", NOTES, "", "Examples (each one parses):"]
@@ -37,10 +34,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("metrics"),
-                                     description="List every measure family: its spellings (ours, ir_measures, "
-                                                 "trec_eval), cutoff rule, options and definition.",
-                                     formatter_class=HelpFormatter, epilog=example_epilog("metrics") + "\n" + exit_codes_epilog("metrics"))
-    parse_arguments(parser, argv)
+    parse_arguments(command_parser("metrics", "List every measure family: its spellings (ours, ir_measures, "
+                                              "trec_eval), cutoff rule, options and definition."), argv)
     print(render(), end="")
     return EXIT_OK

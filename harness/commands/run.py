@@ -119,10 +119,6 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
-    return _run_gated(args, adapter_argv)
-
-
-def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
     log_path = guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
     if args.backend is None and not args.adapter and args.run_file is None:
@@ -144,7 +140,8 @@ def _run_gated(args: argparse.Namespace, adapter_argv: list[str]) -> int:
                   {"--baseline": args.baseline, "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
                    "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
     step_summary_target()
-    progress = _progress_printer(args)
+    # Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb).
+    progress = None if args.quiet or not sys.stderr.isatty() else ProgressLine(sys.stderr, dumb=is_dumb(os.environ))
     report: Report | None = None
     try:
         report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend,
@@ -191,13 +188,6 @@ def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: Gate
 
 
 # -- what the run prints (console text, progress, warnings, errors) --------------------------------
-
-def _progress_printer(args: argparse.Namespace) -> ProgressLine | None:
-    """Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb)."""
-    if args.quiet or not sys.stderr.isatty():
-        return None
-    return ProgressLine(sys.stderr, dumb=is_dumb(os.environ))
-
 
 def _print_run(report: Report, args: argparse.Namespace, log_path: Path) -> None:
     """The console report, then warnings and the error on stderr, then the verdict as the last line.

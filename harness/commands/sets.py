@@ -12,7 +12,6 @@ from harness.errors import EXIT_OK, SetError, UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH
 from harness.commands.arguments import (SETS_DIR_HELP, WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
                                        exit_codes_epilog, parse_arguments, program_name, resolve_layout)
-from harness.interrupts import signals_raise_interrupted
 from harness.layout import Layout
 from harness.report.escape import terminal_line
 from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, sets_in
@@ -69,29 +68,27 @@ def _examples() -> str:
 def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
     team = resolve_layout(args)
-    # verify and import-beir may run pip or write a new set: a signal must unwind them cleanly.
-    with signals_raise_interrupted():
-        if args.action == "list":
-            return list_sets(team)
-        if args.action == "import-beir":
-            from harness.sets.beir import convert_beir
-            if team.sets_dir_is_shipped:
-                raise UsageError(f"import-beir: {team.sets_dir} is the shipped sets folder; a team's sets go in "
-                                 f"its own folder: give --sets-dir DIR (or `sets` in retrieval-gate.toml)")
-            result = convert_beir(args.folder, args.name, team.sets_dir, split_name=args.split)
-            print(f"{result.path}: {result.summary()}")
-            return EXIT_OK
-        folders = _selected(team, args.name)
-        if args.action == "show":
-            return show_set(folders[0], args.offline, args.baseline, args.paired)
-        if args.action == "verify":
-            return verify_sets(folders, args.offline)
-        if args.action == "export-corpus":
-            return export_corpus(folders, args.folder, args.offline)
-        if team.origin(folders[0]) == "shipped" and not team.sets_dir_is_shipped:
-            raise UsageError(f"pin: set {args.name} is a shipped set ({folders[0]}), not the team's: copy it into "
-                             f"{team.sets_dir} to change it")
-        return pin_set(folders[0], args.offline)
+    if args.action == "list":
+        return list_sets(team)
+    if args.action == "import-beir":
+        from harness.sets.beir import convert_beir
+        if team.sets_dir_is_shipped:
+            raise UsageError(f"import-beir: {team.sets_dir} is the shipped sets folder; a team's sets go in "
+                             f"its own folder: give --sets-dir DIR (or `sets` in retrieval-gate.toml)")
+        result = convert_beir(args.folder, args.name, team.sets_dir, split_name=args.split)
+        print(f"{result.path}: {result.summary()}")
+        return EXIT_OK
+    folders = _selected(team, args.name)
+    if args.action == "show":
+        return show_set(folders[0], args.offline, args.baseline, args.paired)
+    if args.action == "verify":
+        return verify_sets(folders, args.offline)
+    if args.action == "export-corpus":
+        return export_corpus(folders, args.folder, args.offline)
+    if team.origin(folders[0]) == "shipped" and not team.sets_dir_is_shipped:
+        raise UsageError(f"pin: set {args.name} is a shipped set ({folders[0]}), not the team's: copy it into "
+                         f"{team.sets_dir} to change it")
+    return pin_set(folders[0], args.offline)
 
 
 def _selected(team: Layout, name: str) -> list[Path]:
@@ -239,7 +236,3 @@ def pin_set(folder: Path, offline: bool) -> int:
     print(f"{update.meta_path}: {len(update.changed)} pin(s) written: {', '.join(update.changed[:10])}"
           f"{' ...' if len(update.changed) > 10 else ''}; bump 'revision' if the gold changed")
     return EXIT_OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(__import__("sys").argv[1:]))
