@@ -244,8 +244,8 @@ def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: R
 
 
 def _replies(adapter, requests: list[Request]) -> Iterator[tuple[Response, float]]:
-    """(response, latency) per request, in order: through the worker's `ask_stream` when it has one
-    (a Ray actor takes its queries in batches, harness.adapter.ray_executor), else one `ask` at a time."""
+    """(response, latency) per request, in order: through the worker's `ask_stream` when it has one (a
+    Ray actor takes them in one call and streams its replies, harness.adapter.ray_executor), else one `ask` at a time."""
     stream = getattr(adapter, "ask_stream", None)
     return stream(requests) if stream is not None else (adapter.ask(request) for request in requests)
 
