@@ -241,13 +241,13 @@ class RayWorker:
         and sends the replies back in chunks (CHUNK_SECONDS); a failure ends the stream, and is
         raised here after the replies before it.
         """
-        requests = [tuple(request) for request in requests]
+        requests = list(requests)
         stream = self._actor.ask.remote(requests, CHUNK_SECONDS)
         # A chunk may wait for one query's whole time-out (a first one, the start-up too) past its seconds.
         timeout = self._reply_seconds + CHUNK_SECONDS
         answered = 0
         while answered < len(requests):
-            label = requests[answered][3] or "?"
+            label = requests[answered].qid or "?"
             replies = self._get(self._next_chunk(stream, timeout, label), timeout, label)
             raise_if_interrupted()  # a signal whose Interrupted Ray's own code caught meanwhile
             for reply in replies:
@@ -267,8 +267,8 @@ class RayWorker:
             self._failed = True
             _, message, qid, tail = reply
             raise AdapterError(message, argv=list(self.options.argv), qid=qid, stderr_tail=tail)
-        _, (ids, scores, error), latency = reply
-        return Response(tuple(ids), tuple(scores) if scores is not None else None, error), latency
+        _, response, latency = reply
+        return response, latency
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if exc_type is None and not self._failed:
@@ -366,18 +366,17 @@ class _AdapterActor:
         return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "actor_pid": os.getpid()}
 
-    def ask(self, requests: list[tuple], chunk_seconds: float):
+    def ask(self, requests: list[Request], chunk_seconds: float):
         """A Ray generator: a reply per request, in order, in chunks of about `chunk_seconds` of
-        answering; the first failure's reply ends it."""
+        answering; the first failure's reply ends it. The Response goes back whole (passages too)."""
         chunk, began = [], time.perf_counter()
         for request in requests:
             try:
-                response, latency = self.adapter.ask(Request(*request))
+                response, latency = self.adapter.ask(request)
             except AdapterError as error:
                 yield [*chunk, ("error", str(error), error.qid, error.stderr_tail)]
                 return
-            chunk.append(("ok", (list(response.ids), list(response.scores) if response.scores is not None else None,
-                                 response.error), latency))
+            chunk.append(("ok", response, latency))
             if time.perf_counter() - began >= chunk_seconds:
                 yield chunk
                 chunk, began = [], time.perf_counter()

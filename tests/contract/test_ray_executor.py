@@ -21,11 +21,13 @@ import pytest
 import harness
 from harness.adapter.options import RunOptions
 from harness.errors import SetError, UsageError
+from tests.builders import query, write_set
 from tests.conftest import FIXTURES, TINY_SET, REPO_ROOT, require_modules
 
 ROOT = REPO_ROOT
 SLOW_WORKER = FIXTURES / "ray" / "slow_worker.py"
 HANG = FIXTURES / "adapters" / "hang.py"
+WINDOWS = FIXTURES / "adapters" / "windows.py"
 
 
 def _require_ray():
@@ -80,6 +82,18 @@ def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_addre
     assert len({w["actor_pid"] for w in executor["workers"]}) == 2  # two actors, each owning one adapter
     assert remote.provenance.adapter.banner["name"] == "bm25"  # backend identity as in a local run
     assert remote.provenance.settings["workers"] == 2
+
+
+def test_ray_gives_the_passages_of_a_local_run(ray_address, tmp_path):
+    # The window 0..27 of `page` holds the set's current evidence: ku@1 is 1 only if the window arrives.
+    folder = write_set(tmp_path / "ev", [query()])
+    common = dict(backend=[sys.executable, str(WINDOWS), "--window=0,27"], baseline=None, budgets=None)
+    local = harness.gate([folder], log_path=tmp_path / "local.log", **common)
+    remote = harness.gate([folder], executor="ray", log_path=tmp_path / "ray.log", **common)
+    assert local.exit_code == remote.exit_code == 0
+    mine, theirs = remote.sets[0].queries[0], local.sets[0].queries[0]
+    assert mine.passages == theirs.passages == ((0, 27), None)
+    assert mine.evidence == theirs.evidence and mine.evidence["ku@1"] == 1.0
 
 
 def test_a_drifted_set_stops_the_run_before_any_actor_starts(ray_address, tiny_copy):

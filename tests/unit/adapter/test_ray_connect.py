@@ -88,39 +88,39 @@ class _Clock:
 class _TimedAdapter:
     """An AdapterProcess stand-in: each query's id back after `latency` seconds of the clock; `fail_qid` fails."""
 
-    def __init__(self, clock, latency, fail_qid=None):
-        self.clock, self.latency, self.fail_qid = clock, latency, fail_qid
+    def __init__(self, clock, latency, fail_qid=None, passages=None):
+        self.clock, self.latency, self.fail_qid, self.passages = clock, latency, fail_qid, passages
 
     def ask(self, request):
         if request.qid == self.fail_qid:
             raise AdapterError(f"query {request.qid}: adapter exited", qid=request.qid, stderr_tail="tail")
         self.clock.now += self.latency
-        return Response((request.qid,), None, None), self.latency
+        return Response((request.qid,), passages=self.passages), self.latency
 
 
 def _requests(count):
     return [Request("code", f"query {n}", 10, f"q{n}") for n in range(count)]
 
 
-def _actor(monkeypatch, latency, fail_qid=None):
+def _actor(monkeypatch, latency, fail_qid=None, passages=None):
     clock = _Clock()
     monkeypatch.setattr(ray_executor.time, "perf_counter", clock)
     actor = ray_executor._AdapterActor()
-    actor.adapter = _TimedAdapter(clock, latency, fail_qid)
+    actor.adapter = _TimedAdapter(clock, latency, fail_qid, passages)
     return actor
 
 
 @pytest.mark.parametrize("latency, sizes", [(0.03, [4, 4, 2]), (0.5, [1] * 10), (0.0, [10])])
 def test_the_actor_sends_its_replies_in_chunks_of_about_chunk_seconds(monkeypatch, latency, sizes):
     # 0.1 s of answering a chunk: 4 queries at 30 ms (the fourth passes it), 1 at 500 ms; instant answers, one chunk.
-    chunks = list(_actor(monkeypatch, latency).ask([tuple(r) for r in _requests(10)], 0.1))
+    chunks = list(_actor(monkeypatch, latency).ask(_requests(10), 0.1))
     assert [len(chunk) for chunk in chunks] == sizes
     assert [reply for chunk in chunks for reply in chunk] == [
-        ("ok", ([f"q{n}"], None, None), latency) for n in range(10)]
+        ("ok", Response((f"q{n}",)), latency) for n in range(10)]
 
 
 def test_a_failure_ends_the_actors_stream_with_its_reply(monkeypatch):
-    chunks = list(_actor(monkeypatch, 0.03, fail_qid="q5").ask([tuple(r) for r in _requests(10)], 0.1))
+    chunks = list(_actor(monkeypatch, 0.03, fail_qid="q5").ask(_requests(10), 0.1))
     replies = [reply for chunk in chunks for reply in chunk]
     assert [reply[0] for reply in replies] == ["ok"] * 5 + ["error"]
     assert replies[-1] == ("error", "query q5: adapter exited", "q5", "tail")
@@ -163,11 +163,11 @@ def _worker(ray, actor, tmp_path):
                                   resources="cpus=1")
 
 
-def test_the_driver_asks_every_request_in_one_call_and_yields_the_replies_in_order(monkeypatch, tmp_path):
-    actor = _StreamingActor(_actor(monkeypatch, 0.03))
+def test_the_driver_asks_every_request_in_one_call_and_yields_the_whole_replies_in_order(monkeypatch, tmp_path):
+    actor = _StreamingActor(_actor(monkeypatch, 0.03, passages=((0, 27),)))
     replies = list(_worker(_StreamingRay(), actor, tmp_path).ask_stream(_requests(10)))
     assert actor.calls == [10]
-    assert [(response.ids, latency) for response, latency in replies] == [((f"q{n}",), 0.03) for n in range(10)]
+    assert replies == [(Response((f"q{n}",), passages=((0, 27),)), 0.03) for n in range(10)]
 
 
 def test_a_failure_in_the_stream_is_raised_after_the_replies_before_it(monkeypatch, tmp_path):
