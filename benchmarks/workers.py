@@ -57,6 +57,7 @@ for line in sys.stdin:
 RAY_HOLDER = """
 import os, sys, ray
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ["RAY_worker_niceness"] = "0"  # as a run's own local instance (harness/adapter/ray_instance.py)
 ray.init(num_cpus=int(sys.argv[1]), include_dashboard=False, log_to_driver=False, logging_level="ERROR",
          object_store_memory=200 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": sys.argv[2]}})
 print(ray.get_runtime_context().gcs_address, flush=True)

@@ -361,10 +361,11 @@ class _AdapterActor:
         return {"banner": adapter.banner, "startup_seconds": adapter.startup_seconds, "adapter_pid": adapter.pid}
 
     def where(self) -> dict:
-        """The node, host and pid this actor runs on (the driver's `placement`)."""
+        """The node, host, pid and niceness this actor runs at (the driver's `placement`); its
+        adapter inherits the niceness (Ray's default for workers is 15: docs/scale.md)."""
         import ray
         return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "actor_pid": os.getpid()}
+                "actor_pid": os.getpid(), "niceness": os.nice(0)}
 
     def ask(self, requests: list[Request], chunk_seconds: float):
         """A Ray generator: a reply per request, in order, in chunks of about `chunk_seconds` of

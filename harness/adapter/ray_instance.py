@@ -41,9 +41,11 @@ def start(stack: contextlib.ExitStack, *, cpus: int) -> str:
     argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={_free_port()}",
             f"--temp-dir={folder}", f"--num-cpus={cpus}", f"--object-store-memory={LOCAL_OBJECT_STORE_BYTES}",
             "--include-dashboard=false", "--disable-usage-stats", "--node-ip-address=127.0.0.1"]
-    # Workers inherit the instance's environment: the driver's harness first on their path.
+    # Workers inherit the instance's environment: the driver's harness first on their path. Ray
+    # starts its workers at niceness 15, and each adapter would inherit it: 0, as a local run's.
     head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log",
-                              env={"PYTHONPATH": python_path(), **token()}, stderr="file", talk=False)
+                              env={"PYTHONPATH": python_path(), **token(), "RAY_worker_niceness": "0"},
+                              stderr="file", talk=False)
     stack.callback(_stop_instance, head)
     address_file = folder / "ray_current_cluster"  # written by `ray start` once every Ray process is up
     deadline = time.monotonic() + LOCAL_START_SECONDS

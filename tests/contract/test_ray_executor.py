@@ -259,6 +259,8 @@ def test_a_run_with_its_own_local_instance_leaves_no_ray_process_or_session_log(
         assert completed.returncode == 0, completed.stderr
         report = json.loads((tmp_path / "report.json").read_text())
         assert report["complete"] and report["provenance"]["executor"]["local_instance"] is True
+        # Ray's workers (and so their adapters) run at the driver's niceness, not Ray's default 15
+        assert [worker["niceness"] for worker in report["provenance"]["executor"]["workers"]] == [os.nice(0)] * 2
         assert list(scratch.iterdir()) == []  # Ray's session files and logs went with its temp folder
         assert _until(lambda: not _carrying(marker), 30), [Path(f"/proc/{pid}/cmdline").read_bytes()[:200]
                                                            for pid in _carrying(marker)]
