@@ -334,6 +334,7 @@ def _ask(inputs: GateInputs, options: RunOptions, run_file: str | Path | None,
             outcome = run_sets(inputs.query_sets, options, Path(corpus_dir), progress, start_workers)
             if start_workers is not None:
                 executor = start_workers.provenance()
+                outcome.warnings += start_workers.warnings()
             drift += changed_files(corpus_files, corpus_fingerprints(Path(corpus_dir)), "materialised corpus file")
     drift += changed_files(inputs.fingerprints, fingerprint_files(inputs.fingerprints), "set file")
     return outcome, drift, executor

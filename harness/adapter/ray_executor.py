@@ -88,6 +88,15 @@ class RayWorkers:
         """provenance.executor: Ray's version, where each worker ran, what starting Ray cost."""
         return dict(self._record)
 
+    def warnings(self) -> list[str]:
+        """Workers at a higher niceness than this run: on a busy node their adapters wait behind
+        other processes, so their latencies are longer than a local run's (docs/scale.md)."""
+        mine, workers = os.nice(0), self._record.get("workers", [])
+        nicer = sorted({worker["niceness"] for worker in workers if worker["niceness"] > mine})
+        return [f"--executor ray: workers at niceness {', '.join(map(str, nicer))} (this run: {mine}), and their "
+                f"adapters with them, answer later on a busy node than a local run's; start the cluster's nodes "
+                f"with RAY_worker_niceness={mine}"] if nicer else []
+
     def __call__(self, options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[RayWorker]:
         ray = _import_ray()
         began = time.perf_counter()

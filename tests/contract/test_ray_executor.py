@@ -82,6 +82,12 @@ def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_addre
     assert len({w["actor_pid"] for w in executor["workers"]}) == 2  # two actors, each owning one adapter
     assert remote.provenance.adapter.banner["name"] == "bm25"  # backend identity as in a local run
     assert remote.provenance.settings["workers"] == 2
+    # this module's instance keeps Ray's default niceness for its workers: the run says what that costs
+    niceness = {worker["niceness"] for worker in executor["workers"]}
+    assert len(niceness) == 1 and min(niceness) > os.nice(0)  # Ray's default for workers: 15
+    assert any(w.startswith(f"--executor ray: workers at niceness {min(niceness)} (this run: {os.nice(0)})")
+               for w in remote.warnings)
+    assert not any("niceness" in w for w in local.warnings)
 
 
 def test_ray_gives_the_passages_of_a_local_run(ray_address, tmp_path):
