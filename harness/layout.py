@@ -167,7 +167,7 @@ def read_config(path: Path) -> dict[str, object]:
             raise UsageError(f"{where}{key}: unknown key (known: {', '.join(CONFIG_KEYS)})")
         if key in PATH_KEYS and (not isinstance(value, str) or not value):
             raise UsageError(f"{where}{key}: expected a path as a non-empty string, got {value!r:.60}")
-        if key == "backend" and value not in BACKENDS:
+        if key == "backend" and (not isinstance(value, str) or value not in BACKENDS):  # a list is unhashable
             raise UsageError(f"{where}{key}: expected one of {', '.join(sorted(BACKENDS))}, got {value!r:.60}")
         if key == "workers" and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024):
             raise UsageError(f"{where}{key}: expected an integer from 1 to 1024, got {value!r:.60}")

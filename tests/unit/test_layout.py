@@ -104,6 +104,7 @@ def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(t
     ('workers = "2"\n', "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got '2'"),
     ("workers = true\n", "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got True"),
     ("backend = 1\n", "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got 1"),
+    ('backend = ["bm25"]\n', "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got ['bm25']"),
     ('backend = "elastic"\n', "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got 'elastic'"),
     ("sets = \n", "retrieval-gate.toml: not valid TOML: "),
 ])
