@@ -95,7 +95,7 @@ class RayWorkers:
         nicer = sorted({worker["niceness"] for worker in workers if worker["niceness"] > mine})
         return [f"--executor ray: workers at niceness {', '.join(map(str, nicer))} (this run: {mine}), and their "
                 f"adapters with them, answer later on a busy node than a local run's; start the cluster's nodes "
-                f"with RAY_worker_niceness={mine}"] if nicer else []
+                f"with {ray_instance.WORKER_NICENESS_ENV}={mine}"] if nicer else []
 
     def __call__(self, options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[RayWorker]:
         ray = _import_ray()

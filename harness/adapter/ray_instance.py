@@ -30,6 +30,7 @@ LOCAL_START_SECONDS = 120.0        # `ray start` of a local instance, on a busy 
 LOCAL_FOLDER_PREFIX = "rg-ray-"    # short: Ray's socket paths live under it (_short_temp_dir)
 RAY_SOCKET_PATH_BYTES = 107        # the longest unix socket path Linux takes
 RAY_SESSION_SOCKET_CHARS = 64      # "/session_2026-12-02_07-41-53_509974_2017812/sockets/plasma_store"
+WORKER_NICENESS_ENV = "RAY_worker_niceness"  # Ray's niceness for its workers (15 unless set), and their adapters'
 
 
 def start(stack: contextlib.ExitStack, *, cpus: int) -> str:
@@ -44,7 +45,7 @@ def start(stack: contextlib.ExitStack, *, cpus: int) -> str:
     # Workers inherit the instance's environment: the driver's harness first on their path. Ray
     # starts its workers at niceness 15, and each adapter would inherit it: 0, as a local run's.
     head = ChildProcess.spawn(argv, log_path=folder / "ray-start.log",
-                              env={"PYTHONPATH": python_path(), **token(), "RAY_worker_niceness": "0"},
+                              env={"PYTHONPATH": python_path(), **token(), WORKER_NICENESS_ENV: "0"},
                               stderr="file", talk=False)
     stack.callback(_stop_instance, head)
     address_file = folder / "ray_current_cluster"  # written by `ray start` once every Ray process is up
