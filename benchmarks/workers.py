@@ -59,7 +59,8 @@ import os, sys, ray
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ["RAY_worker_niceness"] = "0"  # as a run's own local instance (harness/adapter/ray_instance.py)
 ray.init(num_cpus=int(sys.argv[1]), include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-         object_store_memory=200 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": sys.argv[2]}})
+         object_store_memory=200 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": sys.argv[2]}},
+         _temp_dir=sys.argv[3])  # its session files, removed with the benchmark's scratch folder
 print(ray.get_runtime_context().gcs_address, flush=True)
 sys.stdin.read()
 ray.shutdown()
@@ -151,8 +152,8 @@ def main() -> int:
             # A throwaway instance on this machine: its runs join without Ray's token authentication
             # (with it, a second driver process was refused by the instance in our runs).
             os.environ["RAY_AUTH_MODE"] = "disabled"
-            holder = subprocess.Popen([sys.executable, "-c", RAY_HOLDER, "4", root], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True)
+            holder = subprocess.Popen([sys.executable, "-c", RAY_HOLDER, "4", root, str(Path(scratch, "ray"))],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             executor_args["ray"] = ["--executor", "ray", "--ray-address", holder.stdout.readline().strip()]
         try:
             print(f"--set all, --repeats {args.repeats}, {os.cpu_count()} cpus; requests/s while asking "

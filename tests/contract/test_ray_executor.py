@@ -45,12 +45,16 @@ def ray_address():
     # authentication (with it, Ray refused a second driver process in one of our benchmark runs).
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     python_path = os.pathsep.join([str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
-             object_store_memory=100 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": python_path}})
+    # Its session files and logs in a folder of its own, removed after (Ray's default, /tmp/ray, would keep
+    # them); short, as Ray's socket paths live under it.
+    scratch = tempfile.mkdtemp(prefix="rg-t-", dir="/tmp")
     try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR", _temp_dir=scratch,
+                 object_store_memory=100 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": python_path}})
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_without_ray_the_executor_says_how_to_install_it(monkeypatch):
