@@ -39,9 +39,10 @@ from harness.gating.policy import load_policy
 from harness.records import SetResult
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
 from harness.report.merge import plan_merge, rescore
-from harness.scoring.compare import Comparison, compare, run_view
+from harness.report.views import baseline_view
+from harness.scoring.compare import Comparison, compare
 from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, pooled_aggregate
-from harness.scoring.evidence import evidence_metric_names
+from harness.scoring.metrics import parse_metric
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
 from harness.layout import FROM_LAYOUT, Layout, _FromLayout, resolve as resolve_layout
@@ -147,7 +148,7 @@ def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k:
     folders, notices = layout.select([str(s) for s in sets])
     query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
     inputs = GateInputs(query_sets, budgets=load_budgets(layout.budgets),
-                        policy=load_policy(layout.policy, gated_metric_name),
+                        policy=load_policy(layout.policy, policy_metric_name),
                         baseline=layout.checked_baseline if gated and layout.baseline is not None else None,
                         fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices))
     inputs.entries(k)  # a set the baseline cannot be compared with is refused now, not after the run
@@ -216,11 +217,6 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: Ru
                   baseline_latency=gated.baseline_latency if gated is not None else None)
 
 
-def gated_metric_name(name: str) -> str:
-    """A gated metric's key: an exposed-evidence metric by its own name, any other through the measure registry."""
-    return name if name in evidence_metric_names() else policy_metric_name(name)
-
-
 def check_executable(argv: Sequence[str]) -> None:
     """An adapter command that does not exist or cannot run is a configuration error (exit 2), found
     before anything starts: the backend did not fail, it was never there."""
@@ -260,7 +256,7 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
 
 def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
     """What the policy gates is computed and kept per query (evidence figures always are)."""
-    return tuple(m for m in inputs.policy.metrics if m not in evidence_metric_names())
+    return tuple(m for m in inputs.policy.metrics if not parse_metric(m).nullable)
 
 
 def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, options: RunOptions,
@@ -386,7 +382,8 @@ class BaselineUpdate:
         (`previous_baseline`), recoverable without git."""
         if self.previous is None:
             return report
-        replaced = {r.name: self.previous.entries[r.name] for r in report.sets if r.name in self.previous.entries}
+        recorded = self.previous.document["sets"]
+        replaced = {r.name: recorded[r.name] for r in report.sets if r.name in recorded}
         return dataclasses.replace(report, previous_baseline=replaced)
 
 
@@ -400,7 +397,7 @@ def prepare_baseline_update(report: Report, path: str | Path) -> BaselineUpdate:
     path = Path(path)
     new = build_baseline(list(report.sets), report.provenance.to_dict())
     previous = Baseline.read(path) if path.exists() else None
-    comparison = (compare(run_view(previous.document, str(path)), run_view(new, "this run"))
+    comparison = (compare(baseline_view(previous), baseline_view(Baseline.from_document(new, path), "this run"))
                   if previous is not None else None)
     return BaselineUpdate(path, new, previous, comparison)
 

@@ -78,7 +78,7 @@ class Layout:
         a set found but not recorded is not run, and one notice line names them and how to baseline one."""
         recorded = None  # `all` is every set found without a baseline file
         if "all" in names and self.baseline is not None and os.path.lexists(self.baseline):
-            recorded = frozenset(self.checked_baseline.entries)
+            recorded = frozenset(self.checked_baseline.sets)
         folders = find_sets(list(names), self.sets_dir, shipped=self.shipped_sets, recorded=recorded)
         missing = [] if recorded is None else [
             folder.name for folder in sets_found(self.sets_dir, self.shipped_sets) if folder.name not in recorded]

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-def resampling_unit(qid: str, group: str | None) -> str:
-    """What paired statistics resample: the query's `group` (paraphrases, translations of one
-    question are not independent), else the query itself."""
-    return group or qid
+from harness.measured import Aggregates, Latency, QueryNumbers, SetNumbers, resampling_unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +148,13 @@ class QueryResult:
         """The latency as reports write it: milliseconds, rounded to 4 decimals (0.1 µs)."""
         return round(self.latency_seconds * 1000, 4)
 
+    def numbers(self) -> QueryNumbers:
+        """The row's numbers, as a baseline keeps them (with the latency, which a baseline does not)."""
+        return QueryNumbers(qid=self.qid, query=self.query, category=self.category, split=self.split,
+                            group=self.group, scored=self.scored, outcome=self.outcome, metrics=self.metrics,
+                            evidence=self.evidence, found=self.found,
+                            broken=tuple(c.key for c in self.contracts if not c.passed), latency_ms=self.latency_ms)
+
     def to_dict(self) -> dict[str, object]:
         return {
             "qid": self.qid, "query": self.query, "category": self.category, "split": self.split, "group": self.group,
@@ -178,15 +181,21 @@ class SetResult:
     k: int
     query_count: int
     complete: bool
-    aggregates: dict[str, object]
-    latency_ms: dict[str, float]
+    aggregates: Aggregates
+    latency: Latency
     queries: tuple[QueryResult, ...]
+
+    def numbers(self, judgments_hash: str | None = None) -> SetNumbers:
+        """The set's numbers as a baseline records them, to compare record with record."""
+        return SetNumbers(name=self.name, revision=self.revision, corpus_hash=self.corpus_hash, k=self.k,
+                          query_count=self.query_count, aggregates=self.aggregates, latency=self.latency,
+                          queries={q.qid: q.numbers() for q in self.queries}, judgments_hash=judgments_hash)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name, "kind": self.kind, "revision": self.revision,
             "corpus_hash": self.corpus_hash, "k": self.k, "query_count": self.query_count,
-            "complete": self.complete, "aggregates": self.aggregates, "latency_ms": self.latency_ms,
+            "complete": self.complete, "aggregates": self.aggregates.to_dict(), "latency_ms": self.latency.to_dict(),
             "queries": [q.to_dict() for q in self.queries],
         }
 

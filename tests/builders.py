@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.measured import Aggregates, Latency, ScopeNumbers
 from harness.records import QueryResult, SetResult
 from harness.scoring.metrics import FAMILIES, RELEVANCE_LEVEL, Measure
 from harness.sets.loader import compute_pins, load_set
@@ -25,12 +26,11 @@ def set_result(rows, which: int) -> SetResult:
     for query in queries:
         by_category.setdefault(query.category, []).append(query.metrics["recall@10"])
     values = [q.metrics["recall@10"] for q in queries]
-    aggregates = {"overall": {"n": len(values), "recall@10": sum(values) / len(values)},
-                  "category": {c: {"n": len(v), "recall@10": sum(v) / len(v)} for c, v in by_category.items()},
-                  "split": {}}
+    aggregates = Aggregates(overall=ScopeNumbers(len(values), {"recall@10": sum(values) / len(values)}),
+                            category={c: ScopeNumbers(len(v), {"recall@10": sum(v) / len(v)})
+                                      for c, v in by_category.items()})
     return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10, query_count=len(queries), complete=True,
-                     aggregates=aggregates, latency_ms={"n": len(queries), "p50": 1.0, "p95": 1.0, "max": 1.0},
-                     queries=tuple(queries))
+                     aggregates=aggregates, latency=Latency(len(queries), 1.0, 1.0, 1.0), queries=tuple(queries))
 
 
 
@@ -122,3 +122,26 @@ def ir_measures_name(measure: Measure) -> str:
               (["judged_only=True"] if measure.condensed else [])
     text = FAMILIES[measure.family].ir_measures + (f"({','.join(options)})" if options else "")
     return text + (f"@{measure.cutoff}" if measure.cutoff is not None else "")
+
+
+def set_numbers(rows, *, name="s", revision=1, corpus_hash="h", k=10):
+    """A set's numbers (what compare and the gates read) from its QueryNumbers rows; the aggregates are
+    the overall n only (compare reads the rows)."""
+    from harness.measured import SetNumbers
+    return SetNumbers(name=name, revision=revision, corpus_hash=corpus_hash, k=k, query_count=len(rows),
+                      aggregates=Aggregates(ScopeNumbers(len(rows))), latency=Latency(),
+                      queries={row.qid: row for row in rows})
+
+
+def baseline_numbers(results, provenance=None):
+    """Each set's numbers as a baseline of `results` records them: written and read back as a gate reads it."""
+    from harness.gating.baseline import Baseline, build_baseline
+    document = build_baseline(list(results), provenance if provenance is not None else {"started": None})
+    return Baseline.from_document(document, Path("b.json")).sets
+
+
+def with_overall_means(numbers, means):
+    """`numbers` (a SetNumbers) with some overall means replaced, as a hand-edited baseline would hold them."""
+    import dataclasses
+    overall = dataclasses.replace(numbers.aggregates.overall, means={**numbers.aggregates.overall.means, **means})
+    return dataclasses.replace(numbers, aggregates=dataclasses.replace(numbers.aggregates, overall=overall))

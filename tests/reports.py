@@ -12,7 +12,6 @@ from pathlib import Path
 from harness.gating.baseline import Baseline, build_baseline
 from harness.gating.budgets import Budgets
 from harness.gating.gates import decide
-from harness.gating.identity import BackendIdentity
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
@@ -52,12 +51,11 @@ def tiny_result(answers):
 def tiny_baseline() -> Baseline:
     """The BASE_ANSWERS baseline, as a run reads it (never written to disk)."""
     document = build_baseline([tiny_result(BASE_ANSWERS)], provenance().to_dict())
-    return Baseline(Path("baselines/tiny.json"), document["sets"], BackendIdentity.from_record(document["backend"]),
-                    document["created"], document["git_commit"], document)
+    return Baseline.from_document(document, Path("baselines/tiny.json"))
 
 
 def tiny_baseline_entries():
-    return dict(tiny_baseline().entries)
+    return dict(tiny_baseline().sets)
 
 
 # One lost query fails its category under this policy (the default only warns: categories.discount_queries 1),

@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
 from harness.adapter.protocol import Request, Response
+from harness.measured import Latency
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
@@ -161,7 +162,7 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k, options.metrics)
-        results.append(dataclasses.replace(result, latency_ms={"n": 0}))
+        results.append(dataclasses.replace(result, latency=Latency()))
     unknown = trec.unknown_in_run(run, query_sets)
     if unknown:
         warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "

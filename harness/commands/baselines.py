@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.api import gated_metric_name
-from harness.gating.baseline import read_baseline
+from harness.scoring.evaluate import policy_metric_name
+from harness.gating.baseline import Baseline
 from harness.gating.policy import load_policy
 from harness.report.baselines import render_diff, render_table
 from harness.errors import EXIT_OK, UsageError
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     files = args.files or sorted(Path("baselines").rglob("*.json"))
     if not files:
         raise UsageError("no baseline files given and none in baselines/")
-    print(render_table([(path, read_baseline(path)) for path in files]), end="")
+    print(render_table([Baseline.read(path) for path in files]), end="")
     return EXIT_OK
 
 
@@ -42,7 +42,7 @@ def diff(argv: list[str]) -> int:
                         help="the gate policy whose metrics are shown (default: gate-policy.json when present, "
                              "else recall@10)")
     args = parse_arguments(parser, argv)
-    old, new = read_baseline(args.old), read_baseline(args.new)
-    metrics = load_policy(args.policy, gated_metric_name).metrics
-    print(render_diff((args.old, old), (args.new, new), metrics), end="")
+    old, new = Baseline.read(args.old), Baseline.read(args.new)
+    metrics = load_policy(args.policy, policy_metric_name).metrics
+    print(render_diff(old, new, metrics), end="")
     return EXIT_OK

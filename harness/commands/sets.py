@@ -13,6 +13,7 @@ from harness.gating.baseline import DEFAULT_BASELINE_PATH
 from harness.commands.arguments import (SETS_DIR_HELP, WORKED_EXAMPLES, HelpFormatter, example_epilog, example_line,
                                        exit_codes_epilog, parse_arguments, program_name, resolve_layout)
 from harness.layout import Layout
+from harness.measured import SetNumbers
 from harness.report.escape import terminal_line
 from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, sets_in
 from harness.sets.materialise import write_corpus_files
@@ -176,21 +177,21 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
 
     if baseline is None or not baseline.exists():
         return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]
-    entry = Baseline.read(baseline).entries.get(query_set.name)
+    entry = Baseline.read(baseline).sets.get(query_set.name)
     if entry is None:
         return [f"detectability: {baseline} has no entry for set {terminal_line(query_set.name)}"]
-    rows = {qid: row for qid, row in entry["queries"].items()
-            if row.get("scored", True) and FOUNDING_METRIC in row.get("metrics", {})}
+    rows = {row.qid: row for row in entry.rows() if FOUNDING_METRIC in row.metrics}
     units = {q.qid: q.resampling_unit for q in query_set.queries}
-    scopes = [("overall", list(rows))] + [(category, [qid for qid, row in rows.items() if row.get("category") == category])
-                                          for category in sorted({row.get("category") for row in rows.values()} - {None})]
+    categories = sorted({row.category for row in rows.values() if row.category is not None})
+    scopes = [("overall", list(rows))] + [(category, [qid for qid, row in rows.items() if row.category == category])
+                                          for category in categories]
     other = _paired_values(query_set.name, entry, paired) if paired is not None else None
     what = (f"a small change: sigma_d of the per-unit differences from {paired}; '*' no difference in the scope, "
             f"the bound" if other is not None else "the bound for a change of system")
     lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, {what}):",
              f"  {'scope':<16}{'n':>6}{'one query':>12}{'detectable':>13}{'units for 2 points':>20}"]
     for name, qids in scopes:
-        values = {qid: float(rows[qid]["metrics"][FOUNDING_METRIC]) for qid in qids}
+        values = {qid: rows[qid].metrics[FOUNDING_METRIC] for qid in qids}
         found = (detectability({qid: other[qid] for qid in qids if qid in other}, units, values) if other is not None
                  else detectability(values, units))
         bound = "*" if other is not None and not found.observed else ""
@@ -201,7 +202,7 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
     return lines
 
 
-def _paired_values(name: str, entry, paired: Path) -> dict[str, float]:
+def _paired_values(name: str, entry: SetNumbers, paired: Path) -> dict[str, float]:
     """The per-query recall@10 of set `name` in a second run (report or baseline), refused (exit 2) unless it
     measured the same revision, corpus and queries as the baseline entry."""
     from harness.gating.policy import FOUNDING_METRIC
@@ -211,13 +212,13 @@ def _paired_values(name: str, entry, paired: Path) -> dict[str, float]:
     if measured is None:
         raise UsageError(f"{paired}: has no set {name!r} to pair with the baseline")
     for field in ("revision", "corpus_hash"):
-        if measured[field] != entry[field]:
-            raise UsageError(f"{paired}: set {name}: {field} {measured[field]!r}, the baseline has {entry[field]!r}: "
+        now, recorded = getattr(measured, field), getattr(entry, field)
+        if now != recorded:
+            raise UsageError(f"{paired}: set {name}: {field} {now!r}, the baseline has {recorded!r}: "
                              f"not two runs of one set")
-    if set(measured["queries"]) != set(entry["queries"]):
+    if set(measured.queries) != set(entry.queries):
         raise UsageError(f"{paired}: set {name}: other queries than the baseline's (a shard? merge it first)")
-    return {qid: float(row["metrics"][FOUNDING_METRIC]) for qid, row in measured["queries"].items()
-            if row.get("scored", True) and FOUNDING_METRIC in row.get("metrics", {})}
+    return {row.qid: row.metrics[FOUNDING_METRIC] for row in measured.rows() if FOUNDING_METRIC in row.metrics}
 
 
 def verify_sets(folders: list[Path], offline: bool) -> int:

@@ -9,10 +9,12 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import BaselineError
 from harness.fsutil import atomic_write_text
-from harness.strict_json import is_finite_number, read_json_file, strict_json_dumps
+from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency
+from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
@@ -25,32 +27,51 @@ DEFAULT_BASELINE_PATH = Path("baselines/current.json")
 
 @dataclass(frozen=True)
 class Baseline:
-    """A baseline file read once: where it is, its per-set entries, whose backend, when and at which commit.
+    """A baseline file read once, strictly: where it is, each set's numbers (the records a run
+    produces), whose backend recorded each set, when and at which commit.
 
-    Gating reads `entries` (through `set_entry_for`), the identity check `identity`, every output
+    Gating reads `sets` (through `comparable`), the identity check `identity_for`, every output
     the `gated_against` record, `--update-baseline` the `document` it replaces.
     """
 
     path: Path
-    entries: Mapping[str, Mapping]
+    sets: Mapping[str, SetNumbers]
     identity: BackendIdentity
+    backends: Mapping[str, BackendIdentity]
     created: str | None
     commit: str | None
-    document: Mapping[str, object]
+    document: Mapping[str, Any]  # the file's JSON, as read: what --update-baseline replaces
 
     @classmethod
     def read(cls, path: Path) -> Baseline:
         """The baseline at `path`; BaselineError naming file and field when it is not one."""
-        document = read_baseline(path)
-        return cls(path=path, entries=document["sets"],
-                   identity=BackendIdentity.from_record(document["backend"]),  # type: ignore[arg-type]
+        if not path.exists():
+            raise BaselineError(f"{path}: no baseline file; record one with --update-baseline (or run with --no-gate)")
+        return cls.from_document(read_json_file(path, BaselineError, str(path), what="corrupt baseline"), path)
+
+    @classmethod
+    def from_document(cls, document: object, path: Path, label: str | None = None) -> Baseline:
+        """A baseline document already parsed (from `path`, named `label` in errors), read strictly."""
+        reader = StrictReader(document, label or str(path), BaselineError)
+        if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
+            raise reader.fail("format: not a retrieval-gate baseline")
+        if document.get("version") != BASELINE_VERSION:
+            raise reader.fail(f"version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
+        top = _read_backend(reader.get("backend", required=False))
+        sets, own = {}, {}
+        for name, entry in reader.get("sets").items():
+            sets[name] = _read_entry(name, entry)
+            own[name] = _read_backend(entry.get("backend", required=False))
+        if top is None:  # a removed record would gate any backend against this file
+            raise reader.fail("backend: missing; restore it from git, or re-baseline")
+        backends = {name: identity or top for name, identity in own.items()}
+        return cls(path=path, sets=sets, identity=top, backends=backends,
                    created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
                    document=document)
 
     def identity_for(self, name: str) -> BackendIdentity:
         """Whose backend the set `name` was recorded for: its own record, else the file's (older files)."""
-        record = (self.entries.get(name) or {}).get("backend")
-        return BackendIdentity.from_record(record) if record is not None else self.identity
+        return self.backends.get(name, self.identity)
 
     def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
@@ -59,15 +80,41 @@ class Baseline:
         return {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                 "git_commit": self.commit}
 
+    def comparable(self, measured: SetResult | QuerySet, *, k: int | None = None) -> SetNumbers:
+        """The set's numbers comparable with a set or its result asked at `k` (None: its own k), or a
+        BaselineError saying why not.
 
-def build_baseline(set_results: list[SetResult], provenance: dict[str, object], *,
-                   judgments: Mapping[str, str] | None = None) -> dict[str, object]:
+        Called with the loaded set before the run, so a mismatch stops it before the adapter starts.
+        """
+        label, name, k = str(self.path), measured.name, k if k is not None else measured.k
+        numbers = self.sets.get(name)
+        if numbers is None:
+            raise BaselineError(f"{label}: sets: no baseline for set {name!r}; record it with --update-baseline")
+        for field, recorded, now in (("revision", numbers.revision, measured.revision),
+                                     ("corpus_hash", numbers.corpus_hash, measured.corpus_hash), ("k", numbers.k, k)):
+            if recorded != now:
+                raise BaselineError(
+                    f"{label}: sets.{name}.{field}: baseline has {recorded!r}, this run has {now!r}; "
+                    f"the numbers are not comparable: re-baseline deliberately with --update-baseline")
+        # Pins cover documents, not judgments: a gold edit without a revision bump shows here. Baselines
+        # written before the field existed, and results that do not carry it, compare on the rest.
+        recorded_hash, now_hash = numbers.judgments_hash, getattr(measured, "judgments_hash", "")
+        if recorded_hash and now_hash and recorded_hash != now_hash:
+            raise BaselineError(
+                f"{label}: sets.{name}.judgments_hash: judgments changed without a revision bump (baseline "
+                f"{recorded_hash[:12]}, set {now_hash[:12]}); a changed gold is neither a regression nor an "
+                f"improvement: bump the set's revision and re-baseline with --update-baseline")
+        return numbers
+
+
+def build_baseline(set_results: list[SetResult], provenance: Mapping[str, Any], *,
+                   judgments: Mapping[str, str | None] | None = None) -> dict[str, object]:
     """The baseline document for a complete run: identity, per-set aggregates and per-query values.
 
     `judgments` maps set name -> `QuerySet.judgments_hash` of the sets the run measured (when
     None: `provenance["sets"][name]["judgments_hash"]`, if the provenance carries it); each
     set's entry records it, so a later gold edit without a revision bump is refused instead
-    of compared (`set_entry_for`). The result is checked as `read_baseline` would check it
+    of compared (`Baseline.comparable`). The result is read back as `Baseline.read` would read it
     (finite numbers, recall@10 in every scored scope): a baseline no later run could read is
     never written.
     """
@@ -79,10 +126,7 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
         judgments = {name: entry.get("judgments_hash") for name, entry in recorded.items()
                      if isinstance(entry, dict)} if isinstance(recorded, dict) else {}
     backend = backend_record(provenance)
-    sets = {r.name: {**_set_entry(r, judgments.get(r.name)), "backend": backend} for r in set_results}
-    for name, entry in sets.items():
-        _check_entry(entry, f"this run: sets.{field_key(name)}")
-    return {
+    document = {
         "format": BASELINE_FORMAT,
         "version": BASELINE_VERSION,
         "created": provenance.get("started"),
@@ -91,11 +135,14 @@ def build_baseline(set_results: list[SetResult], provenance: dict[str, object], 
         "backend": backend,  # this write's; each set keeps its own too (another backend may re-baseline one set)
         "condition": provenance.get("condition"),
         "metric_definitions": provenance.get("metric_definitions"),
-        "sets": sets,
+        "sets": {r.name: {**baseline_entry(r.numbers(judgments.get(r.name))), "backend": backend}
+                 for r in set_results},
     }
+    Baseline.from_document(document, Path("this run"))
+    return document
 
 
-def backend_record(provenance: dict[str, object]) -> dict[str, object]:
+def backend_record(provenance: Mapping[str, Any]) -> dict[str, object]:
     """Who the baseline is for: the label, the portable command and the banner's identity fields."""
     backend = provenance.get("backend") or {}
     banner = (provenance.get("adapter") or {}).get("banner")
@@ -103,22 +150,22 @@ def backend_record(provenance: dict[str, object]) -> dict[str, object]:
     return {"label": backend.get("label"), **identity.to_dict()}
 
 
-def _set_entry(result: SetResult, judgments_hash: str | None = None) -> dict[str, object]:
+def baseline_entry(numbers: SetNumbers) -> dict[str, object]:
+    """A set's numbers as a baseline file records them (every query's row without its latency)."""
     return {
-        "revision": result.revision, "corpus_hash": result.corpus_hash,
-        **({"judgments_hash": judgments_hash} if judgments_hash else {}), "k": result.k,
-        "query_count": result.query_count, "aggregates": result.aggregates,
-        "latency_ms": result.latency_ms,
-        "queries": {q.qid: {"query": q.query, "category": q.category, "split": q.split, "group": q.group,
-                            "scored": q.scored,
-                            "outcome": q.outcome, "metrics": q.metrics, "found": list(q.found),
-                            "broken": [c.key for c in q.contracts if not c.passed],
-                            **({"evidence": dict(q.evidence)} if q.evidence is not None else {})}
-                    for q in result.queries},
+        "revision": numbers.revision, "corpus_hash": numbers.corpus_hash,
+        **({"judgments_hash": numbers.judgments_hash} if numbers.judgments_hash else {}), "k": numbers.k,
+        "query_count": numbers.query_count, "aggregates": numbers.aggregates.to_dict(),
+        "latency_ms": numbers.latency.to_dict(),
+        "queries": {row.qid: {"query": row.query, "category": row.category, "split": row.split, "group": row.group,
+                              "scored": row.scored, "outcome": row.outcome, "metrics": row.metrics,
+                              "found": list(row.found), "broken": list(row.broken),
+                              **({"evidence": dict(row.evidence)} if row.evidence is not None else {})}
+                    for row in numbers.queries.values()},
     }
 
 
-def write_baseline(path: Path, baseline: dict[str, object], *, merge: bool = True) -> None:
+def write_baseline(path: Path, baseline: Mapping[str, Any], *, merge: bool = True) -> None:
     """Write atomically. With `merge`, sets not in this run keep their previous entries.
 
     Read, merge and replace happen under an exclusive lock (`baseline_lock`), so two runs
@@ -164,7 +211,7 @@ def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, line
     indent = " " * depth
     expanded = isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
         len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)
-    if not expanded:
+    if not (expanded and isinstance(value, Mapping)):
         lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
         return
     lines.append(f"{indent}{prefix}{{")
@@ -207,132 +254,57 @@ def baseline_lock(path: Path) -> Iterator[None]:
             os.close(fd)
 
 
-def read_baseline(path: Path) -> dict[str, object]:
-    """Read and validate a baseline; any defect is a BaselineError naming file and field."""
-    label = str(path)
-    if not path.exists():
-        raise BaselineError(f"{label}: no baseline file; record one with --update-baseline (or run with --no-gate)")
-    document = read_json_file(path, BaselineError, label, what="corrupt baseline")
-    return check_baseline(document, label)
+def read_baseline(path: Path) -> dict[str, Any]:
+    """The document of the baseline at `path`, read and checked as `Baseline.read` does."""
+    return dict(Baseline.read(path).document)
 
 
-def check_baseline(document: object, label: str) -> dict[str, object]:
-    """Validate a baseline document already parsed (read from `label`); BaselineError naming the field."""
-    if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
-        raise BaselineError(f"{label}: format: not a retrieval-gate baseline")
-    if document.get("version") != BASELINE_VERSION:
-        raise BaselineError(f"{label}: version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
-    _check_backend(document.get("backend"), f"{label}: backend")
-    sets = document.get("sets")
-    if not isinstance(sets, dict):
-        raise BaselineError(f"{label}: sets: missing or not an object")
-    for name, entry in sets.items():
-        _check_entry(entry, f"{label}: sets.{field_key(name)}")
-    if document.get("backend") is None:  # a removed record would gate any backend against this file
-        raise BaselineError(f"{label}: backend: missing; restore it from git, or re-baseline")
-    return document
-
-
-def _check_backend(backend: object, where: str) -> None:
-    """The recorded backend: absent (refused by the caller where it must be there), or an object whose
-    text fields are text and whose command is argv; never read as "any backend"."""
-    if backend is None:
-        return
-    if not isinstance(backend, dict):
-        raise BaselineError(f"{where}: must be an object (label, name, version, command), got {preview(backend)}")
+def _read_backend(reader: StrictReader) -> BackendIdentity | None:
+    """A recorded backend: None when absent, else an object whose text fields are text and whose
+    command is argv; never read as "any backend"."""
+    if reader.value is None:
+        return None
+    if not isinstance(reader.value, dict):
+        raise reader.fail(f"must be an object (label, name, version, command), got {preview(reader.value)}")
     for field in ("label", "name", "version", "model_digest"):
-        if backend.get(field) is not None and not isinstance(backend[field], str):
-            raise BaselineError(f"{where}.{field}: must be a string, got {preview(backend[field])}")
+        reader.get(field, required=False).optional_text()
     for field in ("command", "argv"):
-        value = backend.get(field)
-        if value is not None and not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
-            raise BaselineError(f"{where}.{field}: must be a list of strings, got {preview(value)}")
-    if backend.get("settings") is not None and not isinstance(backend["settings"], dict):
-        raise BaselineError(f"{where}.settings: must be an object, got {preview(backend['settings'])}")
+        if reader.has(field):
+            reader.get(field).strings()
+    if reader.has("settings"):
+        reader.get("settings").obj()
+    return BackendIdentity.from_record(reader.value)
 
 
-def _check_entry(entry: object, where: str) -> None:
-    if not isinstance(entry, dict):
-        raise BaselineError(f"{where}: must be an object")
-    for field, kind in (("revision", int), ("corpus_hash", str), ("k", int), ("query_count", int),
-                        ("aggregates", dict), ("queries", dict), ("latency_ms", dict)):
-        if not isinstance(entry.get(field), kind) or isinstance(entry.get(field), bool):
-            raise BaselineError(f"{where}.{field}: missing or not a {kind.__name__}")
-    _check_backend(entry.get("backend"), f"{where}.backend")
-    if "judgments_hash" in entry and not isinstance(entry["judgments_hash"], str):
-        raise BaselineError(f"{where}.judgments_hash: must be a string")
-    overall = entry["aggregates"].get("overall")
-    categories = entry["aggregates"].get("category")
-    if not isinstance(overall, dict) or not isinstance(categories, dict):
-        raise BaselineError(f"{where}.aggregates: needs 'overall' and 'category'")
-    _check_scope(overall, f"{where}.aggregates.overall")
-    for category, values in categories.items():
-        if not isinstance(values, dict):
-            raise BaselineError(f"{where}.aggregates.category.{field_key(category)}: must be an object")
-        _check_scope(values, f"{where}.aggregates.category.{field_key(category)}")
-    _check_numbers(entry["latency_ms"], f"{where}.latency_ms")
-    for qid, row in entry["queries"].items():
-        if not isinstance(row, dict) or not isinstance(row.get("found"), list) or not isinstance(row.get("metrics"), dict):
-            raise BaselineError(f"{where}.queries.{field_key(qid)}: needs 'found' and 'metrics'")
-        if not all(isinstance(doc_id, str) for doc_id in row["found"]):
-            raise BaselineError(f"{where}.queries.{field_key(qid)}.found: must be a list of document ids")
-        _check_numbers(row["metrics"], f"{where}.queries.{field_key(qid)}.metrics")
-        if "broken" in row and not (isinstance(row["broken"], list) and all(isinstance(k, str) for k in row["broken"])):
-            raise BaselineError(f"{where}.queries.{field_key(qid)}.broken: must be a list of contract keys")
-        if "evidence" in row:  # per-query evidence values; null = unjudgeable
-            if not isinstance(row["evidence"], dict):
-                raise BaselineError(f"{where}.queries.{field_key(qid)}.evidence: must be an object")
-            _check_numbers({k: v for k, v in row["evidence"].items() if v is not None},
-                           f"{where}.queries.{field_key(qid)}.evidence")
-        if not isinstance(row.get("scored", True), bool):
-            raise BaselineError(f"{where}.queries.{field_key(qid)}.scored: must be true or false")
-        if row.get("category") is not None and not isinstance(row["category"], str):
-            raise BaselineError(f"{where}.queries.{field_key(qid)}.category: must be a string")
+def _read_entry(name: str, reader: StrictReader) -> SetNumbers:
+    """One set's entry: what it was, its scopes (recall@10 in every scope with scored queries: the
+    recall gate needs it, refused here rather than letting that gate pass unseen), its rows."""
+    revision, corpus_hash = reader.get("revision").integer(), reader.get("corpus_hash").text()
+    k, query_count = reader.get("k").integer(), reader.get("query_count").count()
+    aggregates = read_aggregates(reader.get("aggregates"))
+    scopes = reader.get("aggregates")
+    for where, scope in [("overall", aggregates.overall),
+                         *((f"category.{field_key(c)}", s) for c, s in aggregates.category.items())]:
+        if scope.n > 0 and FOUNDING_METRIC not in scope.means:
+            raise scopes.child(None, f"{where}.{FOUNDING_METRIC}").fail(
+                "missing; the recall gate needs it for every scope with scored queries (restore the file from "
+                "git, or remove it and re-baseline)")
+    return SetNumbers(
+        name=name, revision=revision, corpus_hash=corpus_hash, k=k, query_count=query_count, aggregates=aggregates,
+        latency=read_latency(reader.get("latency_ms")),
+        queries={qid: _read_row(qid, row) for qid, row in reader.get("queries").items()},
+        judgments_hash=reader.get("judgments_hash", required=False).optional_text())
 
 
-def _check_scope(values: dict, where: str) -> None:
-    """One aggregate scope: finite numbers, a count `n`, and the gated metric whenever n > 0.
-
-    Without recall@10 in a scope that has scored queries the recall gate would have nothing
-    to compare against: refused here rather than letting that gate pass unseen.
-    """
-    _check_numbers(values, where)
-    count = values.get("n")
-    if type(count) is not int or count < 0:
-        raise BaselineError(f"{where}.n: missing or not a count of scored queries")
-    if count > 0 and FOUNDING_METRIC not in values:
-        raise BaselineError(f"{where}.{FOUNDING_METRIC}: missing; the recall gate needs it for every scope with "
-                            f"scored queries (restore the file from git, or remove it and re-baseline)")
-
-
-def _check_numbers(values: dict, where: str) -> None:
-    """Metric values the gates compute with must be finite numbers (a hand-edited string must not crash them)."""
-    for name, value in values.items():
-        if not is_finite_number(value):
-            raise BaselineError(f"{where}.{field_key(name)}: must be a finite number, got {preview(value, 60)}")
-
-
-def set_entry_for(baseline: dict[str, object], result: SetResult | QuerySet, label: str, *,
-                  k: int | None = None) -> dict[str, object]:
-    """The baseline entry comparable with a set or its result, or a BaselineError saying why not.
-
-    Called with the loaded set before the run (k as asked), so a mismatch stops it before the adapter starts.
-    """
-    name, k = result.name, k if k is not None else result.k
-    entry = baseline["sets"].get(name)
-    if entry is None:
-        raise BaselineError(f"{label}: sets: no baseline for set {name!r}; record it with --update-baseline")
-    for field, now in (("revision", result.revision), ("corpus_hash", result.corpus_hash), ("k", k)):
-        if entry[field] != now:
-            raise BaselineError(
-                f"{label}: sets.{name}.{field}: baseline has {entry[field]!r}, this run has {now!r}; "
-                f"the numbers are not comparable: re-baseline deliberately with --update-baseline")
-    # Pins cover documents, not judgments: a gold edit without a revision bump shows here. Baselines
-    # written before the field existed, and results that do not carry it, compare on the rest.
-    recorded, now_hash = entry.get("judgments_hash"), getattr(result, "judgments_hash", "")
-    if recorded and now_hash and recorded != now_hash:
-        raise BaselineError(
-            f"{label}: sets.{name}.judgments_hash: judgments changed without a revision bump (baseline "
-            f"{recorded[:12]}, set {now_hash[:12]}); a changed gold is neither a regression nor an improvement: "
-            f"bump the set's revision and re-baseline with --update-baseline")
-    return entry
+def _read_row(qid: str, reader: StrictReader) -> QueryNumbers:
+    evidence = reader.get("evidence", required=False)
+    return QueryNumbers(
+        qid=qid, query=reader.get("query", required=False).optional_text() or "",
+        category=reader.get("category", required=False).optional_text(),
+        split=reader.get("split", required=False).optional_text(),
+        group=reader.get("group", required=False).optional_text(),
+        scored=reader.get("scored").boolean() if reader.has("scored") else True,
+        outcome=reader.get("outcome", required=False).optional_text(),
+        metrics=reader.get("metrics").numbers(), found=reader.get("found").strings(),
+        broken=reader.get("broken").strings() if reader.has("broken") else (),
+        evidence=evidence.optional_numbers() if evidence.value is not None else None)

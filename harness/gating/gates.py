@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
-from harness.records import GateResult, QueryResult, SetResult
+from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
+from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability
-from harness.scoring.evidence import evidence_metric_names, evidence_value, lower_is_better
 from harness.scoring.flips import Flip, find_flips
+from harness.scoring.metrics import Measure, parse_metric
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 
 JUDGED_METRIC = "judged@10"
@@ -43,7 +45,7 @@ class Decision:
 
     gates: tuple[GateResult, ...]
     flips: Mapping[str, tuple[Flip, ...]]
-    baseline_latency: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    baseline_latency: Mapping[str, Latency] = field(default_factory=dict)
 
 
 def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
@@ -61,34 +63,33 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
                   known_contract_failures=known_contract_failures, policy=inputs.policy)
     flips = {}
     for result in results:
-        base_found = {qid: row.get("found") or [] for qid, row in entries[result.name]["queries"].items()}
+        base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
         flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
                                               {q.qid: q.query for q in result.queries}))
-    return Decision(tuple(gates), flips, {name: dict(entry["latency_ms"]) for name, entry in entries.items()})
+    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()})
 
 
-def check(results: Sequence[SetResult], baseline_sets: Mapping[str, Mapping], budgets: Budgets = Budgets(), *,
+def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
           latency_gated: bool = True, known_contract_failures: bool = False,
           policy: GatePolicy = GatePolicy()) -> list[GateResult]:
-    """The gates of `decide` on baseline entries already matched to the sets (set name -> entry)."""
+    """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers)."""
     gates: list[GateResult] = []
     for result in results:
-        entry = baseline_sets[result.name]
-        gates.extend(_count_gate(result, entry))
+        base, now = baseline_sets[result.name], result.numbers()
+        gates.extend(_count_gate(now, base))
         for metric in policy.metrics:
-            gates.extend(_quality_gates(result, entry, metric, policy))
-        latency = ([_latency_gate(result, entry, budgets.for_set(result.name)),
-                    _relative_latency_gate(result, entry, policy)] if latency_gated else [])
-        later = (*latency, _contract_gate(result, entry, known_contract_failures), _judged_gate(result, entry, policy))
+            gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
+        latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
+                    _relative_latency_gate(now, base, policy)] if latency_gated else [])
+        later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
 
 
-def flipped_queries(result: SetResult, entry: Mapping, category: str | None = None) -> list[str]:
+def flipped_queries(now: SetNumbers, base: SetNumbers, category: str | None = None) -> list[str]:
     """Queries that had a relevant document in the top 10 in the baseline and lost it now."""
-    base_found = {qid: row["found"] for qid, row in entry["queries"].items()
-                  if row.get("scored", True) and (category is None or row.get("category") == category)}
-    return [flip.qid for flip in find_flips(result.name, base_found, {q.qid: q.found for q in result.queries})
+    base_found = {row.qid: row.found for row in base.rows(category)}
+    return [flip.qid for flip in find_flips(now.name, base_found, {q.qid: q.found for q in now.queries.values()})
             if flip.lost]
 
 
@@ -97,97 +98,95 @@ def gate_name(metric: str) -> str:
     return metric.split("@", 1)[0]
 
 
-def _count_gate(result: SetResult, entry: Mapping) -> list[GateResult]:
-    same = result.query_count == entry["query_count"]
-    message = (f"{result.name}: {result.query_count} queries, as the baseline" if same else
-               f"{result.name}: query count {result.query_count} differs from the baseline's {entry['query_count']} "
+def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
+    same = now.query_count == base.query_count
+    message = (f"{now.name}: {now.query_count} queries, as the baseline" if same else
+               f"{now.name}: query count {now.query_count} differs from the baseline's {base.query_count} "
                f"(re-baseline deliberately if queries were added or removed)")
-    gates = [GateResult(result.name, "query-count", same, message, metric="queries", baseline=entry["query_count"],
-                        current=result.query_count, limit=0, unit=COUNT)]
-    for category in sorted(set(entry["aggregates"]["category"]) - set(result.aggregates["category"])):
-        gates.append(GateResult(result.name, "query-count", False,
-                                f"{result.name}/{category}: category in the baseline has no scored queries now",
+    gates = [GateResult(now.name, "query-count", same, message, metric="queries", baseline=base.query_count,
+                        current=now.query_count, limit=0, unit=COUNT)]
+    for category in sorted(set(base.aggregates.category) - set(now.aggregates.category)):
+        gates.append(GateResult(now.name, "query-count", False,
+                                f"{now.name}/{category}: category in the baseline has no scored queries now",
                                 category=category, metric="scored queries",
-                                baseline=entry["aggregates"]["category"][category].get("n"), current=0, limit=0,
-                                unit=COUNT))
+                                baseline=base.aggregates.category[category].n, current=0, limit=0, unit=COUNT))
     return gates
 
 
-def _quality_gates(result: SetResult, entry: Mapping, metric: str, policy: GatePolicy) -> list[GateResult]:
+def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
-    Evidence metrics (harness.scoring.evidence) are gated by the same rules: their mean is over
-    the queries judged on them (unjudgeable ones are null and left out), and for the
+    Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
+    queries judged on them (unjudgeable ones are null and left out), and for the
     `*_before_current` rates a rise is the loss. A scope with nothing on either side passes
     saying so; a value missing on one side only fails, naming the side.
     """
-    evidence = metric in evidence_metric_names()
-    categories = sorted(entry["aggregates"]["category"]) if policy.gate_categories else []
-    if not evidence:  # a category gone from the run is the count gate's
-        categories = [c for c in categories if c in result.aggregates["category"]]
+    metric = measure.name
+    categories = sorted(base.aggregates.category) if policy.gate_categories else []
+    if not measure.nullable:  # a category gone from the run is the count gate's
+        categories = [c for c in categories if c in now.aggregates.category]
     gates = []
     for category in [None, *categories]:
-        label = result.name + (f"/{category}" if category else " overall")
-        (before, n_before), (now, n_now) = (_scope_mean(aggregates, metric, category, evidence)
-                                            for aggregates in (entry["aggregates"], result.aggregates))
-        if before is None or now is None:
+        label = now.name + (f"/{category}" if category else " overall")
+        (before, n_before), (current, n_now) = (_scope_mean(numbers.aggregates, measure, category)
+                                                for numbers in (base, now))
+        if before is None or current is None:
             empty = not n_before and not n_now  # nothing on either side passes; a side missing its value fails
-            nothing = "no query judged on it" if evidence else "no scored queries"
-            missing = " and ".join(side for side, value in (("the baseline", before), ("this run", now))
+            nothing = "no query judged on it" if measure.nullable else "no scored queries"
+            missing = " and ".join(side for side, value in (("the baseline", before), ("this run", current))
                                    if value is None)
             message = (f"{label} {metric}: {nothing} in the baseline or now; nothing to compare" if empty else
                        f"{label} {metric}: missing from {missing}; the gate cannot pass without it "
                        f"(re-record the baseline with this gate policy: --update-baseline)")
-            gates.append(GateResult(result.name, gate_name(metric), empty, message, category=category))
+            gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
-        gates.append(_quality_gate(result, entry, metric, category, (before, now), (n_before, n_now), policy))
+        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy))
     return gates
 
 
-def _quality_gate(result: SetResult, entry: Mapping, metric: str, category: str | None, means: tuple[float, float],
-                  counts: tuple[int, int], policy: GatePolicy) -> GateResult:
+def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
+                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy) -> GateResult:
     """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
-    label = result.name + (f"/{category}" if category else " overall")
-    before, now = means
-    rows = [q for q in result.queries if q.scored and (category is None or q.category == category)]
-    base_values, now_values = _paired_values(rows, entry, metric)
+    metric = measure.name
+    label = now.name + (f"/{category}" if category else " overall")
+    before, current = means
+    rows = now.rows(category)
+    base_values, now_values = _paired_values(rows, base, measure)
     units = {q.qid: q.resampling_unit for q in rows}
-    worse_is = -1.0 if lower_is_better(metric) else 1.0  # loss = worse_is * (before - now)
-    loss = worse_is * (before - now)
+    worse_is = -1.0 if measure.lower_is_better else 1.0  # loss = worse_is * (before - current)
+    loss = worse_is * (before - current)
     detect = detectability({qid: worse_is * v for qid, v in now_values.items()}, units,
                            {qid: worse_is * v for qid, v in base_values.items()})
-    numbers = dict(metric=metric, baseline=before, current=now, limit=policy.drop_limit, unit=FRACTION,
+    flips = tuple(flipped_queries(now, base, category)) if not measure.nullable else ()
+    gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
+                   baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
                    one_query=detect.one_query, detectable=detect.detectable, improved=-loss > FLOAT_SLACK)
-    flips = tuple(flipped_queries(result, entry, category)) if metric not in evidence_metric_names() else ()
-    judged = (f"; judged on {counts[1]} queries, {counts[0]} in the baseline"
-              if metric in evidence_metric_names() else "")
+    judged = f"; judged on {counts[1]} queries, {counts[0]} in the baseline" if measure.nullable else ""
     if loss <= policy.drop_limit + FLOAT_SLACK:
-        change = f"; {(now - before) * 100:+.2f} points" if abs(now - before) > FLOAT_SLACK else ""
-        message = f"{label} {metric} {now:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
+        change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
+        message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
         ratchet = policy.ratchet_improvement_points
         ratcheted = category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK
         if ratcheted:
             message += (f"; improved by more than the ratchet's {ratchet:g} points: re-baseline "
                         f"(--update-baseline) so the baseline follows")
-        return GateResult(result.name, gate_name(metric), not ratcheted, message, category=category, flipped=flips,
-                          **numbers)
+        return gate(not ratcheted, message)
     # per-query values on both sides (a baseline from before evidence rows were recorded has none): the
     # paired test and the category rules need them; without them the loss fails as it stands
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
     listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)"
                                                      if len(flips) > MAX_FLIPS_LISTED else "")
-    direction = "rose" if lower_is_better(metric) else "dropped"
-    message = (f"{label} {metric} {direction} {abs(now - before) * 100:.2f} points: baseline {before:.4f}, now "
-               f"{now:.4f} (limit {policy.drop_limit_points:.1f}; "
+    direction = "rose" if measure.lower_is_better else "dropped"
+    message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
+               f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
-               f"{movement(rows, entry, metric) if not judged else 'unjudgeable queries left out'}"
+               f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
                + (f"; flipped: {listed or 'none'}" if not judged else "") + _below(detect, loss))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
     if why_warn:
         message += f"; warning only: {why_warn}"
-    return GateResult(result.name, gate_name(metric), bool(why_warn), message, category=category, flipped=flips,
-                      warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
-                      p_value=test.p_value if test else None, **numbers)
+    return gate(bool(why_warn), message, warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
+                p_value=test.p_value if test else None)
 
 
 def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],
@@ -214,53 +213,51 @@ def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mappi
 
 def _below(detect: Detectability, change: float) -> str:
     """The note a change below what the scope can detect gets (none when it is detectable or nothing moved)."""
-    if abs(change) <= FLOAT_SLACK or detect.detectable is None or detect.covers(change):
+    if abs(change) <= FLOAT_SLACK or detect.detectable is None or detect.one_query is None or detect.covers(change):
         return ""
     return (f"; {abs(change) * 100:.2f} points is below what this scope can detect ({detect.detectable * 100:.1f} "
             f"points at alpha 0.05, power 0.8; one query is worth {detect.one_query * 100:.1f})")
 
 
-def _scope_mean(aggregates: Mapping, metric: str, category: str | None, evidence: bool) -> tuple[float | None, int]:
-    """(mean or None, queries it is over) of a metric in one scope of a set's aggregates."""
-    if evidence:
-        value, judged = evidence_value(aggregates, metric, "overall" if category is None else f"category:{category}")
-        return value, judged or 0
-    scope = aggregates["overall"] if category is None else aggregates["category"].get(category, {})
-    value = scope.get(metric)
-    return (float(value) if value is not None else None), int(scope.get("n") or 0)
+def _scope_mean(aggregates: Aggregates, measure: Measure, category: str | None) -> tuple[float | None, int]:
+    """(mean or None, queries it is over) of a measure in one scope of a set's aggregates."""
+    scope = aggregates.scope(category)
+    if scope is None:
+        return None, 0
+    return scope.mean(measure.name, nullable=measure.nullable)
 
 
-def _paired_values(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> tuple[dict, dict]:
-    """(baseline, current) per-query values of a metric over the scope's queries on both sides (evidence
-    metrics: the queries judged on it on both sides)."""
-    evidence = metric in evidence_metric_names()
-    base, current = {}, {}
-    for q in rows:
-        row = entry["queries"].get(q.qid) or {}
-        before = (row.get("evidence") or {}).get(metric) if evidence else row.get("metrics", {}).get(metric)
-        now = (q.evidence or {}).get(metric) if evidence else q.metrics.get(metric)
+def _paired_values(rows: Sequence[QueryNumbers], base: SetNumbers,
+                   measure: Measure) -> tuple[dict[str, float], dict[str, float]]:
+    """(baseline, current) per-query values of a measure over the scope's queries on both sides (evidence
+    measures: the queries judged on it on both sides)."""
+    before_values, current_values = {}, {}
+    for row in rows:
+        was = base.queries.get(row.qid)
+        before = was.value(measure.name, nullable=measure.nullable) if was is not None else None
+        now = row.value(measure.name, nullable=measure.nullable)
         if before is not None and now is not None:
-            base[q.qid], current[q.qid] = float(before), float(now)
-    return base, current
+            before_values[row.qid], current_values[row.qid] = float(before), float(now)
+    return before_values, current_values
 
 
 def _interval(test: PairedTest) -> str:
     return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
 
 
-def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
+def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str:
     """In words: how many queries got better, worse or stayed, and the worst loss.
 
     "1 of 1 query lost its relevant document" when a single query moved it all; otherwise
     "7 queries better, 12 worse, 5 unchanged; worst: dedupe-012 lost 3 of 4 relevant documents".
     """
     better = worse = same = 0
-    worst: tuple[float, QueryResult, Mapping] | None = None
+    worst: tuple[float, QueryNumbers, QueryNumbers] | None = None
     for row in rows:
-        before = entry["queries"].get(row.qid)
-        if before is None or metric not in before.get("metrics", {}) or metric not in row.metrics:
+        before = base.queries.get(row.qid)
+        if before is None or metric not in before.metrics or metric not in row.metrics:
             continue
-        change = row.metrics[metric] - float(before["metrics"][metric])
+        change = row.metrics[metric] - before.metrics[metric]
         if change > FLOAT_SLACK:
             better += 1
         elif change < -FLOAT_SLACK:
@@ -273,12 +270,12 @@ def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
     if worst is None:
         return f"{total} queries compared, none worse"
     _, row, before = worst
-    had = list(before.get("found") or [])
+    had = list(before.found)
     lost = [doc_id for doc_id in had if doc_id not in row.found]
     if had:
         what = f"lost {len(lost)} of {len(had)} relevant document{'s' if len(had) != 1 else ''} it found"
     else:
-        what = f"{metric} {float(before['metrics'][metric]):.2f} -> {row.metrics[metric]:.2f}"
+        what = f"{metric} {before.metrics[metric]:.2f} -> {row.metrics[metric]:.2f}"
     if total == 1:
         if len(had) == 1 and len(lost) == 1:
             return f"1 of 1 query lost its relevant document ({row.qid})"
@@ -286,26 +283,22 @@ def movement(rows: Sequence[QueryResult], entry: Mapping, metric: str) -> str:
     return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
-def _latency_gate(result: SetResult, entry: Mapping, budget_ms: float) -> GateResult:
-    p95 = result.latency_ms.get("p95")
-    before = (entry.get("latency_ms") or {}).get("p95")
-    numbers = dict(metric="p95", baseline=float(before) if before is not None else None,
-                   current=float(p95) if p95 is not None else None, limit=budget_ms, unit=MILLISECONDS)
+def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> GateResult:
+    p95, before = result.latency.p95, base.latency.p95
+    gate = partial(GateResult, result.name, "latency", metric="p95", baseline=before, current=p95, limit=budget_ms,
+                   unit=MILLISECONDS)
     if p95 is None:
         if not result.queries:
-            return GateResult(result.name, "latency", True, f"{result.name}: no queries asked, no latency to gate",
-                              **numbers)
-        return GateResult(result.name, "latency", False,
-                          f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate cannot pass",
-                          **numbers)
+            return gate(True, f"{result.name}: no queries asked, no latency to gate")
+        return gate(False, f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate "
+                           f"cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
-    was = f"; baseline {float(before):.1f} ms" if before is not None else ""
-    return GateResult(result.name, "latency", passed,
-                      f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}", **numbers)
+    was = f"; baseline {before:.1f} ms" if before is not None else ""
+    return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
 
 
-def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
+def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
     """p95 against the baseline's: beyond the relative limit AND the absolute floor it warns (policy: fails);
     no gate when either side has fewer than the policy's min_samples latencies.
 
@@ -314,49 +307,46 @@ def _relative_latency_gate(result: SetResult, entry: Mapping, policy: GatePolicy
     two runs are two samples of a noisy machine: the gate compares them, it does not test them.
     """
     limit = policy.latency_relative_limit_percent
-    base, now = entry.get("latency_ms") or {}, result.latency_ms
-    if limit is None or "p95" not in base:
+    if limit is None or base.latency.p95 is None:
         return None
-    samples = min(int(base.get("n") or 0), int(now.get("n") or 0))
-    if samples < policy.latency_min_samples or "p95" not in now:
+    if min(base.latency.n, now.latency.n) < policy.latency_min_samples or now.latency.p95 is None:
         return None  # too few latencies to compare a p95 (the latency gate still shows both)
-    before, after = float(base["p95"]), float(now["p95"])
+    before, after = base.latency.p95, now.latency.p95
     allowed = max(before * (1 + limit / 100), before + policy.latency_min_increase_ms)
     grew = after > allowed + FLOAT_SLACK
     change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
-    message = (f"{result.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
+    message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
                f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms)")
     if grew and not policy.latency_relative_fails:
         message += "; warning only (policy: latency.relative_fails)"
-    return GateResult(result.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
+    return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
                       warning=grew and not policy.latency_relative_fails, metric="p95", baseline=before,
                       current=after, limit=allowed, unit=MILLISECONDS)
 
 
-def _judged_gate(result: SetResult, entry: Mapping, policy: GatePolicy) -> GateResult | None:
+def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
     """WARN when the backend returns documents the set never judged (judged@10 fell), else PASS."""
-    before, now = entry["aggregates"]["overall"].get(JUDGED_METRIC), result.aggregates["overall"].get(JUDGED_METRIC)
+    before = base.aggregates.overall.means.get(JUDGED_METRIC)
+    now = result.aggregates.overall.means.get(JUDGED_METRIC)
     if before is None or now is None:
         return None
-    drop = float(before) - float(now)
-    numbers = dict(metric=JUDGED_METRIC, baseline=float(before), current=float(now),
-                   limit=policy.judged_warn_drop_points / 100, unit=FRACTION)
+    drop = before - now
     fell = drop * 100 > policy.judged_warn_drop_points + FLOAT_SLACK
     message = (f"{result.name} judged@10 fell {drop * 100:.1f} points: baseline {before:.3f}, now {now:.3f}; "
-               f"{_why_judged_fell(result, entry)}" if fell else f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
-    return GateResult(result.name, "judged", True, message, warning=fell, **numbers)
+               f"{_why_judged_fell(result, base)}" if fell else f"{result.name} judged@10 {now:.3f} (baseline {before:.3f})")
+    return GateResult(result.name, "judged", True, message, warning=fell, metric=JUDGED_METRIC, baseline=before,
+                      current=now, limit=policy.judged_warn_drop_points / 100, unit=FRACTION)
 
 
-def _why_judged_fell(result: SetResult, entry: Mapping) -> str:
+def _why_judged_fell(result: SetResult, base: SetNumbers) -> str:
     """The cause of a judged@10 fall in words: documents the set never judged, or fewer documents returned.
 
     judged@10 is judged hits / 10: a backend returning nothing (or fewer than 10) lowers it too, and
     judging more documents cannot help that.
     """
     scored = [q for q in result.queries if q.scored]
-    unjudged = sum(int(q.metrics.get("unjudged@10", 0)) for q in scored)
+    unjudged = sum(int(q.metrics.get(UNJUDGED_COUNT, 0)) for q in scored)
     returned = sum(min(len(q.ids), 10) for q in scored)
-    before = [row for row in entry["queries"].values() if row.get("scored", True)]
     empty = sum(1 for q in scored if not q.ids)
     causes = []
     if unjudged:
@@ -365,33 +355,32 @@ def _why_judged_fell(result: SetResult, entry: Mapping) -> str:
     if empty or returned < 10 * len(scored):
         causes.append(f"fewer documents returned: {returned} in the top 10s of {len(scored)} scored queries"
                       + (f", {empty} answered with nothing" if empty else "") + " (not a judging gap)")
-    return "; ".join(causes) or f"the judged share of {len(before)} baseline queries' answers moved"
+    return "; ".join(causes) or f"the judged share of {len(base.rows())} baseline queries' answers moved"
 
 
-def _contract_gate(result: SetResult, entry: Mapping, accept_known: bool) -> GateResult:
+def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> GateResult:
     """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken."""
     broken = [(q.qid, c) for q in result.queries if q.outcome not in ("xfail", "xpass")
               for c in q.contracts if not c.passed]
-    recorded = {(qid, key) for qid, row in entry["queries"].items() for key in row.get("broken", [])}
+    recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
-    numbers = dict(metric="broken contracts", baseline=len(recorded), current=len(broken), limit=0, unit=COUNT)
+    gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
+                   current=len(broken), limit=0, unit=COUNT)
     if accept_known:
         broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
-            return GateResult(result.name, "contract", True,
-                              f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})", **numbers)
+            return gate(True, f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
+                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
-        return GateResult(result.name, "contract", True, f"{result.name}: {checked} contracts hold" if checked
-                          else f"{result.name}: no hard contracts in this set", **numbers)
+        return gate(True, f"{result.name}: {checked} contracts hold" if checked
+                    else f"{result.name}: no hard contracts in this set")
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
             if not accept_known and len(known) == len(broken) else "")
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})
-    return GateResult(result.name, "contract", False,
-                      f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
-                      f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids), **numbers)
+    return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
+                       f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))

@@ -44,6 +44,8 @@ class BackendIdentity:
     def from_record(cls, record: Mapping[str, object]) -> BackendIdentity:
         """The identity a baseline's `backend` object records (older baselines: only its argv)."""
         command = record.get("command") or record.get("argv") or ()
+        if not isinstance(command, (list, tuple)):
+            command = ()
         settings = record.get("settings")
         return cls(name=text_or_none(record.get("name")), version=text_or_none(record.get("version")),
                    model_digest=text_or_none(record.get("model_digest")),

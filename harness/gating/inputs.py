@@ -6,9 +6,10 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.gating.baseline import Baseline, set_entry_for
+from harness.gating.baseline import Baseline
 from harness.gating.budgets import Budgets
 from harness.gating.policy import GatePolicy
+from harness.measured import SetNumbers
 from harness.records import QuerySet
 
 
@@ -27,10 +28,9 @@ class GateInputs:
     fingerprints: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     notices: tuple[str, ...] = ()  # `--set all`: each set found but not in the baseline, not run (harness/layout.py)
 
-    def entries(self, k: int | None = None) -> dict[str, Mapping]:
-        """Set name -> the baseline entry comparable with it asked at `k` (None: each set's own k);
+    def entries(self, k: int | None = None) -> dict[str, SetNumbers]:
+        """Set name -> the baseline's numbers comparable with it asked at `k` (None: each set's own k);
         BaselineError when one is not comparable, so a run is refused before its adapter starts."""
         if self.baseline is None:
             return {}
-        return {s.name: set_entry_for(self.baseline.document, s, str(self.baseline.path), k=k or s.k)
-                for s in self.query_sets}
+        return {s.name: self.baseline.comparable(s, k=k or s.k) for s in self.query_sets}

@@ -5,26 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.gating.baseline import Baseline
+from harness.measured import SetNumbers
 from harness.quoting import preview
 from harness.report.escape import markdown_text
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.flips import find_flips
+from harness.scoring.metrics import parse_metric
 
 
-def render_table(baselines: list[tuple[Path, dict]]) -> str:
+def render_table(baselines: Sequence[Baseline]) -> str:
     lines = ["| set | backend | n | recall@5 | recall@10 | MRR | nDCG@10 | p95 ms |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    names = sorted({name for _, document in baselines for name in document["sets"]})
+    names = sorted({name for baseline in baselines for name in baseline.sets})
     for name in names:
-        for path, document in baselines:
-            entry = document["sets"].get(name)
-            if entry is None:
+        for baseline in baselines:
+            numbers = baseline.sets.get(name)
+            if numbers is None:
                 continue
-            overall = entry["aggregates"]["overall"]
-            backend = (document.get("backend") or {}).get("label") or path.stem
-            cells = " | ".join(f"{overall[m]:.3f}" if m in overall else "-" for m in TABLE_METRICS)
-            latency = _number(entry["latency_ms"].get("p95"), 1)
-            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({_label(path)})')} | {overall['n']} | {cells} | {latency} |")
+            overall = numbers.aggregates.overall
+            backend = (baseline.document.get("backend") or {}).get("label") or baseline.path.stem
+            cells = " | ".join(f"{overall.means[m]:.3f}" if m in overall.means else "-" for m in TABLE_METRICS)
+            latency = _number(numbers.latency.p95, 1)
+            lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({_label(baseline.path)})')} | "
+                         f"{overall.n} | {cells} | {latency} |")
     return "\n".join(lines) + "\n"
 
 
@@ -43,31 +47,30 @@ def _label(path: Path) -> str:
 IDENTITY_FIELDS = ("label", "name", "version", "model_digest", "command")
 
 
-def render_diff(old: tuple[Path, Mapping], new: tuple[Path, Mapping], metrics: Sequence[str]) -> str:
+def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     """What moved from the baseline `old` to `new`, as plain text for a review.
 
     The backend's identity (name, version, model digest, each setting, command), then per set:
     added or removed; revision, corpus or judgments changed; query count; p95; each scope
     (overall, category:NAME, split:NAME) whose `metrics` or query count moved (unchanged scopes
     are counted, not listed); the flips, queries whose found relevant documents changed
-    (`scoring.flips.find_flips`). Both documents are checked ones (`read_baseline`).
+    (`scoring.flips.find_flips`).
     """
-    (old_path, old_doc), (new_path, new_doc) = old, new
-    lines = [f"baselines diff: {old_path} -> {new_path}"]
-    identity = _identity_changes(old_doc.get("backend") or {}, new_doc.get("backend") or {})
+    lines = [f"baselines diff: {old.path} -> {new.path}"]
+    identity = _identity_changes(old.document.get("backend") or {}, new.document.get("backend") or {})
     if identity:
         lines += [f"identity: {len(identity)} field{'s' if len(identity) != 1 else ''} changed"]
         lines += [f"  {change}" for change in identity]
     else:
-        lines.append(f"identity: unchanged ({_describe(new_doc.get('backend') or {})})")
-    old_sets, new_sets = old_doc["sets"], new_doc["sets"]
+        lines.append(f"identity: unchanged ({_describe(new.document.get('backend') or {})})")
+    old_sets, new_sets = old.sets, new.sets
     moved = 0
     for name in sorted(set(old_sets) | set(new_sets)):
         if name not in new_sets:
-            lines.append(f"set {name}: removed (had {old_sets[name]['query_count']} queries)")
+            lines.append(f"set {name}: removed (had {old_sets[name].query_count} queries)")
             moved += 1
         elif name not in old_sets:
-            lines.append(f"set {name}: added ({new_sets[name]['query_count']} queries)")
+            lines.append(f"set {name}: added ({new_sets[name].query_count} queries)")
             moved += 1
         else:
             set_lines = _set_diff(name, old_sets[name], new_sets[name], metrics)
@@ -90,32 +93,37 @@ def _identity_changes(old: Mapping, new: Mapping) -> list[str]:
     return changes
 
 
-def _set_diff(name: str, old: Mapping, new: Mapping, metrics: Sequence[str]) -> list[str]:
+def _set_diff(name: str, old: SetNumbers, new: SetNumbers, metrics: Sequence[str]) -> list[str]:
     """The lines of one set present in both; empty when nothing moved."""
     head = []
     for field in ("revision", "corpus_hash", "judgments_hash", "k", "query_count"):
-        if old.get(field) != new.get(field):
-            before, after = old.get(field), new.get(field)
+        before, after = getattr(old, field), getattr(new, field)
+        if before != after:
             if field.endswith("_hash"):
                 before, after = str(before)[:12], str(after)[:12]
             head.append(f"{field} {before} -> {after}")
-    old_p95, new_p95 = old["latency_ms"].get("p95"), new["latency_ms"].get("p95")
+    old_p95, new_p95 = old.latency.p95, new.latency.p95
     if _moved(old_p95, new_p95):
         head.append(f"p95 {_number(old_p95, 1)} -> {_number(new_p95, 1)} ms")
     scope_lines, unchanged = [], 0
-    old_scopes, new_scopes = _scopes(old["aggregates"]), _scopes(new["aggregates"])
+    old_scopes, new_scopes = dict(old.aggregates.scopes()), dict(new.aggregates.scopes())
     for scope in [*old_scopes, *(s for s in new_scopes if s not in old_scopes)]:
-        before, after = old_scopes.get(scope, {}), new_scopes.get(scope, {})
-        cells = [f"n {before.get('n', '-')} -> {after.get('n', '-')}"] if before.get("n") != after.get("n") else []
-        cells += [f"{metric} {_number(before.get(metric), 3)} -> {_number(after.get(metric), 3)}{_points(before.get(metric), after.get(metric))}"
-                  for metric in metrics if _moved(before.get(metric), after.get(metric))]
+        was, now = old_scopes.get(scope), new_scopes.get(scope)
+        before_n, after_n = (was.n if was else "-"), (now.n if now else "-")
+        cells = [f"n {before_n} -> {after_n}"] if before_n != after_n else []
+        for metric in metrics:
+            nullable = parse_metric(metric).nullable
+            before = was.mean(metric, nullable=nullable)[0] if was else None
+            after = now.mean(metric, nullable=nullable)[0] if now else None
+            if _moved(before, after):
+                cells.append(f"{metric} {_number(before, 3)} -> {_number(after, 3)}{_points(before, after)}")
         if cells:
             scope_lines.append(f"  {scope}: " + "; ".join(cells))
         else:
             unchanged += 1
-    flips = find_flips(name, {qid: row["found"] for qid, row in old["queries"].items()},
-                       {qid: row["found"] for qid, row in new["queries"].items()},
-                       {qid: str(row.get("query", "")) for qid, row in new["queries"].items()})
+    flips = find_flips(name, {qid: row.found for qid, row in old.queries.items()},
+                       {qid: row.found for qid, row in new.queries.items()},
+                       {qid: row.query for qid, row in new.queries.items()})
     if not (head or scope_lines or flips):
         return []
     lines = [f"set {name}: " + ("; ".join(head) if head else "identity and query count unchanged")]
@@ -128,15 +136,6 @@ def _set_diff(name: str, old: Mapping, new: Mapping, metrics: Sequence[str]) -> 
         if len(flips) > FLIPS_SHOWN:
             lines.append(f"    ... and {len(flips) - FLIPS_SHOWN} more")
     return lines
-
-
-def _scopes(aggregates: Mapping) -> dict[str, Mapping]:
-    """overall, then category:NAME and split:NAME (and any other grouping) in the document's order."""
-    scopes: dict[str, Mapping] = {"overall": aggregates.get("overall", {})}
-    for grouping, groups in aggregates.items():
-        if grouping != "overall" and isinstance(groups, Mapping):
-            scopes.update({f"{grouping}:{group}": values for group, values in groups.items() if isinstance(values, Mapping)})
-    return scopes
 
 
 def _moved(before: object, after: object) -> bool:

@@ -8,8 +8,9 @@ the terminal no control.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
+from harness.measured import Latency, ScopeNumbers
 from harness.records import SetResult
 from harness.report import evidence
 from harness.report.escape import terminal_line
@@ -21,17 +22,18 @@ from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_
 from harness.scoring.evaluate import TABLE_METRICS
 
 
-def scope_rows(result: SetResult) -> list[tuple[str, dict]]:
-    """(label, metric means) for overall, each category and each split, in the order tables show them."""
+def scope_rows(result: SetResult) -> list[tuple[str, ScopeNumbers]]:
+    """(label, scope) for overall, each category and each split, in the order tables show them."""
     aggregates = result.aggregates
-    rows: list[tuple[str, dict]] = [("overall", aggregates["overall"])]
-    rows += [(f"  {name}", values) for name, values in aggregates["category"].items()]
-    rows += [(f"  split:{name}", values) for name, values in aggregates["split"].items()]
+    rows = [("overall", aggregates.overall)]
+    rows += [(f"  {name}", scope) for name, scope in aggregates.category.items()]
+    rows += [(f"  split:{name}", scope) for name, scope in aggregates.split.items()]
     return rows
 
 
-def cell(values: dict, name: str) -> str:
-    return f"{values[name] + 0.0:.3f}" if name in values else "-"
+def cell(scope: ScopeNumbers, name: str) -> str:
+    """A scope's mean of `name` as tables show it (`-` when the scope has none)."""
+    return f"{scope.means[name] + 0.0:.3f}" if name in scope.means else "-"
 
 
 def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
@@ -62,27 +64,26 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     return "\n".join(lines) + "\n"
 
 
-def latency_text(latency: Mapping[str, float], baseline: Mapping[str, float] | None) -> str:
+def latency_text(latency: Latency, baseline: Latency | None) -> str:
     """`p50 0.55 (baseline 0.52)  p95 0.82 (baseline 0.80)  max 3.17`: the run's latency beside the baseline's."""
-    def figure(name: str) -> str:
-        was = f" (baseline {baseline[name]:.2f})" if baseline and name in baseline else ""
-        return f"{name} {latency[name]:.2f}{was}"
-    return "  ".join(figure(name) for name in ("p50", "p95")) + f"  max {latency['max']:.2f}"
+    def figure(name: str, value: float | None, was: float | None) -> str:
+        return f"{name} {value or 0.0:.2f}" + (f" (baseline {was:.2f})" if was is not None else "")
+    return (f"{figure('p50', latency.p50, baseline.p50 if baseline else None)}  "
+            f"{figure('p95', latency.p95, baseline.p95 if baseline else None)}  max {latency.max or 0.0:.2f}")
 
 
-def _set_lines(result: SetResult, baseline_latency: Mapping[str, float] | None = None) -> list[str]:
+def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> list[str]:
     answered = len(result.queries)
     status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
     lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
     rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
     width = max(len(label) for label, _ in rows) + 2
     lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))
-    for label, values in rows:
-        lines.append(f"{label:<{width}}{values.get('n', 0):>5}"
-                     + "".join(f"{cell(values, m):>11}" for m in TABLE_METRICS))
-    latency = result.latency_ms
-    if latency.get("n"):
-        lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency['n']:.0f})")
+    for label, scope in rows:
+        lines.append(f"{label:<{width}}{scope.n:>5}" + "".join(f"{cell(scope, m):>11}" for m in TABLE_METRICS))
+    latency = result.latency
+    if latency.n:
+        lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency.n})")
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(Counter(q.outcome for q in result.queries).items()))
     lines.append(f"queries: {outcomes or 'none answered'}")
     lines.extend(evidence.text_lines(result))  # nothing for sets without evidence
@@ -95,7 +96,7 @@ def pooled_lines(report: Report) -> list[str]:
     if pooled is None or len(report.sets) < 2:
         return []
     cells = "  ".join(f"{m} {cell(pooled, m)}" for m in TABLE_METRICS)
-    return ["", f"pooled over {len(report.sets)} sets (n={pooled.get('n', 0):.0f} scored queries): {cells}"]
+    return ["", f"pooled over {len(report.sets)} sets (n={pooled.n} scored queries): {cells}"]
 
 
 def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -> list[str]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from harness.measured import Latency, ScopeNumbers
 from harness.strict_json import strict_json_dumps
 from harness.records import GateResult, SetResult
 from harness.scoring.flips import Flip
@@ -138,9 +139,9 @@ class Report:
     warnings: tuple[str, ...] = ()
     what_if: Mapping[str, object] | None = None
     previous_baseline: Mapping[str, object] | None = None
-    pooled: Mapping[str, float] | None = None  # means over every scored query of every set
+    pooled: ScopeNumbers | None = None  # means over every scored query of every set
     flips: Mapping[str, tuple[Flip, ...]] | None = None  # per gated set: queries whose found relevant ids moved
-    baseline_latency: Mapping[str, Mapping[str, float]] | None = None  # per gated set: the baseline's p50/p95/max
+    baseline_latency: Mapping[str, Latency] | None = None  # per gated set: the baseline's p50/p95/max
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -152,13 +153,16 @@ class Report:
 
     def to_dict(self) -> dict[str, object]:
         flips = None if self.flips is None else {name: [f.to_dict() for f in rows] for name, rows in self.flips.items()}
+        pooled = self.pooled.to_dict() if self.pooled is not None else None
+        baseline_latency = (None if self.baseline_latency is None else
+                            {name: latency.to_dict() for name, latency in self.baseline_latency.items()})
         return {
             "report_format": REPORT_FORMAT, "complete": self.complete, "error": self.error,
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
             **_plain(_present(warnings=self.warnings or None, what_if=self.what_if,
-                              previous_baseline=self.previous_baseline, pooled=self.pooled, flips=flips,
-                              baseline_latency=self.baseline_latency)),
+                              previous_baseline=self.previous_baseline, pooled=pooled, flips=flips,
+                              baseline_latency=baseline_latency)),
         }
 
     def to_json(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from harness.measured import EvidenceFigure
 from harness.records import QueryResult, SetResult
 from harness.report.escape import markdown_text
 from harness.report.html_kit import _text
@@ -20,20 +21,18 @@ LABEL_COLOURS = {"current": "#c8ecd0", "stale": "#f7c9c5", "mixed": "#f8e3a8", "
 MAX_WINDOWS_SHOWN = 20  # failing queries whose window the HTML shows, per set
 
 
-def overall(result: SetResult) -> Mapping[str, Mapping] | None:
-    """The set's overall evidence aggregates ({name: {mean, judged, null, sum}}), or None."""
-    summary = result.aggregates.get("evidence")
-    return summary.get("overall") if isinstance(summary, Mapping) else None
+def overall(result: SetResult) -> Mapping[str, EvidenceFigure] | None:
+    """The set's overall evidence figures by name, or None for a set without evidence."""
+    return result.aggregates.overall.evidence if result.aggregates.has_evidence else None
 
 
-def figure(values: Mapping | None) -> str:
+def figure(values: EvidenceFigure | None) -> str:
     """`0.412 (n=50)`, `- (n=0)` when nothing was judged; nulls are counted apart."""
-    if not values:
+    if values is None:
         return "-"
-    mean = values.get("mean")
-    text = f"{mean:.3f}" if mean is not None else "-"
-    null = f", {values['null']} null" if values.get("null") else ""
-    return f"{text} (n={values.get('judged', 0)}{null})"
+    text = f"{values.mean:.3f}" if values.mean is not None else "-"
+    null = f", {values.null} null" if values.null else ""
+    return f"{text} (n={values.judged}{null})"
 
 
 def text_lines(result: SetResult) -> list[str]:

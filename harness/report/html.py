@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from harness.measured import Aggregates, Latency
 from harness.records import GateResult, QueryResult, SetResult
 from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
@@ -189,44 +190,45 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str
     return out
 
 
-def _aggregates_table(aggregates: Mapping) -> str:
-    scopes = [("overall", aggregates.get("overall") or {})]
-    scopes += [(f"category {c}", v) for c, v in (aggregates.get("category") or {}).items()]
-    scopes += [(f"split {s}", v) for s, v in (aggregates.get("split") or {}).items()]
+def _aggregates_table(aggregates: Aggregates) -> str:
+    scopes = [("overall", aggregates.overall)]
+    scopes += [(f"category {c}", scope) for c, scope in aggregates.category.items()]
+    scopes += [(f"split {s}", scope) for s, scope in aggregates.split.items()]
     return _table(("scope", "n", *TABLE_METRICS), (
-        (_text(label), ("num", _text(values.get("n", 0))), *(("num", _fixed(values.get(m))) for m in TABLE_METRICS))
-        for label, values in scopes), "aggregates")
+        (_text(label), ("num", _text(scope.n)), *(("num", _fixed(scope.means.get(m))) for m in TABLE_METRICS))
+        for label, scope in scopes), "aggregates")
 
 
-def _run_bar_groups(aggregates: Mapping, metric: str,
+def _run_bar_groups(aggregates: Aggregates, metric: str,
                     baseline: Mapping[str, float | None]) -> list[tuple[str, dict[str, float | None]]]:
     """overall first, then every category of the run or of the gates (one missing now shows as such).
 
     `baseline`: scope ("overall" or a category) -> the baseline value its gate recorded."""
-    now = aggregates.get("category") or {}
+    now = aggregates.category
     categories = sorted(set(now) | (set(baseline) - {"overall"}), key=_natural_key)
-    scopes = [("overall", aggregates.get("overall")), *((category, now.get(category)) for category in categories)]
-    return [(scope, {"baseline": baseline.get(scope), "current": (values or {}).get(metric)})
-            for scope, values in scopes]
+    scopes = [("overall", aggregates.overall), *((category, now.get(category)) for category in categories)]
+    return [(scope, {"baseline": baseline.get(scope), "current": numbers.means.get(metric) if numbers else None})
+            for scope, numbers in scopes]
 
 
-def _latency_block(result: SetResult, budget_ms: float | None, baseline: Mapping[str, float] | None = None) -> str:
+def _latency_block(result: SetResult, budget_ms: float | None, baseline: Latency | None = None) -> str:
     """The latency figures and CDF; the budget line when the run's latency gate held it to one."""
-    summary = result.latency_ms
+    summary = result.latency
     latencies = [q.latency_ms for q in result.queries]
     budget = f" Budget: p95 &lt;= {_text(_ms(budget_ms))} ms." if budget_ms is not None else ""
-    if not latencies or "p95" not in summary:
+    if not latencies or summary.p50 is None or summary.p95 is None or summary.max is None:
         return f"<p>No latency measured (no query answered).{budget}</p>"
-    over = budget_ms is not None and summary["p95"] > budget_ms
+    over = budget_ms is not None and summary.p95 > budget_ms
     verdict = ("; not gated" if budget_ms is None else
                f'; <span class="fail">p95 over the budget of {_text(_ms(budget_ms))} ms</span>' if over
                else f'; <span class="pass">p95 within the budget of {_text(_ms(budget_ms))} ms</span>')
-    def was(name: str) -> str:
-        return f" (baseline {_text(_ms(baseline[name]))})" if baseline and name in baseline else ""
-    caption = (f"<p>p50 {_text(_ms(summary['p50']))} ms{was('p50')}, p95 {_text(_ms(summary['p95']))} ms{was('p95')}, "
-               f"max {_text(_ms(summary['max']))} ms over {len(latencies)} queries (nearest-rank percentiles)"
+    def was(value: float | None) -> str:
+        return f" (baseline {_text(_ms(value))})" if value is not None else ""
+    caption = (f"<p>p50 {_text(_ms(summary.p50))} ms{was(baseline.p50 if baseline else None)}, "
+               f"p95 {_text(_ms(summary.p95))} ms{was(baseline.p95 if baseline else None)}, "
+               f"max {_text(_ms(summary.max))} ms over {len(latencies)} queries (nearest-rank percentiles)"
                f"{verdict}.</p>")
-    markers = [("p50", summary["p50"]), ("p95", summary["p95"])] + ([("budget", budget_ms)] if budget_ms else [])
+    markers = [("p50", summary.p50), ("p95", summary.p95)] + ([("budget", budget_ms)] if budget_ms else [])
     chart = latency_cdf_svg(f"set {result.name}: latency distribution", latencies, markers, over_budget=over)
     return caption + "\n" + _chart_box(chart)
 

@@ -85,8 +85,8 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
     """p50 / p95 / max of each run (nearest rank, as the latency gate), and the p95 change."""
     summaries = {}
     for label, view in (("base", base), ("candidate", candidate)):
-        rows = ((view.sets.get(name) or {}).get("queries") or {}) if view is not None else {}
-        values = list(query_latencies(rows).values())
+        numbers = view.sets.get(name) if view is not None else None
+        values = list(query_latencies(numbers).values()) if numbers is not None else []
         if values:
             summaries[label] = latency_summary([v / 1000 for v in values])
     if not summaries:
@@ -97,12 +97,13 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
     for label in ("base", "candidate"):
         summary = summaries.get(label)
         cells = (["-"] * 4 if summary is None
-                 else [f"{summary['n']:.0f}", *(_ms(summary[key]) for key in ("p50", "p95", "max"))])
+                 else [f"{summary.n}", *(_ms(value) for value in (summary.p50, summary.p95, summary.max))])
         rows.append((_text(label), *(("num", _text(cell)) for cell in cells)))
     table = _table(("run", "n", "p50 ms", "p95 ms", "max ms"), rows, "latency")
-    if len(summaries) == 2:
-        change = summaries["candidate"]["p95"] - summaries["base"]["p95"]
-        ratio = summaries["candidate"]["p95"] / summaries["base"]["p95"] if summaries["base"]["p95"] > 0 else None
+    base_p95, candidate_p95 = (summaries[label].p95 if label in summaries else None for label in ("base", "candidate"))
+    if base_p95 is not None and candidate_p95 is not None:
+        change = candidate_p95 - base_p95
+        ratio = candidate_p95 / base_p95 if base_p95 > 0 else None
         css = "worse" if change > 0 else "better" if change < 0 else "same"
         table += (f'\n<p>p95 change: <span class="{css}">{_text(_signed(change, 2))} ms</span>'
                   + (f" ({ratio:.2f}\u00d7 the base)" if ratio is not None else "") + "</p>")

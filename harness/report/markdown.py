@@ -164,25 +164,25 @@ def _metrics_table(report: Report) -> list[str]:
     lines = ["| set | n | " + " | ".join(TABLE_METRICS) + " | p50 / p95 ms (baseline) |",
              "|---|---:|" + "---:|" * (len(TABLE_METRICS) + 1)]
     for result in report.sets:
-        overall = result.aggregates.get("overall") or {}
+        overall = result.aggregates.overall
         status = "" if result.complete else f" (incomplete: {len(result.queries)} of {result.query_count} answered)"
-        now, was = result.latency_ms, (report.baseline_latency or {}).get(result.name, {})
-        latency = "-" if "p95" not in now else f"{now['p50']:.1f} / {now['p95']:.1f}" + (
-            f" ({was['p50']:.1f} / {was['p95']:.1f})" if "p95" in was else "")
-        lines.append(f"| {markdown_text(result.name)}{status} | {overall.get('n', 0):.0f} | "
+        now, was = result.latency, (report.baseline_latency or {}).get(result.name)
+        latency = "-" if now.p50 is None or now.p95 is None else f"{now.p50:.1f} / {now.p95:.1f}" + (
+            f" ({was.p50:.1f} / {was.p95:.1f})" if was is not None and was.p50 is not None and was.p95 is not None
+            else "")
+        lines.append(f"| {markdown_text(result.name)}{status} | {overall.n} | "
                      + " | ".join(cell(overall, m) for m in TABLE_METRICS) + f" | {latency} |")
     if report.pooled is not None and len(report.sets) > 1:  # every scored query of every set, each weighing the same
-        lines.append(f"| all sets | {report.pooled.get('n', 0):.0f} | "
+        lines.append(f"| all sets | {report.pooled.n} | "
                      + " | ".join(cell(report.pooled, m) for m in TABLE_METRICS) + " | - |")
-    scopes = [(result.name, name, values) for result in report.sets
-              for name, values in (result.aggregates.get("category") or {}).items()]
+    scopes = [(result.name, name, scope) for result in report.sets for name, scope in result.aggregates.category.items()]
     if scopes and report.failed_gates:  # a failing summary keeps to what failed (those categories are tabled above)
         lines += ["", f"Every category's metrics ({plural(len(scopes), 'row')}): the JSON and HTML reports."]
     elif scopes:  # every category, one folded table for all the sets (splits: the JSON and HTML reports)
         lines += ["", f"<details><summary>categories ({len(scopes)} rows)</summary>", "",
                   "| set | category | n | " + " | ".join(TABLE_METRICS) + " |",
                   "|---|---|---:|" + "---:|" * len(TABLE_METRICS)]
-        lines += [f"| {markdown_text(name)} | {_cell(label)} | {values.get('n', 0):.0f} | "
-                  + " | ".join(cell(values, m) for m in TABLE_METRICS) + " |" for name, label, values in scopes]
+        lines += [f"| {markdown_text(name)} | {_cell(label)} | {scope.n} | "
+                  + " | ".join(cell(scope, m) for m in TABLE_METRICS) + " |" for name, label, scope in scopes]
         lines += ["", "</details>"]
     return lines

@@ -16,8 +16,8 @@ from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, verdict)
 from harness.scoring.flips import Flip
-from harness.strict_json import is_finite_number, read_json_file
-from harness.quoting import field_key
+from harness.measured import StrictReader, read_aggregates, read_latency, read_scope
+from harness.strict_json import read_json_file
 
 
 def read_report(path: Path) -> Report:
@@ -38,113 +38,17 @@ def report_from_json(text: str, label: str = "report") -> Report:
 
 def read_document(document: object, label: str = "report") -> Report:
     """The typed Report of a parsed JSON document; ReportError naming `label` and the field otherwise."""
-    reader = _Reader(document, label)
+    reader = _reader(document, label)
     if not isinstance(document, dict) or "report_format" not in document:
         raise reader.fail("not a retrieval-gate run report (written by a run's --out)")
     return _read_report(reader)
 
 
-# -- reading, strictly -----------------------------------------------------------------------------
-
-class _Reader:
-    """A cursor into a JSON document that names the file and the path of every field it rejects."""
-
-    __slots__ = ("value", "label", "where")
-
-    def __init__(self, value: object, label: str, where: str = "") -> None:
-        self.value = value
-        self.label = label
-        self.where = where
-
-    def fail(self, why: str) -> ReportError:
-        return ReportError(f"{self.label}: {self.where}: {why}" if self.where else f"{self.label}: {why}")
-
-    def child(self, value: object, step: str) -> _Reader:
-        where = f"{self.where}{step}" if step.startswith("[") else (f"{self.where}.{step}" if self.where else step)
-        return _Reader(value, self.label, where)
-
-    def obj(self) -> dict:
-        if not isinstance(self.value, dict):
-            raise self.fail(f"must be an object, got {_kind(self.value)}")
-        return self.value
-
-    def get(self, key: str, required: bool = True) -> _Reader:
-        document = self.obj()
-        if key not in document and required:
-            raise self.child(None, key).fail("missing")
-        return self.child(document.get(key), key)
-
-    def has(self, key: str) -> bool:
-        return isinstance(self.value, dict) and self.value.get(key) is not None
-
-    def optional_text(self) -> str | None:
-        return None if self.value is None else self.text()
-
-    def text(self) -> str:
-        if not isinstance(self.value, str):
-            raise self.fail(f"must be a string, got {_kind(self.value)}")
-        try:
-            self.value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise self.fail("holds a lone surrogate, not text") from None
-        return self.value
-
-    def optional_integer(self) -> int | None:
-        return None if self.value is None else self.integer()
-
-    def integer(self) -> int:
-        if isinstance(self.value, bool) or not isinstance(self.value, int) or abs(self.value) > 2 ** 53:
-            raise self.fail(f"must be an integer, got {_kind(self.value)}")
-        return self.value
-
-    def optional_number(self) -> float | None:
-        return None if self.value is None else self.number()
-
-    def number(self) -> float:
-        value = self.value
-        if not is_finite_number(value):
-            raise self.fail(f"must be a finite number, got {_kind(value)}")
-        return float(value) if isinstance(value, float) else value
-
-    def boolean(self) -> bool:
-        if not isinstance(self.value, bool):
-            raise self.fail(f"must be true or false, got {_kind(self.value)}")
-        return self.value
-
-    def items(self) -> list[tuple[str, _Reader]]:
-        return [(key, self.child(value, field_key(key))) for key, value in self.obj().items()]
-
-    def elements(self) -> list[_Reader]:
-        if not isinstance(self.value, list):
-            raise self.fail(f"must be a list, got {_kind(self.value)}")
-        return [self.child(value, f"[{index}]") for index, value in enumerate(self.value)]
-
-    def strings(self) -> tuple[str, ...]:
-        return tuple(element.text() for element in self.elements())
-
-    def ids(self) -> tuple[str, ...]:
-        """A list of unique, non-empty document ids (a string is refused, never split into characters)."""
-        values = self.strings()
-        if any(not value for value in values):
-            raise self.fail("holds an empty document id")
-        if len(set(values)) != len(values):
-            raise self.fail("repeats a document id")
-        return values
-
-    def numbers(self) -> dict[str, float]:
-        return {key: value.number() for key, value in self.items()}
+def _reader(document: object, label: str) -> StrictReader:
+    return StrictReader(document, label, ReportError)
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else repr(value)
-    return text if len(text) <= 40 else text[:40] + "..."
-
-
-def _read_report(reader: _Reader) -> Report:
+def _read_report(reader: StrictReader) -> Report:
     document = reader.obj()
     version = document.get("report_format")
     if version not in SUPPORTED_FORMATS:
@@ -165,14 +69,14 @@ def _read_report(reader: _Reader) -> Report:
         warnings=reader.get("warnings").strings() if reader.has("warnings") else (),
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),
-        pooled=reader.get("pooled").numbers() if reader.has("pooled") else None,
+        pooled=read_scope(reader.get("pooled")) if reader.has("pooled") else None,
         flips=_read_flips(reader.get("flips"), sets) if reader.has("flips") else None,
-        baseline_latency={name: row.numbers() for name, row in reader.get("baseline_latency").items()}
+        baseline_latency={name: read_latency(row) for name, row in reader.get("baseline_latency").items()}
         if reader.has("baseline_latency") else None,
     )
 
 
-def _read_flips(reader: _Reader, sets: tuple[SetResult, ...]) -> dict[str, tuple[Flip, ...]]:
+def _read_flips(reader: StrictReader, sets: tuple[SetResult, ...]) -> dict[str, tuple[Flip, ...]]:
     """Per set, the queries whose relevant ids found moved against the baseline (query text from the set's rows)."""
     flips = {}
     for name, rows in reader.items():
@@ -182,7 +86,7 @@ def _read_flips(reader: _Reader, sets: tuple[SetResult, ...]) -> dict[str, tuple
     return flips
 
 
-def _mapping_or_none(reader: _Reader) -> Mapping[str, object] | None:
+def _mapping_or_none(reader: StrictReader) -> Mapping[str, object] | None:
     return None if reader.value is None else reader.obj()
 
 
@@ -191,7 +95,7 @@ _PROVENANCE_KEYS = {"harness_version", "started", "git_commit", "backend", "adap
                     "nondeterministic_queries", "run_file"}
 
 
-def _read_provenance(reader: _Reader) -> Provenance:
+def _read_provenance(reader: StrictReader) -> Provenance:
     document = reader.obj()
     backend = reader.get("backend")
     argv = backend.get("argv", required=False)
@@ -233,17 +137,7 @@ def _read_provenance(reader: _Reader) -> Provenance:
     )
 
 
-def _read_aggregates(reader: _Reader) -> dict[str, object]:
-    overall = reader.get("overall").numbers()
-    summary: dict[str, object] = {"overall": overall,
-               "category": {name: row.numbers() for name, row in reader.get("category").items()},
-               "split": {name: row.numbers() for name, row in reader.get("split").items()}}
-    if reader.has("evidence"):  # {scope: {metric: {mean, judged, null, sum}}} (docs/sets.md, "What is measured")
-        summary["evidence"] = reader.get("evidence").obj()
-    return summary
-
-
-def _read_set(reader: _Reader) -> SetResult:
+def _read_set(reader: StrictReader) -> SetResult:
     return SetResult(
         name=reader.get("name").text(),
         kind=reader.get("kind").text(),
@@ -252,13 +146,13 @@ def _read_set(reader: _Reader) -> SetResult:
         k=reader.get("k").integer(),
         query_count=reader.get("query_count").integer(),
         complete=reader.get("complete").boolean(),
-        aggregates=_read_aggregates(reader.get("aggregates")),
-        latency_ms=reader.get("latency_ms").numbers(),
+        aggregates=read_aggregates(reader.get("aggregates")),
+        latency=read_latency(reader.get("latency_ms")),
         queries=_read_queries(reader.get("queries")),
     )
 
 
-def _read_queries(reader: _Reader) -> tuple[QueryResult, ...]:
+def _read_queries(reader: StrictReader) -> tuple[QueryResult, ...]:
     rows = tuple(_read_query(element) for element in reader.elements())
     seen: set[str] = set()
     for index, row in enumerate(rows):
@@ -268,7 +162,7 @@ def _read_queries(reader: _Reader) -> tuple[QueryResult, ...]:
     return rows
 
 
-def _read_query(reader: _Reader) -> QueryResult:
+def _read_query(reader: StrictReader) -> QueryResult:
     ids = reader.get("ids").ids()
     scores = reader.get("scores", required=False)
     score_values = None
@@ -295,7 +189,7 @@ def _read_query(reader: _Reader) -> QueryResult:
     )
 
 
-def _tied(reader: _Reader) -> int:
+def _tied(reader: StrictReader) -> int:
     """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
     value = reader.optional_integer()
     if value is not None and value < 0:
@@ -303,14 +197,14 @@ def _tied(reader: _Reader) -> int:
     return value or 0
 
 
-def _outcome(reader: _Reader) -> str:
+def _outcome(reader: StrictReader) -> str:
     value = reader.text()
     if value not in OUTCOMES:
         raise reader.fail(f"{json.dumps(value)} is not one of {', '.join(OUTCOMES)}")
     return value
 
 
-def _evidence_fields(reader: _Reader) -> dict[str, object]:
+def _evidence_fields(reader: StrictReader) -> dict[str, object]:
     """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
     fields: dict[str, object] = {}
     if reader.has("passages"):
@@ -320,7 +214,7 @@ def _evidence_fields(reader: _Reader) -> dict[str, object]:
     return fields
 
 
-def _read_contract(reader: _Reader) -> ContractResult:
+def _read_contract(reader: StrictReader) -> ContractResult:
     name = reader.get("name").text()
     key = reader.get("key", required=False).optional_text() or name
     subject = key.split(":", 1)[1] if ":" in key else ""
@@ -328,7 +222,7 @@ def _read_contract(reader: _Reader) -> ContractResult:
                           detail=reader.get("detail", required=False).optional_text() or "", subject=subject)
 
 
-def _read_gate(reader: _Reader) -> GateResult:
+def _read_gate(reader: StrictReader) -> GateResult:
     ci = reader.get("ci", required=False)
     bounds = tuple(bound.number() for bound in ci.elements()) if ci.value is not None else None
     if bounds is not None and len(bounds) != 2:

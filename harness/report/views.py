@@ -6,10 +6,10 @@ from pathlib import Path
 
 from harness.errors import BaselineError, UsageError
 from harness.strict_json import read_json_file
-from harness.gating.baseline import BASELINE_FORMAT, check_baseline
+from harness.gating.baseline import BASELINE_FORMAT, Baseline
 from harness.report.document import Report
 from harness.report.reading import read_document
-from harness.scoring.compare import RunView, run_view
+from harness.scoring.compare import RunView
 
 
 def load_run(path: Path) -> RunView:
@@ -17,20 +17,27 @@ def load_run(path: Path) -> RunView:
     document = read_json_file(path, UsageError, what="report or baseline")
     if isinstance(document, dict) and "report_format" in document:
         return report_view(read_document(document, str(path)), str(path))
-    if isinstance(document, dict) and document.get("format") == BASELINE_FORMAT:
-        try:
-            check_baseline(document, str(path))
-        except BaselineError as exc:  # for compare, both are inputs named on the command line
-            raise UsageError(str(exc)) from None
-    return run_view(document, str(path))
+    if not (isinstance(document, dict) and document.get("format") == BASELINE_FORMAT):
+        raise UsageError(f"{path}: neither a retrieval-gate report nor a baseline")
+    try:
+        return baseline_view(Baseline.from_document(document, path))
+    except BaselineError as exc:  # for compare, both are inputs named on the command line
+        raise UsageError(str(exc)) from None
+
+
+def baseline_view(baseline: Baseline, label: str | None = None) -> RunView:
+    """The comparable view of a baseline: its sets' numbers, named by the file and its backend."""
+    backend = baseline.document.get("backend") or {}
+    return RunView(label=f"{label or baseline.path} ({backend.get('label')})",
+                   metric_definitions=baseline.document.get("metric_definitions"), sets=baseline.sets,
+                   kind="baseline", condition=baseline.document.get("condition"))
 
 
 def report_view(report: Report, path: str) -> RunView:
     """The comparable view of a typed run report."""
     if not report.complete:
         raise UsageError(f"{path}: an incomplete run (the backend failed) cannot be compared")
-    sets = {s.name: {"revision": s.revision, "corpus_hash": s.corpus_hash, "k": s.k,
-                     "queries": {q.qid: q.to_dict() for q in s.queries}} for s in report.sets}
+    sets = {s.name: s.numbers() for s in report.sets}
     definitions = report.provenance.metric_definitions
     banner = report.provenance.adapter.banner or {}
     name = banner.get("name") if isinstance(banner.get("name"), str) and banner.get("name") else None

@@ -35,8 +35,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.errors import UsageError
-from harness.records import resampling_unit
+from harness.measured import SCOPE_GROUPS, QueryNumbers, SetNumbers
 from harness.scoring.evaluate import REPORTED_METRICS
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import nearest_rank, percentile
@@ -63,14 +62,14 @@ NEAR_MARGIN_RESAMPLES = 40_000
 
 @dataclass(frozen=True)
 class RunView:
-    """What comparison needs from a report or a baseline: per set, identity and per-query rows.
+    """What comparison needs from a report or a baseline: each set's numbers (the same records either way).
 
     `kind` is "report" or "baseline" (a baseline keeps no per-query latency); `condition` and
     `machine` come from the report's provenance (a baseline has a condition, no machine)."""
 
     label: str
     metric_definitions: object
-    sets: dict[str, dict[str, object]]  # name -> {revision, corpus_hash, k, queries: {qid: row}}
+    sets: Mapping[str, SetNumbers]
     kind: str = "report"
     condition: str | None = None
     machine: Mapping[str, object] | None = None
@@ -242,18 +241,6 @@ class ComparisonSuite:
                 "candidates": [c.to_dict() for c in self.comparisons]}
 
 
-def run_view(document: object, path: str) -> RunView:
-    """The comparable view of a baseline document already in memory (reports: harness.report.views)."""
-    if not (isinstance(document, dict) and document.get("format") == "retrieval-gate-baseline"):
-        raise UsageError(f"{path}: neither a retrieval-gate report nor a baseline")
-    sets = {name: {"revision": e["revision"], "corpus_hash": e["corpus_hash"], "k": e["k"],
-                   "queries": {qid: dict(row, qid=qid) for qid, row in e["queries"].items()}}
-            for name, e in document["sets"].items()}
-    backend = (document.get("backend") or {}).get("label")
-    return RunView(label=f"{path} ({backend})", metric_definitions=document.get("metric_definitions"), sets=sets,
-                   kind="baseline", condition=document.get("condition"))
-
-
 def mismatches(base: RunView, candidate: RunView) -> list[str]:
     """Every reason the two runs are not comparable, one line each."""
     problems = []
@@ -261,10 +248,10 @@ def mismatches(base: RunView, candidate: RunView) -> list[str]:
         problems.append("metric definitions differ")
     for name in sorted(set(base.sets) & set(candidate.sets)):
         for field_name in IDENTITY_FIELDS:
-            before, after = base.sets[name][field_name], candidate.sets[name][field_name]
+            before, after = getattr(base.sets[name], field_name), getattr(candidate.sets[name], field_name)
             if before != after:
                 problems.append(f"set {name}: {field_name} {before!r} vs {after!r}")
-        base_queries, candidate_queries = set(base.sets[name]["queries"]), set(candidate.sets[name]["queries"])
+        base_queries, candidate_queries = set(base.sets[name].queries), set(candidate.sets[name].queries)
         if base_queries != candidate_queries:
             # A shard of the set against the whole of it, say: paired on the common queries only,
             # a verdict would speak for queries one side never asked.
@@ -288,17 +275,16 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
     shared = sorted(set(base.sets) & set(candidate.sets))
     only = sorted(set(base.sets) ^ set(candidate.sets))
     for name in shared:
-        base_rows, cand_rows = base.sets[name]["queries"], candidate.sets[name]["queries"]
+        base_rows, cand_rows = base.sets[name].queries, candidate.sets[name].queries
         common = [qid for qid in sorted(set(base_rows) & set(cand_rows))
-                  if base_rows[qid].get("scored", True) and cand_rows[qid].get("scored", True)
-                  and base_rows[qid].get("metrics")]
-        groups = {qid: resampling_unit(qid, base_rows[qid].get("group")) for qid in common}
+                  if base_rows[qid].scored and cand_rows[qid].scored and base_rows[qid].metrics]
+        groups = {qid: base_rows[qid].resampling_unit for qid in common}
         for scope, members in _scopes(common, base_rows):
             scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
                                          engine, margin_points / 100))
-        texts = {qid: cand_rows[qid].get("query") or base_rows[qid].get("query") or "" for qid in cand_rows if qid in base_rows}
-        flips += find_flips(name, {qid: row.get("found", []) for qid, row in base_rows.items()},
-                            {qid: row.get("found", []) for qid, row in cand_rows.items()}, texts)
+        texts = {qid: cand_rows[qid].query or base_rows[qid].query for qid in cand_rows if qid in base_rows}
+        flips += find_flips(name, {qid: row.found for qid, row in base_rows.items()},
+                            {qid: row.found for qid, row in cand_rows.items()}, texts)
     latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples, engine=engine)
     comparison = Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed,
                             resamples, tuple(tested), margin_points, latency, note, engine=engine)
@@ -327,24 +313,25 @@ def adjust_headline(comparisons: Sequence[Comparison]) -> None:
         comparison.family_size = len(cells)
 
 
-def _scopes(qids: list[str], rows: Mapping[str, Mapping]) -> list[tuple[str, list[str]]]:
+def _scopes(qids: list[str], rows: Mapping[str, QueryNumbers]) -> list[tuple[str, list[str]]]:
     scopes = [(HEADLINE_SCOPE, qids)]
-    for key in ("category", "split"):
-        values = sorted({rows[q].get(key) for q in qids if rows[q].get(key)})
-        scopes += [(f"{key}:{value}", [q for q in qids if rows[q].get(key) == value]) for value in values]
+    for key in SCOPE_GROUPS:
+        values = sorted({value for q in qids if (value := getattr(rows[q], key))})
+        scopes += [(f"{key}:{value}", [q for q in qids if getattr(rows[q], key) == value]) for value in values]
     return scopes
 
 
-def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
-                   engine, margin) -> ScopeComparison:
-    def means(rows):
-        return {m: sum(rows[q]["metrics"][m] for q in members) / len(members)
-                for m in REPORTED_METRICS if members and all(m in rows[q]["metrics"] for q in members)}
+def _compare_scope(name: str, scope: str, members: list[str], base_rows: Mapping[str, QueryNumbers],
+                   cand_rows: Mapping[str, QueryNumbers], groups: Mapping[str, str], seed: int, resamples: int,
+                   tested: Sequence[str], engine: str, margin: float) -> ScopeComparison:
+    def means(rows: Mapping[str, QueryNumbers]) -> dict[str, float]:
+        return {m: sum(rows[q].metrics[m] for q in members) / len(members)
+                for m in REPORTED_METRICS if members and all(m in rows[q].metrics for q in members)}
     result = ScopeComparison(name, scope, len(members), means(base_rows), means(cand_rows))
     for metric in tested:
         if metric in result.base and metric in result.candidate:
-            before = {q: base_rows[q]["metrics"][metric] for q in members}
-            after = {q: cand_rows[q]["metrics"][metric] for q in members}
+            before = {q: base_rows[q].metrics[metric] for q in members}
+            after = {q: cand_rows[q].metrics[metric] for q in members}
             member_groups = {q: groups[q] for q in members}
             test = paired_test(before, after, member_groups, resamples=resamples, seed=seed, engine=engine)
             result.tests[metric] = test
@@ -360,7 +347,7 @@ def _compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, res
                                           confidence=EQUIVALENCE_CONFIDENCE, engine=engine)
                     result.resamples_used[metric] = NEAR_MARGIN_RESAMPLES
                 result.equivalence_ci[metric] = bounds
-                texts = {q: str(cand_rows[q].get("query") or base_rows[q].get("query") or "") for q in members}
+                texts = {q: cand_rows[q].query or base_rows[q].query for q in members}
                 result.movement[metric] = movement(before, after, texts)
     return result
 
@@ -409,8 +396,8 @@ def compare_latency(base: RunView, candidate: RunView, set_names: Sequence[str],
         return [], note
     results = []
     for name in set_names:
-        before = query_latencies(base.sets[name]["queries"])
-        after = query_latencies(candidate.sets[name]["queries"])
+        before = query_latencies(base.sets[name])
+        after = query_latencies(candidate.sets[name])
         qids = sorted(set(before) & set(after))
         if not qids:
             continue
@@ -456,8 +443,6 @@ def _percentile_differences(base_ms: Sequence[float], candidate_ms: Sequence[flo
     return draws
 
 
-def query_latencies(rows: Mapping[str, Mapping]) -> dict[str, float]:
+def query_latencies(numbers: SetNumbers) -> dict[str, float]:
     """qid -> latency in ms of the rows that carry one (a baseline's rows carry none)."""
-    return {qid: float(row["latency_ms"]) for qid, row in rows.items()
-            if isinstance(row, Mapping) and isinstance(row.get("latency_ms"), (int, float))
-            and not isinstance(row.get("latency_ms"), bool)}
+    return {qid: row.latency_ms for qid, row in numbers.queries.items() if row.latency_ms is not None}

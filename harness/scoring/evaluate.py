@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
+from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, ScopeNumbers
 from harness.scoring import evidence, metrics
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
@@ -18,7 +20,6 @@ REPORTED_METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "precision@10", "
 # A count, not a ratio: per query the returned top-10 ids the set never judged; in aggregates
 # the SUM over the scope's scored queries (how many unjudged documents the run returned).
 # Never gated (`policy_metric_name` refuses it).
-UNJUDGED_COUNT = "unjudged@10"
 UNJUDGED_DEPTH = 10
 # Measures with no per-query meaning for a query that has no relevant document: coverage
 # (judged@10, unjudged@10) is still reported for such queries (negative probes).
@@ -70,8 +71,10 @@ def policy_metric_name(name: str) -> str:
 
 
 def _measures(extra: Sequence[str]) -> tuple[str, ...]:
-    """The reported metrics, then the extra (policy) ones not already among them, as canonical names."""
-    return tuple(dict.fromkeys(REPORTED_METRICS + tuple(policy_metric_name(name) for name in extra)))
+    """The reported metrics, then the extra (policy) ones not already among them, as canonical names
+    (an evidence measure is left out: every query with evidence carries all of them anyway)."""
+    parsed = (metrics.parse_metric(policy_metric_name(name)) for name in extra)
+    return tuple(dict.fromkeys(REPORTED_METRICS + tuple(m.name for m in parsed if not m.nullable)))
 
 
 def evaluate_query(query: Query, answer: Answer, k: int, metrics_computed: Sequence[str] = REPORTED_METRICS) -> QueryResult:
@@ -176,7 +179,7 @@ def _max_score_contract(query: Query, top: Sequence[str], scores: Sequence[float
     return ContractResult(name, True, f"top score {scores[0]:.4f} < {query.max_score}")
 
 
-def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None) -> dict[str, object]:
+def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None) -> Aggregates:
     """Means over scored queries: overall, per category, per split (each with its n).
 
     `extra`: metric keys beyond the reported ones (a gate policy's) to average too; None: every
@@ -187,53 +190,52 @@ def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None
         carried = [name for name in (scored[0].metrics if scored else ())
                    if name not in REPORTED_METRICS and name != UNJUDGED_COUNT]
         extra = [name for name in carried if all(name in r.metrics for r in scored)]
+    with_evidence = any(r.evidence is not None for r in scored)
     by_category: dict[str, list[QueryResult]] = {}
     by_split: dict[str, list[QueryResult]] = {}
     for result in scored:
         by_category.setdefault(result.category, []).append(result)
         by_split.setdefault(result.split, []).append(result)
 
-    def scopes(summarise: Callable[[Sequence[QueryResult]], object]) -> dict[str, object]:
-        return {"overall": summarise(scored),
-                "category": {name: summarise(rows) for name, rows in sorted(by_category.items())},
-                "split": {name: summarise(rows) for name, rows in sorted(by_split.items())}}
-    summary = scopes(lambda rows: mean_metrics(rows, extra))
-    if any(r.evidence is not None for r in scored):  # the evidence metrics' means with their judged and null counts
-        summary["evidence"] = scopes(lambda rows: evidence.aggregate_evidence(
-            [r.evidence for r in rows if r.evidence is not None]))
-    return summary
+    def scope(rows: Sequence[QueryResult]) -> ScopeNumbers:
+        numbers = mean_metrics(rows, extra)
+        if not with_evidence:
+            return numbers
+        figures = evidence.aggregate_evidence([r.evidence for r in rows if r.evidence is not None])
+        return dataclasses.replace(numbers, evidence=figures)
+    return Aggregates(overall=scope(scored),
+                      category={name: scope(rows) for name, rows in sorted(by_category.items())},
+                      split={name: scope(rows) for name, rows in sorted(by_split.items())})
 
 
-def pooled_aggregate(results: Sequence[SetResult]) -> dict[str, float]:
+def pooled_aggregate(results: Sequence[SetResult]) -> ScopeNumbers:
     """Means over every scored query of every set (each query weighs the same, whatever its set),
     with n, as `mean_metrics` gives them; unjudged@10 summed."""
-    return aggregate([row for result in results for row in result.queries])["overall"]  # type: ignore[return-value]
+    return aggregate([row for result in results for row in result.queries]).overall
 
 
-def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> dict[str, float]:
-    """{"n": count, metric: mean} for the reported metrics (and `extra` keys), plus unjudged@10 as a sum.
+def mean_metrics(rows: Sequence[QueryResult], extra: Sequence[str] = ()) -> ScopeNumbers:
+    """n, the mean of the reported metrics (and `extra` keys), and unjudged@10 as a sum.
 
     An empty group has n 0 and no means. A metric some row lacks (a row read from an older
     report) is left out rather than averaged over fewer rows.
     """
-    summary: dict[str, float] = {"n": len(rows)}
     if not rows:
-        return summary
-    for name in dict.fromkeys(REPORTED_METRICS + tuple(extra)):
-        if all(name in r.metrics for r in rows):
-            summary[name] = sum(r.metrics[name] for r in rows) / len(rows)
-    if all(UNJUDGED_COUNT in r.metrics for r in rows):
-        summary[UNJUDGED_COUNT] = sum(int(r.metrics[UNJUDGED_COUNT]) for r in rows)
-    return summary
+        return ScopeNumbers(n=0)
+    means = {name: sum(r.metrics[name] for r in rows) / len(rows)
+             for name in dict.fromkeys(REPORTED_METRICS + tuple(extra)) if all(name in r.metrics for r in rows)}
+    unjudged = (sum(int(r.metrics[UNJUDGED_COUNT]) for r in rows)
+                if all(UNJUDGED_COUNT in r.metrics for r in rows) else None)
+    return ScopeNumbers(n=len(rows), means=means, unjudged=unjudged)
 
 
-def latency_summary(latencies_seconds: Sequence[float]) -> dict[str, float]:
+def latency_summary(latencies_seconds: Sequence[float]) -> Latency:
     """p50 / p95 / max in milliseconds, nearest-rank percentiles (docs/design.md), of the per-query
     latencies as a report records them, so a summary recomputed from a report (`merge`) is the same."""
     if not latencies_seconds:
-        return {"n": 0}
+        return Latency()
     ms = [round(value * 1000, 4) for value in latencies_seconds]  # as reports write each query's (0.1 µs)
-    return {"n": len(ms), "p50": metrics.percentile(ms, 50), "p95": metrics.percentile(ms, 95), "max": max(ms)}
+    return Latency(n=len(ms), p50=metrics.percentile(ms, 50), p95=metrics.percentile(ms, 95), max=max(ms))
 
 
 def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int, metrics: Sequence[str] = ()) -> SetResult:
@@ -251,5 +253,5 @@ def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int, met
         name=query_set.name, kind=query_set.kind, revision=query_set.revision,
         corpus_hash=query_set.corpus_hash, k=k, query_count=len(query_set.queries),
         complete=len(results) == len(query_set.queries), aggregates=aggregate(results, extra),
-        latency_ms=latency_summary([r.latency_seconds for r in results]), queries=tuple(results),
+        latency=latency_summary([r.latency_seconds for r in results]), queries=tuple(results),
     )

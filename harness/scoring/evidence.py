@@ -31,6 +31,8 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from harness.measured import EvidenceFigure
+from harness.scoring.metrics import evidence_measure_names
 from harness.records import EvidenceSpan, QueryResult, QuerySet
 
 SHOWN_CHARACTERS = 2000  # a whole document shown as the first hit is cut here in the report
@@ -43,38 +45,10 @@ _DOCUMENT = ("canonical_hit@10", "canonical_mrr")
 
 
 def evidence_metric_names() -> tuple[str, ...]:
-    """Every metric name this module computes, as reports and the gate policy spell them.
-
-    Visible-excerpt figures, then their `full_` (whole-document) twins, then the canonical-page
-    figures. Lower is better for the `*_before_current` ones; higher for the rest.
-    """
-    return _VISIBLE + tuple(f"full_{name}" for name in _VISIBLE) + _DOCUMENT
-
-
-def evidence_value(aggregates: Mapping[str, object], name: str, scope: str = "overall") -> tuple[float | None, int]:
-    """(mean, judged count) of evidence metric `name` in a SetResult's aggregates, for gates.
-
-    `scope` is "overall", "category:NAME" or "split:NAME". A set without evidence, or a scope
-    where nothing was judged, gives (None, 0): a gate must skip it, never read it as 0.
-    Raises ValueError for a name not in `evidence_metric_names()`.
-    """
-    if name not in evidence_metric_names():
-        raise ValueError(f"{name!r} is not an evidence metric; choose one of {', '.join(evidence_metric_names())}")
-    summary = aggregates.get("evidence")
-    if not isinstance(summary, Mapping):
-        return None, 0
-    if scope == "overall":
-        table = summary.get("overall")
-    else:
-        group, _, key = scope.partition(":")
-        table = (summary.get("category" if group == "category" else "split") or {}).get(key)
-    values = (table or {}).get(name) or {}
-    return values.get("mean"), int(values.get("judged", 0))
-
-
-def lower_is_better(name: str) -> bool:
-    """Whether a smaller value of the metric `name` is the better one (the `*_before_current` rates)."""
-    return name.endswith("_before_current")
+    """Every metric name this module computes, as reports and the gate policy spell them: the
+    measure registry's exposed-evidence families (harness/scoring/measures.py), visible-excerpt
+    figures, then their `full_` (whole-document) twins, then the canonical-page figures."""
+    return evidence_measure_names()
 
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
@@ -162,18 +136,18 @@ def query_evidence(ids: Sequence[str], passages: Sequence[tuple[int, int] | None
     return values
 
 
-def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, dict[str, float | None]]:
-    """Per metric: `mean` over the judged rows (None when none is), `judged`, `null` and `sum`.
+def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, EvidenceFigure]:
+    """Per metric: the mean over the judged rows (None when none is), judged, null and the sum.
 
     `rows` are the per-query evidence dicts of the scored queries that have one. A None value is
     counted in `null` and left out of the mean: never averaged in as a zero or a one.
     """
-    summary: dict[str, dict[str, float | None]] = {}
+    summary: dict[str, EvidenceFigure] = {}
     for name in evidence_metric_names():
         values = [value for row in rows if (value := row.get(name)) is not None]
         total = sum(values)
-        summary[name] = {"mean": total / len(values) if values else None, "judged": len(values),
-                         "null": sum(1 for row in rows if row.get(name) is None), "sum": total}
+        summary[name] = EvidenceFigure(mean=total / len(values) if values else None, judged=len(values),
+                                       null=sum(1 for row in rows if row.get(name) is None), total=total)
     return summary
 
 

@@ -220,28 +220,51 @@ class Family:
     """One measure family and every spelling of it.
 
     name         our canonical spelling (lower case), the stem of every canonical name
-    function     f(ranking, cutoff) -> float; its docstring's first line is the definition
-    ir_measures  ir_measures' spelling of the family (`nDCG`)
+    function     f(ranking, cutoff) -> float; its docstring's first line is the definition.
+                 None for the exposed-evidence families: harness/scoring/evidence.py computes
+                 them from the windows a backend shows, not from a ranking's grades
+    ir_measures  ir_measures' spelling of the family (`nDCG`); None where it has none
     trec_eval    (stem of the cut form, e.g. "ndcg_cut" for ndcg_cut_10; the full-depth
                  name, e.g. "ndcg"); None where trec_eval has no such measure
     aliases      other spellings of ours, e.g. "map" for ap
     cutoff_required  False: no cutoff means the whole ranking (trec_eval's full depth)
     takes_relevance_level  whether `rel=N` changes the value (nDCG, Judged: no)
     ir_measures_differs  why ir_measures' spelling is refused (its number is another one), or None
+    nullable     a query's value may be null (unjudgeable): a scope's mean is over the judged
+                 queries only, and the measure is read from the query's evidence figures
+    lower_is_better  a rise is the loss (the `*_before_current` rates)
+    cutoffs      the only cutoffs it takes (None: any k >= 1; empty: none)
+    whole_document_twin  also spelled `full_NAME`: the same figure with every hit shown whole
+    about        the definition when there is no function to carry it
     """
 
     name: str
-    function: Callable[[Ranking, int | None], float]
-    ir_measures: str
+    function: Callable[[Ranking, int | None], float] | None
+    ir_measures: str | None
     trec_eval: tuple[str | None, str | None]
     aliases: tuple[str, ...] = ()
     cutoff_required: bool = True
     takes_relevance_level: bool = True
     ir_measures_differs: str | None = None
+    nullable: bool = False
+    lower_is_better: bool = False
+    cutoffs: tuple[int, ...] | None = None
+    whole_document_twin: bool = False
+    about: str = ""
 
     @property
     def definition(self) -> str:
+        if self.about or self.function is None:
+            return self.about
         return (self.function.__doc__ or "").strip().splitlines()[0]
+
+
+def _evidence(name: str, about: str, *, cutoffs: tuple[int, ...] = (), twin: bool = True,
+              lower_is_better: bool = False) -> Family:
+    """An exposed-evidence family (docs/sets.md, "Evidence"): null per query when unjudgeable."""
+    return Family(name, None, None, (None, None), cutoff_required=bool(cutoffs), takes_relevance_level=False,
+                  nullable=True, lower_is_better=lower_is_better, cutoffs=cutoffs, whole_document_twin=twin,
+                  about=about)
 
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (
@@ -255,4 +278,19 @@ FAMILIES: dict[str, Family] = {family.name: family for family in (
     Family("bpref", bpref, "Bpref", (None, "bpref"), cutoff_required=False),
     Family("judged", judged, "Judged", (None, None), takes_relevance_level=False,
            ir_measures_differs=JUDGED_DIFFERS),
+    _evidence("answer_hit", "1 when one of the top k windows exposes current evidence (null: only unjudgeable "
+                            "spans exposed)", cutoffs=(1, 5, 10)),
+    _evidence("ku", "1 when the first window exposes current evidence (null: only unjudgeable spans exposed)",
+              cutoffs=(1,)),
+    _evidence("stale_before_current", "1 when a window exposing a stale span ranks above the first exposing "
+                                      "current evidence (null: the query has no stale span)", lower_is_better=True),
+    _evidence("mixed_before_current", "1 when a window exposing a mixed span ranks above the first exposing "
+                                      "current evidence (null: the query has no mixed span)", lower_is_better=True),
+    _evidence("canonical_hit", "1 when a canonical page is in the top 10 (null: the query names none)",
+              cutoffs=(10,), twin=False),
+    _evidence("canonical_mrr", "reciprocal rank of the first canonical page within the top 10 (null: the query "
+                               "names none)", twin=False),
 )}
+# The families computed from a ranking's grades: trec_eval's and ir_measures' measures, cross-checked
+# against both (tests/properties); the exposed-evidence families are computed from the windows shown.
+RANKING_FAMILIES: dict[str, Family] = {name: family for name, family in FAMILIES.items() if family.function}

@@ -34,10 +34,12 @@ from fractions import Fraction
 from functools import lru_cache
 from struct import error as struct_error, pack, unpack
 
-from harness.scoring.measures import FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of, rank
+from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of,
+                                      rank)
 
-__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
-           "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order", "trec_eval_score"]
+__all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RANKING_FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
+           "evidence_measure_names", "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order",
+           "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (`compare` refuses to mix them:
@@ -51,7 +53,8 @@ DEFAULT_RR_NAME = "mrr"
 
 @dataclass(frozen=True, slots=True)
 class Measure:
-    """One family at one cutoff (None = the whole ranking), condensed or not, at one relevance level.
+    """One family at one cutoff (None = the whole ranking), condensed or not, at one relevance level;
+    for an exposed-evidence family, on the windows shown or (`whole_documents`) every hit shown whole.
 
     `name` is canonical: two spellings of one measure give equal Measures with equal names.
     """
@@ -61,35 +64,69 @@ class Measure:
     cutoff: int | None
     condensed: bool = False
     relevance_level: int = RELEVANCE_LEVEL
+    whole_documents: bool = False
+
+    @property
+    def nullable(self) -> bool:
+        """Whether a query's value may be null (an evidence figure, unjudgeable): means skip the nulls."""
+        return FAMILIES[self.family].nullable
+
+    @property
+    def lower_is_better(self) -> bool:
+        """Whether a rise is the loss (the `*_before_current` rates)."""
+        return FAMILIES[self.family].lower_is_better
 
     def compute(self, ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> float:
         """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade}."""
         return compute_many((self,), ranked_ids, judgments)[self.name]
 
 
-def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int) -> str:
+# An exposed-evidence family's whole-document twin is spelled with this prefix (`full_ku@1`).
+WHOLE_DOCUMENT_PREFIX = "full_"
+
+
+def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int, whole: bool) -> str:
     if family == "rr" and cutoff == DEFAULT_RR_CUTOFF and not condensed and level == RELEVANCE_LEVEL:
         return DEFAULT_RR_NAME
     options = (["condensed"] if condensed else []) + ([f"rel={level}"] if level != RELEVANCE_LEVEL else [])
-    return family + (f"@{cutoff}" if cutoff is not None else "") + (f"({','.join(options)})" if options else "")
+    return ((WHOLE_DOCUMENT_PREFIX if whole else "") + family + (f"@{cutoff}" if cutoff is not None else "")
+            + (f"({','.join(options)})" if options else ""))
 
 
 def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = False,
-                 relevance_level: int = RELEVANCE_LEVEL) -> Measure:
+                 relevance_level: int = RELEVANCE_LEVEL, whole_documents: bool = False) -> Measure:
     """The Measure of a registered family; ValueError on a cutoff or option it does not take."""
     spec = FAMILIES.get(family)
     if spec is None:
         raise ValueError(f"unknown measure family {family!r}: {_expected()}")
     if cutoff is None and spec.cutoff_required:
-        raise ValueError(f"{spec.name} needs a cutoff ({spec.name}@K, {spec.ir_measures}@K)")
+        spelled = f", {spec.ir_measures}@K" if spec.ir_measures else ""
+        raise ValueError(f"{spec.name} needs a cutoff ({spec.name}@K{spelled})")
     if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
         raise ValueError(f"{spec.name}: cutoff must be an integer >= 1, got {cutoff!r}")
+    if spec.cutoffs is not None and cutoff is not None and cutoff not in spec.cutoffs:
+        allowed = ", ".join(f"@{k}" for k in spec.cutoffs) or "none"
+        raise ValueError(f"{spec.name}: cutoff @{cutoff} is not computed; it takes {allowed}")
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, int) or relevance_level < 1:
         raise ValueError(f"{spec.name}: rel must be an integer >= 1, got {relevance_level!r}")
     if relevance_level != RELEVANCE_LEVEL and not spec.takes_relevance_level:
         raise ValueError(f"{spec.name}: takes no rel option (its value does not depend on the relevance level)")
-    return Measure(_canonical_name(spec.name, cutoff, condensed, relevance_level), spec.name, cutoff,
-                   bool(condensed), relevance_level)
+    if condensed and spec.nullable:
+        raise ValueError(f"{spec.name}: an evidence measure takes no condensed option")
+    if whole_documents and not spec.whole_document_twin:
+        raise ValueError(f"{spec.name}: has no {WHOLE_DOCUMENT_PREFIX} (whole-document) twin")
+    return Measure(_canonical_name(spec.name, cutoff, condensed, relevance_level, whole_documents), spec.name,
+                   cutoff, bool(condensed), relevance_level, whole_documents)
+
+
+def evidence_measure_names() -> tuple[str, ...]:
+    """Every exposed-evidence measure's canonical name, in the order reports write them: the
+    visible-window figures, then their whole-document twins, then the figures without a twin."""
+    def names(whole: bool, twin: bool) -> list[str]:
+        return [make_measure(family.name, cutoff, whole_documents=whole).name
+                for family in FAMILIES.values() if family.nullable and family.whole_document_twin == twin
+                for cutoff in (family.cutoffs or (None,))]
+    return tuple(names(False, True) + names(True, True) + names(False, False))
 
 
 # ---------------------------------------------------------------- parsing
@@ -97,7 +134,7 @@ def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = Fa
 def _spellings() -> dict[str, str]:
     """Lower-cased family spelling (ours, aliases, ir_measures) -> family name."""
     return {spelling.lower(): family.name for family in FAMILIES.values()
-            for spelling in (family.name, family.ir_measures, *family.aliases)}
+            for spelling in (family.name, family.ir_measures, *family.aliases) if spelling}
 
 
 def _trec_eval_spellings() -> tuple[dict[str, str], dict[str, str]]:
@@ -108,7 +145,7 @@ def _trec_eval_spellings() -> tuple[dict[str, str], dict[str, str]]:
 
 
 _OPTIONS = r"(?:\((?P<{}>[^()]*)\))?"
-_OURS = re.compile(r"(?P<family>[a-z][a-z-]*)" + _OPTIONS.format("before")
+_OURS = re.compile(r"(?P<family>[a-z][a-z_-]*)" + _OPTIONS.format("before")
                    + r"(?:@(?P<cutoff>[0-9]{1,9}))?" + _OPTIONS.format("after"))
 _TREC = re.compile(r"(?P<stem>[a-z][a-z_]*?)[_.](?P<cutoff>[0-9]{1,9})")
 
@@ -133,7 +170,11 @@ def _parse(name: str) -> Measure:
     if trec and trec.group("stem") in cut:
         return _with_options(name, cut[trec.group("stem")], int(trec.group("cutoff")), "")
     match = _OURS.fullmatch(text)
-    family = _spellings().get(match.group("family")) if match else None
+    spelled = match.group("family") if match else ""
+    family = _spellings().get(spelled)
+    whole = family is None and spelled.startswith(WHOLE_DOCUMENT_PREFIX)
+    if whole:
+        family = _spellings().get(spelled.removeprefix(WHOLE_DOCUMENT_PREFIX))
     if match is None or family is None:
         raise ValueError(f"unknown metric {name!r}: {_expected()}")
     spec = FAMILIES[family]
@@ -145,10 +186,10 @@ def _parse(name: str) -> Measure:
     cutoff = match.group("cutoff")
     if cutoff is None and match.group("family") == DEFAULT_RR_NAME:
         cutoff = DEFAULT_RR_CUTOFF  # a bare mrr is MRR@10, as reports have always meant it
-    return _with_options(name, family, int(cutoff) if cutoff is not None else None, options)
+    return _with_options(name, family, int(cutoff) if cutoff is not None else None, options, whole)
 
 
-def _with_options(name: str, family: str, cutoff: int | None, options: str) -> Measure:
+def _with_options(name: str, family: str, cutoff: int | None, options: str, whole: bool = False) -> Measure:
     condensed, level = False, RELEVANCE_LEVEL
     for option in (part.strip() for part in options.split(",") if part.strip()):
         key, _, value = (piece.strip() for piece in option.partition("="))
@@ -162,14 +203,14 @@ def _with_options(name: str, family: str, cutoff: int | None, options: str) -> M
             raise ValueError(f"metric {name!r}: unknown option {option!r}; expected condensed, "
                              "judged_only=True|False or rel=N")
     try:
-        return make_measure(family, cutoff, condensed=condensed, relevance_level=level)
+        return make_measure(family, cutoff, condensed=condensed, relevance_level=level, whole_documents=whole)
     except ValueError as exc:
         raise ValueError(f"metric {name!r}: {exc}") from None
 
 
 def _expected() -> str:
-    families = ", ".join(family.name + ("" if family.ir_measures_differs else f" ({family.ir_measures})")
-                         for family in FAMILIES.values())
+    families = ", ".join(family.name + ("" if family.ir_measures_differs or not family.ir_measures
+                                        else f" ({family.ir_measures})") for family in FAMILIES.values())
     trec = ", ".join(name for family in FAMILIES.values() for name in
                      ((f"{family.trec_eval[0]}_K" if family.trec_eval[0] else None), family.trec_eval[1]) if name)
     return (f"expected FAMILY[@K][(condensed,rel=N)] with FAMILY one of {families}, a trec_eval name "
@@ -210,6 +251,10 @@ def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
 
 def _new_plan(measures: tuple[Measure | str, ...]) -> _Plan:
     parsed = [m if isinstance(m, Measure) else parse_metric(m) for m in measures]
+    for measure in parsed:
+        if FAMILIES[measure.family].function is None:
+            raise ValueError(f"{measure.name} is an exposed-evidence measure: computed from the windows a backend "
+                             "shows (harness/scoring/evidence.py), not from a ranking")
     groups: dict[tuple[bool, int], list[tuple[str, object, int | None]]] = {}
     for measure in parsed:
         groups.setdefault((measure.condensed, measure.relevance_level), []).append(
@@ -330,11 +375,14 @@ def trec_eval_order(scores: Mapping[str, float]) -> list[str]:
 
 def _spellings_of(family: Family) -> list[str]:
     """Example spellings of a family, every one of them accepted by parse_metric."""
+    if family.cutoffs is not None:  # an evidence family: its own cutoffs, and its whole-document twin
+        ours = [make_measure(family.name, cutoff).name for cutoff in family.cutoffs or (None,)]
+        return ours + [WHOLE_DOCUMENT_PREFIX + name for name in ours if family.whole_document_twin]
     k = 10
     ours = [f"{family.name}@{k}"] + ([family.name] if not family.cutoff_required else [])
     ours += [f"{alias}@{k}" for alias in family.aliases]
     ours += [DEFAULT_RR_NAME] if family.name == "rr" else []
-    ir = [] if family.ir_measures_differs else \
+    ir = [] if family.ir_measures_differs or not family.ir_measures else \
         [f"{family.ir_measures}@{k}"] + ([family.ir_measures] if not family.cutoff_required else [])
     stem, whole = family.trec_eval
     trec = ([f"{stem}_{k}"] if stem else []) + ([whole] if whole else [])
@@ -349,12 +397,16 @@ def family_table() -> list[dict[str, str]]:
         trec = ", ".join(([f"{stem}_K"] if stem else []) + ([whole] if whole else [])) or "-"
         ours = ", ".join([family.name, *family.aliases])
         cutoff = "required (@K)" if family.cutoff_required else "optional; none = whole ranking"
+        if family.cutoffs is not None:
+            cutoff = ", ".join(f"@{k}" for k in family.cutoffs) or "none"
         if family.name == "rr":
             cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
+        options = "condensed" + (", rel=N" if family.takes_relevance_level else "")
+        if family.nullable:
+            options = f"{WHOLE_DOCUMENT_PREFIX} prefix (whole documents)" if family.whole_document_twin else "-"
         rows.append({"family": family.name, "ours": ours,
-                     "ir_measures": "-" if family.ir_measures_differs else family.ir_measures,
-                     "trec_eval": trec, "cutoff": cutoff,
-                     "options": "condensed" + (", rel=N" if family.takes_relevance_level else ""),
+                     "ir_measures": "-" if family.ir_measures_differs or not family.ir_measures else family.ir_measures,
+                     "trec_eval": trec, "cutoff": cutoff, "options": options,
                      "definition": family.definition, "examples": ", ".join(_spellings_of(family))})
     return rows
 

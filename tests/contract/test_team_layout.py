@@ -13,7 +13,7 @@ import harness
 from harness.commands.cli import main
 from harness.commands.init import policy_document, starter_files
 from harness.gating.policy import GatePolicy, load_policy
-from harness.api import gated_metric_name
+from harness.scoring.evaluate import policy_metric_name
 from harness.layout import resolve
 from harness.shipped import shipped_sets_dir
 from tests.conftest import FIXTURES
@@ -78,7 +78,7 @@ def test_init_into_a_folder_that_cannot_be_written_is_exit_2(repo, capsys):
 def test_the_starter_policy_is_the_default_policy(tmp_path):
     path = tmp_path / "gate-policy.json"
     path.write_text(json.dumps(policy_document()))
-    loaded = load_policy(path, gated_metric_name)
+    loaded = load_policy(path, policy_metric_name)
     assert loaded == GatePolicy(source=str(path))
     # and the file spells out every field a policy has (none left implicit): the defaults, hand-listed
     assert policy_document() == {

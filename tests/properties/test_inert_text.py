@@ -76,9 +76,8 @@ def with_text(report: Report, text: str) -> Report:
     category = "a" + text  # category "a", renamed (a prefix: the text alone may name another category)
     sets = []
     for result in report.sets:
-        aggregates = dict(result.aggregates)
-        aggregates["category"] = {(category if name == "a" else name): values
-                                  for name, values in result.aggregates["category"].items()}  # type: ignore[union-attr]
+        aggregates = dataclasses.replace(result.aggregates, category={
+            (category if name == "a" else name): scope for name, scope in result.aggregates.category.items()})
         queries = tuple(dataclasses.replace(q, query=text) for q in result.queries)
         sets.append(dataclasses.replace(result, aggregates=aggregates, queries=queries))
     gates = tuple(dataclasses.replace(g, message=text, category=category if g.category == "a" else g.category)

@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.gating.baseline import build_baseline, read_baseline, set_entry_for
+from harness.gating.baseline import Baseline, build_baseline, read_baseline
 from harness.errors import BaselineError, ProtocolError, SetError
 from harness.gating.gates import check
 from harness.adapter.protocol import Response, decode_response
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
-from tests.builders import set_result
+from tests.builders import baseline_numbers, set_result
 
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
@@ -221,7 +221,7 @@ def reference_recall_failures(rows) -> set[str | None]:
 @given(rows=st.lists(query_rows, min_size=1, max_size=40))
 def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows):
     baseline, current = set_result(rows, 2), set_result(rows, 3)
-    entry = build_baseline([baseline], {"started": "t"})["sets"]["s"]
+    entry = baseline_numbers([baseline])["s"]
     with mock.patch("harness.gating.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
         gates = check([current], {"s": entry})
     failed = [g for g in gates if not g.passed]
@@ -239,7 +239,7 @@ def test_an_exact_drop_of_two_points_passes_and_four_fails(shift):
     # 50 queries in one category, `shift` of them lose their only relevant document:
     # a drop of exactly shift * 2 points (0, 2 or 4); only 4 is over the limit.
     rows = [("a", 1, 1, 1)] * (50 - shift) + [("a", 1, 1, 0)] * shift
-    gates = check([set_result(rows, 3)], {"s": build_baseline([set_result(rows, 2)], {"started": "t"})["sets"]["s"]})
+    gates = check([set_result(rows, 3)], baseline_numbers([set_result(rows, 2)]))
     assert (not all(g.passed for g in gates)) == (shift == 2)
 
 
@@ -285,7 +285,7 @@ def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path
     path.write_text(json.dumps(document))
     try:
         entry = read_baseline(path)["sets"]["s"]
-        comparable = set_entry_for(read_baseline(path), set_result(rows, 3), str(path))
+        comparable = Baseline.read(path).comparable(set_result(rows, 3))
     except BaselineError as error:
         assert "\n" not in str(error)
         return

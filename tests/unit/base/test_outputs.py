@@ -249,8 +249,9 @@ def test_the_json_report_is_strict():
     import dataclasses
     import math
 
+    from harness.measured import Latency
     from tests.reports import gated_report
     report = gated_report()
-    broken = dataclasses.replace(report.sets[0], latency_ms={"n": 1, "p95": math.nan})
+    broken = dataclasses.replace(report.sets[0], latency=Latency(1, 1.0, math.nan, 1.0))
     with pytest.raises(ValueError):
         dataclasses.replace(report, sets=(broken,)).to_json()

@@ -20,8 +20,11 @@ def test_lists_every_family_with_its_spellings_and_definition():
     table = {line.split()[0]: line for line in lines[2:2 + len(FAMILIES)]}
     assert list(table) == list(FAMILIES)
     for name, family in FAMILIES.items():
-        assert (family.ir_measures if family.ir_measures_differs is None else "-") in table[name].split()
-        assert ("required" in table[name]) == family.cutoff_required
+        assert (family.ir_measures if family.ir_measures_differs is None and family.ir_measures else "-") \
+            in table[name].split()
+        assert ("required" in table[name]) == (family.cutoff_required and family.cutoffs is None)
+        if family.cutoffs:  # an evidence family lists the cutoffs it is computed at
+            assert ", ".join(f"@{k}" for k in family.cutoffs) in table[name]
         assert f"  {name}  " in done.stdout and family.definition in done.stdout
     assert "ndcg_cut_K, ndcg" in table["ndcg"] and "map_cut_K, map" in table["ap"]
     assert "bare mrr = @10" in table["rr"]

@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from harness.gating.baseline import build_baseline, read_baseline, set_entry_for, write_baseline
+from pathlib import Path
+
+from harness.gating.baseline import Baseline, build_baseline, read_baseline, write_baseline
 from harness.errors import BaselineError
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
@@ -70,12 +72,14 @@ def test_missing_baseline_says_how_to_make_one(tmp_path):
 def test_not_comparable_when_revision_or_corpus_changed(tmp_path):
     result = evaluate_set(TINY, ANSWERS, k=10)
     document = json.loads(json.dumps(build_baseline([result], {})))
-    assert set_entry_for(document, result, "b.json") is document["sets"]["tiny"]
+    baseline = Baseline.from_document(document, Path("b.json"))
+    assert baseline.comparable(result) is baseline.sets["tiny"]
     document["sets"]["tiny"]["revision"] = 0
     with pytest.raises(BaselineError, match="sets.tiny.revision: baseline has 0, this run has 1"):
-        set_entry_for(document, result, "b.json")
+        Baseline.from_document(document, Path("b.json")).comparable(result)
+    document["sets"] = {}
     with pytest.raises(BaselineError, match="no baseline for set 'tiny'"):
-        set_entry_for({"sets": {}}, result, "b.json")
+        Baseline.from_document(document, Path("b.json")).comparable(result)
 
 
 def test_baselines_command_prints_the_overall_row(tmp_path, capsys):

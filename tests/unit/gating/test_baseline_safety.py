@@ -13,7 +13,10 @@ import sys
 import pytest
 
 from harness.errors import BaselineError
-from harness.gating.baseline import baseline_lock, build_baseline, read_baseline, set_entry_for
+from pathlib import Path
+
+from harness.gating.baseline import Baseline, baseline_lock, build_baseline, read_baseline
+from harness.measured import ScopeNumbers
 from harness.gating.gates import check
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
@@ -73,17 +76,19 @@ def test_huge_numbers_and_nan_in_a_baseline_are_refused(tmp_path, old, new, why)
 
 def test_a_run_with_a_nan_metric_writes_no_baseline(tmp_path):
     result = evaluate_set(TINY, ANSWERS, k=10)
-    broken = dataclasses.replace(result, aggregates={**result.aggregates,
-                                                     "overall": {**result.aggregates["overall"], "ndcg@10": math.nan}})
+    overall = result.aggregates.overall
+    broken = dataclasses.replace(result, aggregates=dataclasses.replace(
+        result.aggregates, overall=dataclasses.replace(overall, means={**overall.means, "ndcg@10": math.nan})))
     with pytest.raises(BaselineError, match=r"^this run: sets\.tiny\.aggregates\.overall\.ndcg@10: must be a finite number"):
         build_baseline([broken], {})
 
 
 def test_a_missing_metric_never_passes_the_recall_gate():
     rows = [("a", 1, 1, 0)] * 5  # recall 1.0 -> 0.0: an 100-point drop
-    baseline = build_baseline([set_result(rows, 2)], {})["sets"]["s"]
+    baseline = set_result(rows, 2).numbers()
     current = set_result(rows, 3)
-    del baseline["aggregates"]["overall"]["recall@10"]  # as a hand-edited file would lack it
+    overall = dataclasses.replace(baseline.aggregates.overall, means={})  # as a hand-edited file would lack it
+    baseline = dataclasses.replace(baseline, aggregates=dataclasses.replace(baseline.aggregates, overall=overall))
     gates = [g for g in check([current], {"s": baseline}) if g.gate == "recall"]
     overall = next(g for g in gates if g.category is None)
     assert not overall.passed and "recall@10: missing from the baseline" in overall.message
@@ -92,39 +97,39 @@ def test_a_missing_metric_never_passes_the_recall_gate():
 
 def test_the_recall_gate_says_when_nothing_was_scored():
     rows = [("a", 1, 1, 1)]
-    baseline = build_baseline([set_result(rows, 2)], {})["sets"]["s"]
+    baseline = set_result(rows, 2).numbers()
     current = set_result(rows, 3)
-    empty = {"n": 0}
-    baseline["aggregates"]["overall"] = empty
-    current = dataclasses.replace(current, aggregates={**current.aggregates, "overall": empty})
+    empty = ScopeNumbers(n=0)
+    baseline = dataclasses.replace(baseline, aggregates=dataclasses.replace(baseline.aggregates, overall=empty))
+    current = dataclasses.replace(current, aggregates=dataclasses.replace(current.aggregates, overall=empty))
     overall = next(g for g in check([current], {"s": baseline}) if g.gate == "recall" and g.category is None)
     assert overall.passed and "no scored queries" in overall.message
 
 
 def test_judgments_are_fingerprinted_and_a_gold_edit_without_revision_bump_is_refused(tmp_path, tiny_copy):
     path = written(tmp_path, judgments={"tiny": TINY.judgments_hash})
-    baseline = read_baseline(path)
-    assert baseline["sets"]["tiny"]["judgments_hash"] == TINY.judgments_hash
-    assert set_entry_for(baseline, load_set(tiny_copy), str(path))  # unchanged: comparable
+    baseline = Baseline.read(path)
+    assert baseline.sets["tiny"].judgments_hash == TINY.judgments_hash
+    assert baseline.comparable(load_set(tiny_copy))  # unchanged: comparable
     rewrite_query(tiny_copy, "tiny-01", relevant={"doc-01": 1, "doc-02": 1})
     edited = load_set(tiny_copy)
     assert (edited.revision, edited.corpus_hash) == (TINY.revision, TINY.corpus_hash)
     with pytest.raises(BaselineError, match=r"sets\.tiny\.judgments_hash: judgments changed without a revision bump"):
-        set_entry_for(baseline, edited, str(path))
+        baseline.comparable(edited)
 
 
 def test_baselines_without_a_judgments_hash_still_compare(tmp_path, tiny_copy):
-    baseline = read_baseline(written(tmp_path))
-    assert "judgments_hash" not in baseline["sets"]["tiny"]
+    baseline = Baseline.read(written(tmp_path))
+    assert baseline.sets["tiny"].judgments_hash is None
     rewrite_query(tiny_copy, "tiny-01", relevant={"doc-01": 2})
-    assert set_entry_for(baseline, load_set(tiny_copy), "b.json")
+    assert baseline.comparable(load_set(tiny_copy))
 
 
 @pytest.mark.parametrize("name", ["current.json", "hybrid.json", "onnx.json"])
 def test_the_committed_baselines_still_load_and_compare_with_the_shipped_sets(name):
-    baseline = read_baseline(REPO / "baselines" / name)
-    for set_name in baseline["sets"]:
-        set_entry_for(baseline, load_set(REPO / "sets" / set_name, offline=True, check_pins=False), name)
+    baseline = Baseline.read(REPO / "baselines" / name)
+    for set_name in baseline.sets:
+        baseline.comparable(load_set(REPO / "sets" / set_name, offline=True, check_pins=False))
 
 
 WRITER = r"""

@@ -1,10 +1,13 @@
 """The four gates: recall drop (rounding rule), latency budget, query count, hard contracts."""
 
+from pathlib import Path
+
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.gating.budgets import Budgets
 from harness.gating.gates import check, flipped_queries
+from harness.measured import Aggregates, EvidenceFigure, Latency, ScopeNumbers
 from harness.records import QueryResult, SetResult
-from harness.gating.baseline import build_baseline
+from harness.gating.baseline import Baseline, build_baseline
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
@@ -13,8 +16,14 @@ GOOD = {q.qid: Answer(ids=tuple(q.relevant) if q.relevant else (), scores=None, 
         for q in TINY.queries}
 
 
+def baseline_sets(*results):
+    """The baseline's numbers of `results`, written and read back as a gate reads them."""
+    document = build_baseline(list(results), {"started": "t", "backend": {"label": "x"}})
+    return Baseline.from_document(document, Path("b.json")).sets
+
+
 def entry_for(result):
-    return build_baseline([result], {"started": "t"})["sets"][result.name]
+    return baseline_sets(result)[result.name]
 
 
 def synthetic(values_by_category, query_count=None, p95=1.0, found=None):
@@ -27,13 +36,12 @@ def synthetic(values_by_category, query_count=None, p95=1.0, found=None):
                                        latency_seconds=0.001, metrics={"recall@10": value},
                                        found=tuple((found or {}).get(qid, ("d",) if value else ())),
                                        contracts=(), outcome="pass", scored=True))
-    categories = {c: {"n": len(v), "recall@10": sum(v) / len(v)} for c, v in values_by_category.items()}
+    categories = {c: ScopeNumbers(len(v), {"recall@10": sum(v) / len(v)}) for c, v in values_by_category.items()}
     everything = [v for values in values_by_category.values() for v in values]
-    aggregates = {"overall": {"n": len(everything), "recall@10": sum(everything) / len(everything)},
-                  "category": categories, "split": {}}
+    aggregates = Aggregates(ScopeNumbers(len(everything), {"recall@10": sum(everything) / len(everything)}), categories)
     return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10,
                      query_count=query_count or len(queries), complete=True, aggregates=aggregates,
-                     latency_ms={"n": 1, "p50": p95, "p95": p95, "max": p95}, queries=tuple(queries))
+                     latency=Latency(1, p95, p95, p95), queries=tuple(queries))
 
 
 def failed(gates):
@@ -51,7 +59,7 @@ def test_exactly_two_points_passes_more_fails():
     # 50 queries: baseline 0.70 mean. One query's recall 1 -> 0 drops the mean by exactly 0.02.
     base = synthetic({"c": [1.0] * 35 + [0.0] * 15})
     minus_two = synthetic({"c": [1.0] * 34 + [0.0] * 16})
-    assert base.aggregates["overall"]["recall@10"] - minus_two.aggregates["overall"]["recall@10"] > 0.02 - 1e-12
+    assert base.aggregates.overall.means["recall@10"] - minus_two.aggregates.overall.means["recall@10"] > 0.02 - 1e-12
     assert failed(check([minus_two], {"s": entry_for(base)})) == []
     # 0.700 -> 0.679 (a drop of 2.1 points) fails, overall and in the category, naming values and flips
     # (33 + 0.95) / 50 = 0.679; c-34 lost its relevant document, c-33 kept one
@@ -118,7 +126,7 @@ def test_contract_gate_ignores_xfail_and_names_the_query():
 def test_flipped_queries_compare_found_sets():
     base = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x", "y"), "a-1": ("z",)})
     now = synthetic({"a": [1.0, 1.0]}, found={"a-0": ("x",), "a-1": ("z", "w")})
-    assert flipped_queries(now, entry_for(base)) == ["a-0"]
+    assert flipped_queries(now.numbers(), entry_for(base)) == ["a-0"]
 
 
 def test_known_contract_failures_ratchet():
@@ -126,7 +134,7 @@ def test_known_contract_failures_ratchet():
     answers["tiny-05"] = Answer(("doc-07", "doc-08"), None, 0.001)  # breaks forbid doc-08
     broken = evaluate_set(TINY, answers, k=10)
     entry = entry_for(broken)
-    assert entry["queries"]["tiny-05"]["broken"] == ["forbid:doc-08"]
+    assert entry.queries["tiny-05"].broken == ("forbid:doc-08",)
     # strict by default: the known break still fails, and says the option exists for it
     [strict] = failed(check([broken], {"tiny": entry}))
     assert strict.gate == "contract" and strict.message.endswith(
@@ -155,18 +163,19 @@ def _evidence_result(name, answer_hit, stale, judged=10):
     import dataclasses as _dc
     from tests.builders import set_result as _set_result
     result = _set_result([("c", 1, 1, 1)], 2)
-    evidence = {"overall": {"answer_hit@10": {"mean": answer_hit, "judged": judged, "null": 0, "sum": answer_hit * judged},
-                            "stale_before_current": {"mean": stale, "judged": judged, "null": 2, "sum": stale * judged}},
-                "category": {"c": {"answer_hit@10": {"mean": answer_hit, "judged": judged, "null": 0, "sum": 0}}},
-                "split": {}}
-    return _dc.replace(result, name=name, aggregates={**result.aggregates, "evidence": evidence})
+    overall = _dc.replace(result.aggregates.overall, evidence={
+        "answer_hit@10": EvidenceFigure(answer_hit, judged, 0, answer_hit * judged),
+        "stale_before_current": EvidenceFigure(stale, judged, 2, stale * judged)})
+    category = _dc.replace(result.aggregates.category["c"],
+                           evidence={"answer_hit@10": EvidenceFigure(answer_hit, judged, 0, 0)})
+    return _dc.replace(result, name=name, aggregates=Aggregates(overall, {"c": category}))
 
 
 def test_evidence_metrics_gate_in_their_own_direction():
     from harness.gating.baseline import build_baseline
     from harness.gating.policy import GatePolicy
     base = _evidence_result("s", answer_hit=0.60, stale=0.20)
-    entry = build_baseline([base], {"backend": {"label": "x"}})["sets"]
+    entry = baseline_sets(base)
     policy = GatePolicy(metrics=("answer_hit@10", "stale_before_current"))
     # answer_hit@10 0.60 -> 0.55 is a 5-point drop (fails); stale_before_current 0.20 -> 0.30 a 10-point rise (fails)
     now = _evidence_result("s", answer_hit=0.55, stale=0.30)

@@ -4,7 +4,9 @@ import copy
 import sys
 
 from harness.commands import cli
-from harness.gating.baseline import build_baseline, write_baseline
+from pathlib import Path
+
+from harness.gating.baseline import Baseline, build_baseline, write_baseline
 from harness.report.baselines import render_diff
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
@@ -22,6 +24,12 @@ def baseline(answers=None, version="1", k1=0.9):
     return build_baseline([evaluate_set(TINY, answers, k=10)], provenance)
 
 
+def render(old, new, metrics=("recall@10",)):
+    """render_diff of two baseline documents, read as the command reads its files."""
+    return render_diff(Baseline.from_document(old, Path("a.json")), Baseline.from_document(new, Path("b.json")),
+                       list(metrics))
+
+
 def lost_first_query():
     """Every query answered perfectly but the first, which finds nothing."""
     first = TINY.queries[0]
@@ -29,7 +37,7 @@ def lost_first_query():
 
 
 def test_unchanged_baselines_say_so():
-    text = render_diff(("a.json", baseline()), ("b.json", baseline()), ["recall@10"])
+    text = render(baseline(), baseline())
     assert text.splitlines() == ["baselines diff: a.json -> b.json", "identity: unchanged (x 1)", "set tiny: unchanged",
                                  "0 of 1 sets moved; gated metrics: recall@10"]
 
@@ -37,7 +45,7 @@ def test_unchanged_baselines_say_so():
 def test_moved_scopes_flips_and_identity_are_listed():
     old, new = baseline(), baseline(lost_first_query(), version="2", k1=1.2)
     first = TINY.queries[0]
-    lines = render_diff(("a.json", old), ("b.json", new), ["recall@10"]).splitlines()
+    lines = render(old, new).splitlines()
     assert lines[1:4] == ["identity: 2 fields changed", "  version '1' -> '2'", "  settings.k1 0.9 -> 1.2"]
     assert lines[4] == "set tiny: identity and query count unchanged"
     overall = old["sets"]["tiny"]["aggregates"]["overall"]["recall@10"], new["sets"]["tiny"]["aggregates"]["overall"]["recall@10"]
@@ -53,14 +61,14 @@ def test_moved_scopes_flips_and_identity_are_listed():
 def test_added_and_removed_sets_and_query_counts():
     old, new = baseline(), baseline()
     new["sets"]["other"] = new["sets"].pop("tiny")
-    lines = render_diff(("a.json", old), ("b.json", new), ["recall@10"]).splitlines()
+    lines = render(old, new).splitlines()
     assert "set other: added (7 queries)" in lines and "set tiny: removed (had 7 queries)" in lines
     fewer = baseline()
     entry = fewer["sets"]["tiny"]
     entry["query_count"] = 6
     entry["queries"].pop(TINY.queries[0].qid)
     entry["latency_ms"]["p95"] = 12.0
-    lines = render_diff(("a.json", old), ("b.json", fewer), ["recall@10"]).splitlines()
+    lines = render(old, fewer).splitlines()
     assert lines[2].startswith("set tiny: query_count 7 -> 6; p95 ") and lines[2].endswith(" -> 12.0 ms")
 
 

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from harness.measured import ScopeNumbers
 from harness.commands.cli import main
 from harness.report.views import load_run
 from harness.scoring.compare import compare
@@ -327,7 +328,8 @@ def test_zero_latency_control_characters_and_lone_surrogates_stay_well_formed():
     # A report read from JSON refuses lone surrogates; one built in memory (a Python caller's) may hold them.
     report = read_document(constructed_report([0.0, 3.0]))
     result = report.sets[0]
-    result = dataclasses.replace(result, aggregates={**result.aggregates, "category": {nasty: {"n": 2, "recall@10": 0.5}}},
+    result = dataclasses.replace(result, aggregates=dataclasses.replace(
+                                     result.aggregates, category={nasty: ScopeNumbers(2, {"recall@10": 0.5})}),
                                  queries=tuple(dataclasses.replace(q, query=nasty) for q in result.queries))
     page = render_run_html(dataclasses.replace(report, sets=(result,)))
     page.encode("utf-8")  # a lone surrogate would raise here

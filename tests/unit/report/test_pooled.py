@@ -37,10 +37,10 @@ def _report():
 def test_pooled_means_weigh_every_scored_query_alike():
     pooled = _report().pooled
     # 10 scored queries, 6 hits: 0.6 (the mean of the two sets' means too, as both have 5)
-    assert pooled["n"] == 10 and pooled["hit@10"] == pytest.approx(0.6)
+    assert pooled.n == 10 and pooled.means["hit@10"] == pytest.approx(0.6)
     # unjudged@10 is summed: set two's 4 misses return doc-08, unjudged for tiny-02..05 (tiny-05 forbids it,
     # but forbid is no judgment) -> 4; set one: tiny-04 answers doc-04 only -> 0
-    assert pooled["unjudged@10"] == 4
+    assert pooled.unjudged == 4
 
 
 def test_pooled_is_in_the_json_and_read_back():

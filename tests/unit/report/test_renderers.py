@@ -7,6 +7,7 @@ worked by hand from tests/reports.py, so refreshing a golden file cannot hide a 
 import re
 import xml.etree.ElementTree as ET
 
+from harness.measured import Latency
 from harness.report.console import render_text
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
@@ -66,7 +67,7 @@ def test_console_of_a_crashed_run():
 def test_console_never_prints_none_or_an_empty_queries_line():
     import dataclasses
     report = crashed_report()
-    nothing = dataclasses.replace(report.sets[0], queries=(), latency_ms={"n": 0})
+    nothing = dataclasses.replace(report.sets[0], queries=(), latency=Latency())
     report = dataclasses.replace(report, sets=(nothing,),
                                  provenance=dataclasses.replace(report.provenance, condition=None))
     text = render_text(report)

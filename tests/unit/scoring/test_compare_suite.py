@@ -10,7 +10,8 @@ import pytest
 from harness.commands.cli import main
 from harness.report.comparison import render_junit, render_markdown, render_text, system_table, verdict_line
 from harness.scoring.compare import RunView, compare, compare_many, latency_difference, movement
-from tests.builders import make_report, make_revised_report, record_baseline_and_report
+from harness.measured import QueryNumbers
+from tests.builders import make_report, make_revised_report, record_baseline_and_report, set_numbers
 from tests.conftest import REPO_ROOT
 from tests.reports import GOOD
 
@@ -20,15 +21,11 @@ RESAMPLES = 2000
 def view(values, *, label="run", latency=None, categories=None, kind="report", condition=None, machine=None,
          metric="recall@10"):
     """A RunView of one set `s` from {qid: metric value}; each query its own category unless given."""
-    rows = {}
-    for index, (qid, value) in enumerate(values.items()):
-        row = {"qid": qid, "query": f"text of {qid}", "metrics": {metric: value}, "found": [],
-               "category": (categories or {}).get(qid, f"c{index}"), "split": "test"}
-        if latency is not None:
-            row["latency_ms"] = latency[qid]
-        rows[qid] = row
-    return RunView(label, None, {"s": {"revision": 1, "corpus_hash": "h", "k": 10, "queries": rows}},
-                   kind=kind, condition=condition, machine=machine or {})
+    rows = [QueryNumbers(qid, query=f"text of {qid}", metrics={metric: value},
+                         category=(categories or {}).get(qid, f"c{index}"), split="test",
+                         latency_ms=latency[qid] if latency is not None else None)
+            for index, (qid, value) in enumerate(values.items())]
+    return RunView(label, None, {"s": set_numbers(rows)}, kind=kind, condition=condition, machine=machine or {})
 
 
 def qids(n):
@@ -106,8 +103,7 @@ def test_a_label_needs_both_procedures_to_agree():
 def test_a_candidate_speaks_per_set():
     # three sets improve clearly, one cannot tell: the candidate is INCONCLUSIVE, never painted WORSE
     def sets(values_by_set):
-        return {name: {"revision": 1, "corpus_hash": "h", "k": 10,
-                       "queries": {q: {"metrics": {"recall@10": v}, "found": []} for q, v in values.items()}}
+        return {name: set_numbers([QueryNumbers(q, metrics={"recall@10": v}) for q, v in values.items()], name=name)
                 for name, values in values_by_set.items()}
     before = {f"s{i}": {q: 0.0 for q in qids(20)} for i in range(3)} | {"t": {q: 1.0 for q in qids(4)}}
     after = {f"s{i}": {q: 1.0 for q in qids(20)} for i in range(3)} | {

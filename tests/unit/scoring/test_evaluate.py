@@ -2,6 +2,7 @@
 
 import pytest
 
+from harness.measured import Latency
 from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, latency_summary
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
@@ -74,15 +75,15 @@ def test_set_aggregates_exclude_xfail_and_negative_probes():
         "tiny-07": answer("doc-01"),            # negative probe: excluded
     }
     result = evaluate_set(TINY, answers, k=10)
-    overall = result.aggregates["overall"]
-    assert overall["n"] == 5
-    assert overall["recall@10"] == pytest.approx((1 + 1 + 0 + 0.5 + 1) / 5)
-    assert overall["mrr"] == pytest.approx((1 + 0.5 + 0 + 1 + 0.5) / 5)
+    overall = result.aggregates.overall
+    assert overall.n == 5
+    assert overall.means["recall@10"] == pytest.approx((1 + 1 + 0 + 0.5 + 1) / 5)
+    assert overall.means["mrr"] == pytest.approx((1 + 0.5 + 0 + 1 + 0.5) / 5)
     # category a: tiny-01, 02, 05; category b: tiny-03, 04 (tiny-06 is xfail)
-    assert result.aggregates["category"]["a"]["recall@10"] == pytest.approx(1.0)
-    assert result.aggregates["category"]["b"]["recall@10"] == pytest.approx(0.25)
-    assert result.aggregates["split"]["held-out"]["n"] == 2  # tiny-03, tiny-05
-    assert "negative" not in result.aggregates["category"]
+    assert result.aggregates.category["a"].means["recall@10"] == pytest.approx(1.0)
+    assert result.aggregates.category["b"].means["recall@10"] == pytest.approx(0.25)
+    assert result.aggregates.split["held-out"].n == 2  # tiny-03, tiny-05
+    assert "negative" not in result.aggregates.category
     assert result.complete and result.query_count == 7
 
 
@@ -94,5 +95,5 @@ def test_partial_answers_make_an_incomplete_set():
 def test_latency_summary_nearest_rank():
     # 20 values 1..20 ms: p50 = rank ceil(10) = 10 ms; p95 = rank ceil(19) = 19 ms; max 20
     summary = latency_summary([v / 1000 for v in range(20, 0, -1)])
-    assert summary == {"n": 20, "p50": pytest.approx(10.0), "p95": pytest.approx(19.0), "max": pytest.approx(20.0)}
-    assert latency_summary([]) == {"n": 0}
+    assert summary == Latency(20, pytest.approx(10.0), pytest.approx(19.0), pytest.approx(20.0))
+    assert latency_summary([]) == Latency()

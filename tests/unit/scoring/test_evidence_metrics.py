@@ -6,9 +6,11 @@ import math
 
 import pytest
 
+from harness.measured import EvidenceFigure, ScopeNumbers
 from harness.records import EvidenceSpan, Query
 from harness.scoring import evidence
 from harness.scoring.evaluate import Answer, aggregate, evaluate_query
+from harness.scoring.metrics import parse_metric
 
 # One page, 0..100: the current answer at 10..20, the superseded one at 60..70, a mixed
 # passage at 40..55, a hedge nobody can judge at 80..90.
@@ -91,18 +93,17 @@ def test_only_unjudgeable_evidence_is_null_and_stays_out_of_the_mean():
     rows = [{**values}, figures(["page"], [(0, 30)]), figures(["note"], None)]
     summary = evidence.aggregate_evidence(rows)
     # ku@1 values None, 1, 0: judged 2, null 1, mean (1 + 0) / 2 = 0.5 (not 1/3, not 2/3)
-    assert summary["ku@1"] == {"mean": 0.5, "judged": 2, "null": 1, "sum": 1.0}
+    assert summary["ku@1"] == EvidenceFigure(mean=0.5, judged=2, null=1, total=1.0)
     # stale_before_current is judged on all three (each has a stale span): row 1 shows only the
     # hedge (0), row 2 current first (0), row 3 the old note alone (1): mean 1/3
-    assert summary["stale_before_current"]["judged"] == 3
-    assert summary["stale_before_current"]["mean"] == pytest.approx(1 / 3)
+    assert summary["stale_before_current"].judged == 3
+    assert summary["stale_before_current"].mean == pytest.approx(1 / 3)
 
 
 def test_before_current_is_not_judged_without_such_spans():
     values = evidence.query_evidence(["page"], None, (CURRENT,), ())
     assert values["stale_before_current"] is None and values["mixed_before_current"] is None
-    assert evidence.aggregate_evidence([values])["stale_before_current"] == {
-        "mean": None, "judged": 0, "null": 1, "sum": 0}
+    assert evidence.aggregate_evidence([values])["stale_before_current"] == EvidenceFigure(None, 0, 1, 0)
 
 
 def test_canonical_hit_and_mrr():
@@ -119,7 +120,8 @@ def test_whole_document_hits_and_names():
     names = evidence.evidence_metric_names()
     assert set(figures(["page"], None, canonical=("page",))) == set(names)
     assert len(names) == len(set(names))
-    assert evidence.lower_is_better("stale_before_current") and not evidence.lower_is_better("ku@1")
+    assert parse_metric("stale_before_current").lower_is_better and not parse_metric("ku@1").lower_is_better
+    assert all(parse_metric(name).nullable for name in names)  # every evidence figure is a registry measure
 
 
 def _query(**extra) -> Query:
@@ -140,24 +142,24 @@ def test_evaluate_query_carries_evidence_and_the_contract():
     assert [c.passed for c in good.contracts if c.name == "stale_before_current"] == [True]
     assert result.to_dict()["passages"] == [None, [0, 30]]
     summary = aggregate([result, good])
-    assert summary["evidence"]["overall"]["ku@1"]["mean"] == 0.5  # 0 and 1
-    assert summary["evidence"]["category"]["c"]["ku@1"]["judged"] == 2
+    assert summary.overall.evidence["ku@1"].mean == 0.5  # 0 and 1
+    assert summary.category["c"].evidence["ku@1"].judged == 2
+    assert "evidence" in summary.to_dict()
 
 
 def test_queries_without_evidence_keep_their_old_shape():
     plain = Query(qid="q", query="x", relevant={"a": 1}, category="c", split="development", source="s")
     result = evaluate_query(plain, Answer(ids=("a",), scores=None, latency_seconds=0.0), 10)
     assert result.evidence is None and "evidence" not in result.to_dict() and "passages" not in result.to_dict()
-    assert "evidence" not in aggregate([result])
+    assert not aggregate([result]).has_evidence and "evidence" not in aggregate([result]).to_dict()
 
 
-def test_evidence_value_for_gates():
+def test_a_scope_gives_an_evidence_mean_over_the_judged_queries_for_gates():
     answer = Answer(ids=("note", "page"), scores=None, latency_seconds=0.0, passages=(None, (0, 30)))
     result = evaluate_query(_query(), answer, 10)
     summary = aggregate([result])
-    assert evidence.evidence_value(summary, "ku@1") == (0.0, 1)
-    assert evidence.evidence_value(summary, "answer_hit@5", "category:c") == (1.0, 1)
-    assert evidence.evidence_value(summary, "ku@1", "split:held-out") == (None, 0)
-    assert evidence.evidence_value({"overall": {}}, "ku@1") == (None, 0)
-    with pytest.raises(ValueError, match="not an evidence metric"):
-        evidence.evidence_value(summary, "recall@10")
+    assert summary.overall.mean("ku@1", nullable=True) == (0.0, 1)
+    assert summary.category["c"].mean("answer_hit@5", nullable=True) == (1.0, 1)
+    assert "held-out" not in summary.split  # a scope the run has no query in: the gate reads (None, 0)
+    assert ScopeNumbers(n=3).mean("ku@1", nullable=True) == (None, 0)  # a set without evidence: never a 0
+    assert summary.overall.mean("recall@10") == (summary.overall.means["recall@10"], 1)

@@ -12,6 +12,7 @@ import pytest
 
 from harness.errors import SetError, UsageError
 from harness.gating.baseline import build_baseline
+from tests.builders import baseline_numbers, with_overall_means
 from harness.gating.gates import check
 from harness.gating.policy import GatePolicy, load_policy
 from harness.scoring import metrics
@@ -94,12 +95,12 @@ GOOD = {"tiny-01": answer("doc-01", "doc-08"), "tiny-02": answer("doc-02"), "tin
 
 def test_unjudged_is_summed_and_judged_averaged():
     result = evaluate_set(TINY, GOOD, k=10)
-    overall = result.aggregates["overall"]
+    overall = result.aggregates.overall
     # scored: tiny-01..05 (06 xfail, 07 a probe). Unjudged: 01 has doc-08 (1), 03 has doc-01, doc-02 (2) -> 3
-    assert overall[UNJUDGED_COUNT] == 3
+    assert overall.unjudged == 3
     # judged@10 per scored query: 0.1, 0.1, 0.1, 0.2, 0.1 -> mean 0.12
-    assert overall["judged@10"] == pytest.approx(0.12)
-    assert result.aggregates["category"]["a"][UNJUDGED_COUNT] == 1  # tiny-01, 02, 05
+    assert overall.means["judged@10"] == pytest.approx(0.12)
+    assert result.aggregates.category["a"].unjudged == 1  # tiny-01, 02, 05
 
 
 # -- the measures a policy gates ---------------------------------------------------------------------
@@ -124,9 +125,9 @@ def test_policy_metrics_are_computed_per_query_and_aggregated():
     assert (row.metrics["ap@100"], row.metrics["ndcg@20"], row.metrics["rr"]) == (1.0, 1.0, 1.0)
     rows = [q for q in result.queries if q.scored]
     for key in ("ap@100", "ndcg@20", "rr"):
-        assert result.aggregates["overall"][key] == pytest.approx(sum(q.metrics[key] for q in rows) / len(rows))
+        assert result.aggregates.overall.means[key] == pytest.approx(sum(q.metrics[key] for q in rows) / len(rows))
     # aggregate() with no list keeps every metric the rows carry (how `merge` recomputes shards)
-    assert aggregate(result.queries)["overall"] == result.aggregates["overall"]
+    assert aggregate(result.queries).overall == result.aggregates.overall
 
 
 def test_a_baseline_written_with_the_policy_records_its_measures_and_gates_on_them(tmp_path):
@@ -138,12 +139,12 @@ def test_a_baseline_written_with_the_policy_records_its_measures_and_gates_on_th
     document = build_baseline([result], {"started": None, "sets": {}})
     entry = document["sets"]["tiny"]
     assert "ndcg@20" in entry["aggregates"]["overall"] and "ndcg@20" in entry["queries"]["tiny-01"]["metrics"]
-    gates = check([result], {"tiny": entry}, policy=policy)
+    gates = check([result], baseline_numbers([result]), policy=policy)
     gated = [g for g in gates if g.gate == "ndcg" and g.category is None]
     assert [g.passed for g in gated] == [True, True]
     assert "ndcg@20" in gated[0].message and "ndcg@10(condensed)" in gated[1].message
     # a baseline recorded without the policy's measure fails that gate, saying why
-    plain = build_baseline([evaluate_set(TINY, GOOD, k=10)], {"started": None, "sets": {}})["sets"]["tiny"]
+    plain = baseline_numbers([evaluate_set(TINY, GOOD, k=10)])["tiny"]
     missing = [g for g in check([result], {"tiny": plain}, policy=policy) if not g.passed]
     assert missing and "ndcg@20: missing from the baseline" in missing[0].message
 
@@ -163,14 +164,14 @@ def test_a_policy_file_naming_the_count_is_one_usage_line(tmp_path):
 
 def test_the_judged_gate_warns_when_coverage_falls():
     base = evaluate_set(TINY, GOOD, k=10)
-    entry = build_baseline([base], {"started": None, "sets": {}})["sets"]["tiny"]
+    entry = baseline_numbers([base])["tiny"]
     # every scored query now returns 4 extra unjudged ids first (judged@10 0.12 -> ... still judged once each)
     padded = {qid: answer(*(f"new-{n}" for n in range(4)), *a.ids) for qid, a in GOOD.items()}
     # top 10 of tiny-03 is new-0..3 + doc-03, doc-01, doc-02: judged 1 of 10 as before; no drop -> pass
     same = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert same[0].status == "pass"
     # a judged@10 fall of more than 10 points: the policy's judged.warn_drop_points
-    entry["aggregates"]["overall"]["judged@10"] = 0.30
+    entry = with_overall_means(entry, {"judged@10": 0.30})
     warned = [g for g in check([evaluate_set(TINY, padded, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert warned[0].status == "warn"
     # unjudged in the top 10s of the scored queries: 4 new ids each (5 queries) + doc-08 (01) + doc-01, doc-02 (03)
@@ -180,8 +181,8 @@ def test_the_judged_gate_warns_when_coverage_falls():
 
 def test_a_judged_fall_from_answering_nothing_names_that_cause_not_a_judging_gap():
     base = evaluate_set(TINY, GOOD, k=10)
-    entry = build_baseline([base], {"started": None, "sets": {}})["sets"]["tiny"]
-    entry["aggregates"]["overall"]["judged@10"] = 0.30
+    entry = baseline_numbers([base])["tiny"]
+    entry = with_overall_means(entry, {"judged@10": 0.30})
     nothing = {qid: answer() for qid in GOOD}
     (judged,) = [g for g in check([evaluate_set(TINY, nothing, k=10)], {"tiny": entry}) if g.gate == "judged"]
     assert judged.status == "warn" and "judge them" not in judged.message
@@ -204,7 +205,7 @@ def test_a_run_under_a_policy_computes_and_records_its_measures(tmp_path):
     assert rows["tiny-02"].metrics["ap@100"] == 0.5 and rows["tiny-02"].metrics["rr"] == 0.5
     # doc-01 and doc-02 both scored 2.0: read in trec_eval's order (docno descending), one tied position
     assert rows["tiny-01"].ids == ("doc-02", "doc-01") and rows["tiny-01"].tied == 1
-    overall = report.sets[0].aggregates["overall"]
-    assert "ap@100" in overall and "rr" in overall
-    assert report.pooled is not None and report.pooled["n"] == overall["n"]
+    overall = report.sets[0].aggregates.overall
+    assert "ap@100" in overall.means and "rr" in overall.means
+    assert report.pooled is not None and report.pooled.n == overall.n
     assert report.provenance.extra["policy"]["metrics"] == ["ap@100", "rr"]

@@ -1,0 +1,342 @@
+"""A set's measured numbers as typed records, and the one strict reader of the documents that hold them.
+
+A run produces them (`records.SetResult.numbers()`), a baseline file is read into them
+(harness/gating/baseline.py), a report is read into them (harness/report/reading.py); the gates,
+`compare`, the re-baseline change table and `baselines diff` compare record with record. The JSON
+shapes stay as the report and baseline formats define them (docs/design.md): each record writes
+its own (`to_dict`) and `read_*` here reads it back, strictly, naming the file and the first bad
+field in one line.
+
+Scopes: `overall`, each `category` and each `split` of a set's scored queries. A scope holds the
+mean of every measure its queries all carry, the count of unjudged documents (a sum), and, for
+sets with evidence (docs/sets.md, "Evidence"), the evidence figures, whose per-query value may be
+null (unjudgeable): their mean is over the judged queries only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from harness.errors import HarnessError
+from harness.quoting import field_key
+from harness.strict_json import is_finite_number
+
+# The per-query count of unjudged documents in the top 10: summed, not averaged, in a scope.
+UNJUDGED_COUNT = "unjudged@10"
+SCOPE_GROUPS = ("category", "split")
+
+
+def resampling_unit(qid: str, group: str | None) -> str:
+    """What paired statistics resample: the query's `group` (paraphrases, translations of one
+    question are not independent), else the query itself."""
+    return group or qid
+
+
+# -- the strict reader ---------------------------------------------------------------------------------
+
+class StrictReader:
+    """A cursor into a parsed JSON document that names the file and the path of every field it rejects.
+
+    `error` is the exception class raised (`ReportError` for reports, `BaselineError` for
+    baselines): one line, `label: path.to.field: why`.
+    """
+
+    __slots__ = ("value", "label", "where", "error")
+
+    def __init__(self, value: object, label: str, error: type[HarnessError], where: str = "") -> None:
+        self.value = value
+        self.label = label
+        self.where = where
+        self.error = error
+
+    def fail(self, why: str) -> HarnessError:
+        return self.error(f"{self.label}: {self.where}: {why}" if self.where else f"{self.label}: {why}")
+
+    def child(self, value: object, step: str) -> StrictReader:
+        where = f"{self.where}{step}" if step.startswith("[") else (f"{self.where}.{step}" if self.where else step)
+        return StrictReader(value, self.label, self.error, where)
+
+    def obj(self) -> dict[str, object]:
+        if not isinstance(self.value, dict):
+            raise self.fail(f"must be an object, got {kind_of(self.value)}")
+        return self.value
+
+    def get(self, key: str, required: bool = True) -> StrictReader:
+        document = self.obj()
+        if key not in document and required:
+            raise self.child(None, key).fail("missing")
+        return self.child(document.get(key), key)
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.value, dict) and self.value.get(key) is not None
+
+    def optional_text(self) -> str | None:
+        return None if self.value is None else self.text()
+
+    def text(self) -> str:
+        if not isinstance(self.value, str):
+            raise self.fail(f"must be a string, got {kind_of(self.value)}")
+        try:
+            self.value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail("holds a lone surrogate, not text") from None
+        return self.value
+
+    def optional_integer(self) -> int | None:
+        return None if self.value is None else self.integer()
+
+    def integer(self) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int) or abs(self.value) > 2 ** 53:
+            raise self.fail(f"must be an integer, got {kind_of(self.value)}")
+        return self.value
+
+    def count(self) -> int:
+        value = self.integer()
+        if value < 0:
+            raise self.fail(f"must be >= 0, got {value}")
+        return value
+
+    def optional_number(self) -> float | None:
+        return None if self.value is None else self.number()
+
+    def number(self) -> float:
+        value = self.value
+        if not is_finite_number(value):
+            raise self.fail(f"must be a finite number, got {kind_of(value)}")
+        return value  # an int stays an int, so a document read back writes the same text
+
+    def boolean(self) -> bool:
+        if not isinstance(self.value, bool):
+            raise self.fail(f"must be true or false, got {kind_of(self.value)}")
+        return self.value
+
+    def items(self) -> list[tuple[str, StrictReader]]:
+        return [(key, self.child(value, field_key(key))) for key, value in self.obj().items()]
+
+    def elements(self) -> list[StrictReader]:
+        if not isinstance(self.value, list):
+            raise self.fail(f"must be a list, got {kind_of(self.value)}")
+        return [self.child(value, f"[{index}]") for index, value in enumerate(self.value)]
+
+    def strings(self) -> tuple[str, ...]:
+        return tuple(element.text() for element in self.elements())
+
+    def ids(self) -> tuple[str, ...]:
+        """A list of unique, non-empty document ids (a string is refused, never split into characters)."""
+        values = self.strings()
+        if any(not value for value in values):
+            raise self.fail("holds an empty document id")
+        if len(set(values)) != len(values):
+            raise self.fail("repeats a document id")
+        return values
+
+    def numbers(self) -> dict[str, float]:
+        return {key: value.number() for key, value in self.items()}
+
+    def optional_numbers(self) -> dict[str, float | None]:
+        return {key: value.optional_number() for key, value in self.items()}
+
+
+def kind_of(value: object) -> str:
+    """A value as an error line shows it: its type for containers, else its JSON text, cut."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return type(value).__name__
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+# -- a scope's numbers ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class EvidenceFigure:
+    """One evidence measure over a scope: the mean over the `judged` queries (None when none is),
+    the `null` ones left out (unjudgeable or nothing to judge), and the sum of the judged values."""
+
+    mean: float | None
+    judged: int
+    null: int
+    total: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mean": self.mean, "judged": self.judged, "null": self.null, "sum": self.total}
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeNumbers:
+    """One scope of a set: `n` scored queries, each measure's mean over them (`means`), the count of
+    unjudged documents in their top 10s (`unjudged`, a sum; None when not recorded), and the
+    evidence figures (`evidence`, empty for a set without evidence)."""
+
+    n: int
+    means: Mapping[str, float] = field(default_factory=dict)
+    unjudged: int | None = None
+    evidence: Mapping[str, EvidenceFigure] = field(default_factory=dict)
+
+    def mean(self, metric: str, *, nullable: bool = False) -> tuple[float | None, int]:
+        """(the mean or None, the queries it is over). `nullable` (an evidence measure): over the
+        queries judged on it, (None, 0) when the set has none."""
+        if nullable:
+            figure = self.evidence.get(metric)
+            return (figure.mean, figure.judged) if figure is not None else (None, 0)
+        return self.means.get(metric), self.n
+
+    def to_dict(self) -> dict[str, object]:
+        """The scope as documents write it: `n`, each mean, `unjudged@10` (the evidence goes in its own block)."""
+        row: dict[str, object] = {"n": self.n, **self.means}
+        if self.unjudged is not None:
+            row[UNJUDGED_COUNT] = self.unjudged
+        return row
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    """A set's scopes: overall, each category, each split (sorted by name, as the evaluator makes them)."""
+
+    overall: ScopeNumbers
+    category: Mapping[str, ScopeNumbers] = field(default_factory=dict)
+    split: Mapping[str, ScopeNumbers] = field(default_factory=dict)
+
+    def scope(self, category: str | None = None) -> ScopeNumbers | None:
+        """`overall` (category None) or the named category; None when the set has no such category."""
+        return self.overall if category is None else self.category.get(category)
+
+    def scopes(self) -> Iterator[tuple[str, ScopeNumbers]]:
+        """Every scope with its label: `overall`, then `category:NAME`, then `split:NAME`."""
+        yield "overall", self.overall
+        for group in SCOPE_GROUPS:
+            for name, scope in getattr(self, group).items():
+                yield f"{group}:{name}", scope
+
+    @property
+    def has_evidence(self) -> bool:
+        return bool(self.overall.evidence)
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = {
+            "overall": self.overall.to_dict(),
+            "category": {name: scope.to_dict() for name, scope in self.category.items()},
+            "split": {name: scope.to_dict() for name, scope in self.split.items()}}
+        if self.has_evidence:
+            def figures(scope: ScopeNumbers) -> dict[str, object]:
+                return {name: figure.to_dict() for name, figure in scope.evidence.items()}
+            document["evidence"] = {
+                "overall": figures(self.overall),
+                **{group: {name: figures(scope) for name, scope in getattr(self, group).items()}
+                   for group in SCOPE_GROUPS}}
+        return document
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """A set's latency summary in milliseconds: n timed queries, nearest-rank p50 and p95, the max
+    (all None when nothing was timed)."""
+
+    n: int = 0
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        if self.p50 is None or self.p95 is None or self.max is None:
+            return {"n": self.n}
+        return {"n": self.n, "p50": self.p50, "p95": self.p95, "max": self.max}
+
+
+# -- a query's and a set's numbers -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class QueryNumbers:
+    """What a run's row and a baseline's row both hold of one query: its labels, whether it counts
+    (`scored`), its outcome, each measure's value, its evidence figures (None per figure when
+    unjudgeable; None for a query without evidence), the relevant ids it found in the top 10
+    (what a flip compares), the keys of its broken contracts, and its latency (None in a baseline,
+    which keeps only the summary)."""
+
+    qid: str
+    query: str = ""
+    category: str | None = None
+    split: str | None = None
+    group: str | None = None
+    scored: bool = True
+    outcome: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    evidence: Mapping[str, float | None] | None = None
+    found: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()
+    latency_ms: float | None = None
+
+    @property
+    def resampling_unit(self) -> str:
+        return resampling_unit(self.qid, self.group)
+
+    def value(self, metric: str, *, nullable: bool = False) -> float | None:
+        """The query's value of `metric` (an evidence figure when `nullable`); None when it has none."""
+        if nullable:
+            return (self.evidence or {}).get(metric)
+        return self.metrics.get(metric)
+
+
+@dataclass(frozen=True)
+class SetNumbers:
+    """A set's measured numbers: what it was (revision, corpus, judgments, k, query count), its
+    scopes, its latency, and every query's row by qid in the set's order."""
+
+    name: str
+    revision: int
+    corpus_hash: str
+    k: int
+    query_count: int
+    aggregates: Aggregates
+    latency: Latency
+    queries: Mapping[str, QueryNumbers]
+    judgments_hash: str | None = None
+
+    def rows(self, category: str | None = None) -> list[QueryNumbers]:
+        """The scored rows of the set, or of one category."""
+        return [row for row in self.queries.values() if row.scored and (category is None or row.category == category)]
+
+
+# -- reading them back ----------------------------------------------------------------------------------
+
+def read_scope(reader: StrictReader) -> ScopeNumbers:
+    """A scope as documents write it: `n`, finite means, an optional `unjudged@10` count."""
+    values = reader.numbers()
+    n = reader.get("n").count()
+    unjudged = reader.get(UNJUDGED_COUNT).count() if UNJUDGED_COUNT in values else None
+    means = {name: value for name, value in values.items() if name not in ("n", UNJUDGED_COUNT)}
+    return ScopeNumbers(n=n, means=means, unjudged=unjudged)
+
+
+def _read_figures(reader: StrictReader) -> dict[str, EvidenceFigure]:
+    return {name: EvidenceFigure(mean=row.get("mean").optional_number(), judged=row.get("judged").count(),
+                                 null=row.get("null").count(), total=row.get("sum").number())
+            for name, row in reader.items()}
+
+
+def read_aggregates(reader: StrictReader) -> Aggregates:
+    """`aggregates` of a report's set or a baseline's entry: overall, category, split, and the evidence block."""
+    evidence = reader.get("evidence", required=False) if reader.has("evidence") else None
+
+    def scope(scope_reader: StrictReader, figures: StrictReader | None) -> ScopeNumbers:
+        numbers = read_scope(scope_reader)
+        if figures is None or figures.value is None:
+            return numbers
+        return ScopeNumbers(numbers.n, numbers.means, numbers.unjudged, _read_figures(figures))
+
+    def group(name: str) -> dict[str, ScopeNumbers]:
+        block = evidence.get(name, required=False) if evidence is not None else None
+        return {key: scope(row, block.get(key, required=False) if block is not None and block.has(key) else None)
+                for key, row in reader.get(name).items()}
+    overall = scope(reader.get("overall"), evidence.get("overall", required=False) if evidence is not None else None)
+    return Aggregates(overall=overall, category=group("category"), split=group("split"))
+
+
+def read_latency(reader: StrictReader) -> Latency:
+    """A latency summary: `{"n": 0}` or n, p50, p95 and max in milliseconds."""
+    values = reader.numbers()
+    n = reader.get("n").count() if "n" in values else 0
+    return Latency(n=n, p50=values.get("p50"), p95=values.get("p95"), max=values.get("max"))
