@@ -13,7 +13,7 @@ of `harness/` (docs/design.md's map names modules from there: `report/html.py`) 
 link's target, resolved against the linking file's folder as a browser does; or a bare `test_*.py`,
 which must sit beside the file naming it (else cite its path). A module may be cited without `.py`
 and with a name defined in it (`report/document.Report`). A section is cited as
-`docs/sets.md#evidence` or, in code, `(docs/sets.md, "Evidence")` (`(README.md, "Exit codes")`):
+`docs/sets.md#evidence` or, in code, `(docs/sets.md, "Evidence")` (`(README.md, "In pytest")`):
 either must name a heading of that file.
 
 A name is cited as `module.name` (`api.load_inputs`, `harness.gate`, `gating.inputs.GateInputs`:
@@ -333,7 +333,7 @@ def test_the_rules_on_a_sample():
     found: harness/report/html.py, `report/document.Report`, report/document.Report.to_json, scoring/metrics, unit/sets,
     sets/memory/set.json,
     docs/sets.md#evidence, (docs/sets.md, "Gate policy"), [sets](sets.md#judged-coverage), .ci/run, tests/gold/,
-    (README.md, "Exit codes"), (docs/performance.md, "Metric speed, beside
+    (README.md, "In pytest"), (docs/performance.md, "Metric speed, beside
     pytrec_eval, ir_measures and ranx").
     stale: tests/test_cli_translation.py, report/document.Nothing, docs/sets.md#nothing, (docs/sets.md, "Nothing"),
     (README.md, "Nothing"), [gone](gone.md), test_gates.py.
@@ -345,7 +345,7 @@ def test_the_rules_on_a_sample():
         "harness/report/html.py", "report/document.Report", "report/document.Report.to_json", "scoring/metrics",
         "unit/sets", "sets/memory/set.json",
         "docs/sets.md#evidence", 'docs/sets.md, "Gate policy"', "sets.md#judged-coverage", ".ci/run", "tests/gold/",
-        'README.md, "Exit codes"', 'docs/performance.md, "Metric speed, beside pytrec_eval, ir_measures and ranx"'}
+        'README.md, "In pytest"', 'docs/performance.md, "Metric speed, beside pytrec_eval, ir_measures and ranx"'}
     assert {cited for cited, exists in found.items() if not exists} == {
         "tests/test_cli_translation.py", "report/document.Nothing", "docs/sets.md#nothing",
         'docs/sets.md, "Nothing"', 'README.md, "Nothing"', "gone.md", "test_gates.py"}
