@@ -155,11 +155,12 @@ def name_exists(dotted: str) -> bool:
     (or a field a class declares)."""
     parts = dotted.split(".")
     cut = next((cut for cut in range(len(parts), 0, -1) if is_module(".".join(parts[:cut]))), 0)
-    if not cut:
-        return False
-    module = importlib.import_module(".".join(parts[:cut]))
     names = parts[cut:]
-    if names and not hasattr(module, "__path__") and names[0] not in defined_names(Path(module.__file__)):
+    if not cut or not names:
+        return bool(cut)
+    module = importlib.import_module(".".join(parts[:cut]))
+    package = hasattr(module, "__path__")
+    if not hasattr(module, names[0]) or not (package or names[0] in defined_names(Path(module.__file__))):
         return False
     found: object = module
     for position, name in enumerate(names):
@@ -233,6 +234,7 @@ def citations(text: str, source: Path):
                 yield match.start(1), target, resolves(target, (source.parent,))
 
 
+@cache
 def cited_module(first: str, second: str) -> str | None:
     """The package a dotted citation starts from (`harness`, `adapters`...; `api` is `harness.api`), or
     None when it is no citation: a stage followed by a word that is not one of its modules
@@ -270,27 +272,40 @@ def name_citations(text: str, source: Path):
         yield offset, f"{path} {name}", module is not None and defines(module, name)
 
 
+Span = tuple[tuple[int, int], tuple[int, int]]  # ((line, column), (line, column)), start to end
+
+
 @cache
-def prose_spans(text: str) -> tuple[tuple[tuple[int, int], tuple[int, int]], ...]:
-    """((line, column), (line, column)) from start to end of Python source's comments and docstrings
-    (any string standing alone as a statement)."""
-    spans = [(token.start, token.end)
-             for token in tokenize.generate_tokens(io.StringIO(text).readline) if token.type == tokenize.COMMENT]
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            spans.append(((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)))
+def docstring_spans(text: str) -> tuple[Span, ...]:
+    """Python source's docstrings: any string standing alone as a statement."""
+    spans, nodes = [], [ast.parse(text)]
+    while nodes:
+        node = nodes.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):  # statements hold statements
+            for child in getattr(node, field, ()):
+                if isinstance(child, ast.Expr) and isinstance(getattr(child.value, "value", None), str):
+                    spans.append(((child.lineno, child.col_offset), (child.end_lineno, child.end_col_offset)))
+                nodes.append(child)
     return tuple(spans)
+
+
+@cache
+def comment_spans(text: str) -> tuple[Span, ...]:
+    return tuple((token.start, token.end) for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                 if token.type == tokenize.COMMENT)
 
 
 def in_prose(path: Path, text: str, offset: int, code_counts: bool = True) -> tuple[bool, int]:
     """Whether an offset of a file is prose (all of a non-Python file; in Python, a comment or docstring,
-    or anywhere outside tests/ when `code_counts`), and its line. Only hits are placed, so most files
-    are never tokenized."""
+    or anywhere outside tests/ when `code_counts`), and its line. Only hits are placed, and a file is
+    tokenized only for a hit after a `#` on its line, so most files are never tokenized."""
+    start_of_line = text.rfind("\n", 0, offset) + 1
     line = text.count("\n", 0, offset) + 1
     if path.suffix != ".py" or (code_counts and not path.is_relative_to(TESTS)):
         return True, line
-    place = (line, offset - text.rfind("\n", 0, offset) - 1)
-    return any(start <= place < end for start, end in prose_spans(text)), line
+    place = (line, offset - start_of_line)
+    spans = docstring_spans(text) + (comment_spans(text) if "#" in text[start_of_line:offset] else ())
+    return any(start <= place < end for start, end in spans), line
 
 
 @cache
