@@ -327,7 +327,7 @@ def findings() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def test_every_cited_repository_path_exists():
     stale, _ = findings()
-    assert not stale, "paths cited that do not exist:\n" + "\n".join(stale)
+    assert not stale, "paths, sections or names cited that do not exist:\n" + "\n".join(stale)
 
 
 def test_no_comment_or_doc_names_a_tracker_issue():
