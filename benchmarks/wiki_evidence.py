@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD python benchmarks/wiki_evidence.py [--backends bm25,onnx,hybrid]
 
-Prints the README's Markdown table: answer_hit@10, ku@1, stale_before_current (window and whole
+Prints docs/shipped.md's Markdown table: answer_hit@10, ku@1, stale_before_current (window and whole
 document), recall@10 and latency p50/p95, one row per adapter and mode, all from one run each
 (`harness.gate` with no baseline). Latency is of this machine, under whatever else runs on it.
 """

@@ -64,7 +64,7 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     Parameters:
       sets: set names (the team's `sets_dir` first, then the shipped sets), set folders, or "all"
         (default: the sets the baseline records, or every set found without a baseline file;
-        README.md, "A team's layout"); one name alone is one set.
+        docs/commands.md, "A team's layout"); one name alone is one set.
       sets_dir, baseline, budgets, policy: default to the team's layout (harness/layout.py: its
         config file, else the working folder's sets/, baselines/current.json, budgets.json,
         gate-policy.json, else the shipped sets and baseline).

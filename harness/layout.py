@@ -6,7 +6,7 @@ the API argument) > the config file > the conventional paths of the team's folde
 (`harness/shipped.py`). The config is the first `retrieval-gate.toml`, or `pyproject.toml` with a
 `[tool.retrieval-gate]` table, found walking up from the working folder (stopping at the
 repository root); its folder is the team's folder, and relative paths in it are relative to it.
-Without a config the team's folder is the working folder. README.md, "A team's layout".
+Without a config the team's folder is the working folder. docs/commands.md, "A team's layout".
 """
 
 from __future__ import annotations

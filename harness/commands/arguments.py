@@ -113,7 +113,7 @@ class ArgumentParser(argparse.ArgumentParser):
         return ""
 
 
-# -- exit codes: the one home of what each command's codes mean (--help epilogs, README, tests) -----
+# -- exit codes: the one home of what each command's codes mean (--help epilogs, docs, tests) -------
 
 SIGNALS = "a signal: 130 SIGINT, 143 SIGTERM, 129 SIGHUP"
 PIPE = "141 when the reader of stdout quits early (head -1), as for SIGPIPE"
@@ -188,7 +188,7 @@ def exit_codes_epilog(command: str) -> str:
     return "exit codes:\n" + "\n".join(f"  {code:<{width}}  {meaning}" for code, meaning in rows.items()) + "\n"
 
 
-# -- worked examples: the one home of each command's example (--help epilogs, README, tests) ------
+# -- worked examples: the one home of each command's example (--help epilogs, docs, tests) --------
 # Run from a clone, in this order, each works: the run writes memory.json, which export reads;
 # the two shards are what merge combines.
 

@@ -32,7 +32,7 @@ from harness.sets.loader import protected_files
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 EXAMPLES = """\
 examples:
-  %(prog)s --set all                          BM25 over the baseline's sets (README: A team's layout)
+  %(prog)s --set all                          BM25 over the baseline's sets (docs/commands.md)
   %(prog)s --set code --backend onnx --baseline baselines/onnx.json
   %(prog)s --set memory --adapter --expect-banner -- ./my-adapter --index prod
   %(prog)s --set all --update-baseline        accept the current numbers (commit the file)

@@ -1,9 +1,9 @@
-"""Exit codes end to end (README.md, "Exit codes"): 1 means a gate failed and nothing else.
+"""Exit codes end to end (docs/commands.md, "Exit codes"): 1 means a gate failed and nothing else.
 
 Proves: every command's bad input is its documented code with one error line and no
 traceback (real `python -m harness` subprocesses); a bug anywhere is one
 `harness: internal error:` line, exit EXIT_INTERNAL, the traceback in a file and, for a run,
-a partial report; a closed stdout ends quietly; the README table, the --help epilogs and
+a partial report; a closed stdout ends quietly; the docs table, the --help epilogs and
 EXIT_CODES say the same thing.
 """
 
@@ -42,10 +42,10 @@ def test_internal_code_is_none_of_the_verdicts():
     assert EXIT_INTERNAL < 128  # never mistaken for a signal
 
 
-# -- one home for the words: EXIT_CODES <-> README <-> --help ------------------------------------
+# -- one home for the words: EXIT_CODES <-> docs/commands.md <-> --help --------------------------
 
-def readme_table() -> set[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def docs_table() -> set[tuple[str, str]]:
+    text = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
     section = text.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
     pairs = set()
     for command, code in re.findall(r"^\| `([^`]+)`[^|]* \| `([^`]+)` \|", section, flags=re.MULTILINE):
@@ -53,9 +53,9 @@ def readme_table() -> set[tuple[str, str]]:
     return pairs
 
 
-def test_readme_table_matches_exit_codes():
+def test_docs_table_matches_exit_codes():
     expected = {(command, code) for command, codes in EXIT_CODES.items() for code in codes}
-    assert readme_table() == expected
+    assert docs_table() == expected
 
 
 def test_every_command_is_in_the_table():

@@ -1,6 +1,6 @@
 """The user's input or environment is exit 2 and one line, never 70 ("a bug") or 1 ("a gate failed").
 
-Proves (README.md, "Exit codes"), each with a real `python -m harness` (or `python -m adapters.cache`) process:
+Proves (docs/commands.md, "Exit codes"), each with a real `python -m harness` (or `python -m adapters.cache`) process:
 lone-surrogate escapes in any set field, a --sets-dir that is a file, --timeout 1e10, a baseline
 whose `backend` is a string, names too long for the filesystem, outputs the environment refuses
 (a read-only folder with file privileges dropped, stdout read-only or /dev/full, --out

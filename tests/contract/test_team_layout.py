@@ -1,4 +1,4 @@
-"""A team's repository end to end (README.md, "A team's layout"): `init` writes a starter layout that
+"""A team's repository end to end (docs/commands.md, "A team's layout"): `init` writes a starter layout that
 runs and gates with the real BM25 adapter, never overwrites, and `--set all` with a set not in the
 baseline still passes, naming the set and how to baseline it; `import-beir` writes into the team's
 sets folder, never the shipped one; `harness.gate(["all"])` selects as the command does."""

@@ -1,7 +1,7 @@
-"""Every command has one worked example (README.md, "Commands"), the same in the README, its --help
-and WORKED_EXAMPLES, and each works.
+"""Every command has one worked example (docs/commands.md, "Commands"), the same in that table, its
+--help and WORKED_EXAMPLES, and each works.
 
-The examples are run for real, in the README's order, as real `python -m harness`
+The examples are run for real, in the table's order, as real `python -m harness`
 subprocesses in a scratch folder holding a copy of the shipped sets (so `sets pin` writes
 nothing of ours), the committed baselines and budgets, and a BEIR folder where the
 import-beir example looks for one.
@@ -28,9 +28,10 @@ from tests.conftest import FIXTURES, REPO_ROOT
 ROW = re.compile(r"^\| (?P<command>[a-z -]+) \| `(?P<line>[^`]+)` \| (?P<what>.+) \|$")
 
 
-def readme_rows() -> dict[str, tuple[str, str]]:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Commands"):]
+def docs_rows() -> dict[str, tuple[str, str]]:
+    """The rows of the table in docs/commands.md's "Commands" section, in their order."""
+    text = (REPO_ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = text.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
     return {m["command"]: (m["line"], m["what"]) for m in map(ROW.match, section.splitlines()) if m}
 
 
@@ -45,8 +46,8 @@ def test_every_command_and_every_sets_action_has_an_example():
     assert set(WORKED_EXAMPLES) == commands
 
 
-def test_readme_table_is_the_worked_examples():
-    assert readme_rows() == WORKED_EXAMPLES
+def test_the_docs_table_is_the_worked_examples():
+    assert list(docs_rows().items()) == list(WORKED_EXAMPLES.items())  # the same rows, in the same order
 
 
 @pytest.mark.parametrize("command", sorted(WORKED_EXAMPLES))

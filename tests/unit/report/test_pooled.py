@@ -1,6 +1,6 @@
 """The pooled aggregate: means over every scored query of every set, in the JSON report, one
-console line and one Markdown row when a run has several sets (README.md, "Gate policy, judged
-coverage and backend identity")."""
+console line and one Markdown row when a run has several sets (docs/gate.md, "Several sets: the
+pooled aggregate")."""
 
 from __future__ import annotations
 
