@@ -115,7 +115,7 @@ class Provenance:
             "sets": {name: s.to_dict() for name, s in self.sets.items()}, "machine": _plain(self.machine),
             **_present(duration_seconds=self.duration_seconds, asking_seconds=self.asking_seconds,
                        run_file=self.run_file),
-            "nondeterministic_queries": list(self.nondeterministic_queries), **_plain(self.extra),
+            "nondeterministic_queries": list(self.nondeterministic_queries), **_plain_mapping(self.extra),
         }
 
 
@@ -160,7 +160,7 @@ class Report:
             "report_format": REPORT_FORMAT, "complete": self.complete, "error": self.error,
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
-            **_plain(_present(warnings=self.warnings or None, what_if=self.what_if,
+            **_plain_mapping(_present(warnings=self.warnings or None, what_if=self.what_if,
                               previous_baseline=self.previous_baseline, pooled=pooled, flips=flips,
                               baseline_latency=baseline_latency)),
         }
@@ -180,6 +180,10 @@ def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
 def _present(**values: object) -> dict[str, object]:
     """The keys whose value is not None: an optional field is written only when present."""
     return {key: value for key, value in values.items() if value is not None}
+
+
+def _plain_mapping(value: Mapping[str, object]) -> dict[str, object]:
+    return {str(k): _plain(v) for k, v in value.items()}
 
 
 def _plain(value: object) -> object:

@@ -91,7 +91,8 @@ def window_html(query: QueryResult) -> str:
     """One query's first window, its reviewed spans marked by label (overlaps: split at boundaries)."""
     window = query.window or {}
     text = str(window.get("text", ""))
-    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in window.get("spans", [])]
+    marked = window.get("spans")
+    spans = [(int(s[0]), int(s[1]), str(s[2])) for s in marked] if isinstance(marked, list) else []
     ku = (query.evidence or {}).get("ku@1")
     head = (f'<div class="window" data-qid="{_text(query.qid)}"><p><b>{_text(query.qid)}</b> '
             f'{_text(query.query)} &mdash; rank 1 <span class="ids">{_text(window.get("doc", ""))}</span> '

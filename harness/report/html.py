@@ -6,7 +6,7 @@ charts harness/report/charts.py, the comparison page harness/report/html_compare
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set as AbstractSet
 
 from harness.measured import Aggregates, Latency
 from harness.records import GateResult, QueryResult, SetResult
@@ -171,7 +171,7 @@ def _ids(ids: Sequence[str], empty: str = "", css: str = "") -> str:
     return f'<span class="ids{" " + css if css else ""}">{inner}</span>'
 
 
-def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: set[str] = frozenset()) -> list[str]:
+def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: AbstractSet[str] = frozenset()) -> list[str]:
     """Failed queries first, then unexpected passes (xpass), by qid: what to read after the flips.
 
     A query already in the flips table keeps its link target there; the others get it here."""

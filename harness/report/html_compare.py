@@ -97,7 +97,8 @@ def _comparison_latency(name: str, base: RunView | None, candidate: RunView | No
     for label in ("base", "candidate"):
         summary = summaries.get(label)
         cells = (["-"] * 4 if summary is None
-                 else [f"{summary.n}", *(_ms(value) for value in (summary.p50, summary.p95, summary.max))])
+                 else [f"{summary.n}", *(_ms(value) if value is not None else "-"
+                                           for value in (summary.p50, summary.p95, summary.max))])
         rows.append((_text(label), *(("num", _text(cell)) for cell in cells)))
     table = _table(("run", "n", "p50 ms", "p95 ms", "max ms"), rows, "latency")
     base_p95, candidate_p95 = (summaries[label].p95 if label in summaries else None for label in ("base", "candidate"))

@@ -185,7 +185,9 @@ def _read_query(reader: StrictReader) -> QueryResult:
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).optional_text(),
         tied=_tied(reader.get("tied", required=False)),
-        **_evidence_fields(reader),
+        passages=tuple(map(_passage, reader.get("passages").elements())) if reader.has("passages") else None,
+        evidence=reader.get("evidence").optional_numbers() if reader.has("evidence") else None,
+        window=dict(reader.get("window").obj()) if reader.has("window") else None,
     )
 
 
@@ -204,14 +206,14 @@ def _outcome(reader: StrictReader) -> str:
     return value
 
 
-def _evidence_fields(reader: StrictReader) -> dict[str, object]:
-    """A row's optional evidence fields (docs/sets.md, "Evidence"): passages, evidence metrics, the window shown."""
-    fields: dict[str, object] = {}
-    if reader.has("passages"):
-        fields["passages"] = tuple(None if p.value is None else tuple(p.value)  # type: ignore[arg-type]
-                                   for p in reader.get("passages").elements())
-    fields.update({key: dict(reader.get(key).obj()) for key in ("evidence", "window") if reader.has(key)})
-    return fields
+def _passage(reader: StrictReader) -> tuple[int, int] | None:
+    """A hit's window, [start, end] in characters, or null for the whole document (docs/adapters.md, "Passages")."""
+    if reader.value is None:
+        return None
+    bounds = [element.count() for element in reader.elements()]
+    if len(bounds) != 2:
+        raise reader.fail(f"must be [start, end], got {len(bounds)} numbers")
+    return bounds[0], bounds[1]
 
 
 def _read_contract(reader: StrictReader) -> ContractResult:

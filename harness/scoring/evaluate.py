@@ -151,32 +151,33 @@ def check_contracts(query: Query, top: Sequence[str], scores: Sequence[float] | 
         else:
             yield ContractResult("rank_before", True, f"{rule.before} at rank {before} above {rule.after}", subject)
     if query.max_score is not None:
-        yield _max_score_contract(query, top, scores)
+        yield _max_score_contract(query, top, scores, query.max_score)
     elif query.no_relevant:
         if top:
             yield ContractResult("no_relevant", False, f"returned {len(top)} ids for a query with no answer (first {top[0]})")
         else:
             yield ContractResult("no_relevant", True, "returned nothing")
     if query.forbid_stale_before_current:
-        rank = evidence.first_window_before_current(evidence.windows_of(top, passages), query.evidence, "stale")
-        if rank is None:
+        stale = evidence.first_window_before_current(evidence.windows_of(top, passages), query.evidence, "stale")
+        if stale is None:
             yield ContractResult("stale_before_current", True, "no stale evidence shown above the current")
         else:
             yield ContractResult("stale_before_current", False,
-                                 f"window at rank {rank} ({top[rank - 1]}) shows stale evidence above any current")
+                                 f"window at rank {stale} ({top[stale - 1]}) shows stale evidence above any current")
 
 
-def _max_score_contract(query: Query, top: Sequence[str], scores: Sequence[float] | None) -> ContractResult:
+def _max_score_contract(query: Query, top: Sequence[str], scores: Sequence[float] | None,
+                        limit: float) -> ContractResult:
     name = "no_relevant" if query.no_relevant else "max_score"
     if not top:
         return ContractResult(name, True, "returned nothing")
     if scores is None:
-        return ContractResult(name, False, f"max_score {query.max_score} needs scores; the adapter returned none")
-    over = [(doc_id, s) for doc_id, s in zip(top, scores) if s >= query.max_score]
+        return ContractResult(name, False, f"max_score {limit} needs scores; the adapter returned none")
+    over = [(doc_id, s) for doc_id, s in zip(top, scores) if s >= limit]
     if over:
         doc_id, score = over[0]
-        return ContractResult(name, False, f"{doc_id} scored {score:.4f} >= max_score {query.max_score}")
-    return ContractResult(name, True, f"top score {scores[0]:.4f} < {query.max_score}")
+        return ContractResult(name, False, f"{doc_id} scored {score:.4f} >= max_score {limit}")
+    return ContractResult(name, True, f"top score {scores[0]:.4f} < {limit}")
 
 
 def aggregate(results: Sequence[QueryResult], extra: Sequence[str] | None = None) -> Aggregates:

@@ -53,9 +53,9 @@ def evidence_metric_names() -> tuple[str, ...]:
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
     """The window each hit shows: its passage, or the whole document when none (or None) is given."""
-    shown = passages if passages is not None else ()
-    return [(doc_id, shown[index][0], shown[index][1]) if index < len(shown) and shown[index] is not None
-            else (doc_id, 0, math.inf) for index, doc_id in enumerate(ids)]
+    shown = list(passages) if passages is not None else []
+    shown += [None] * (len(ids) - len(shown))
+    return [(doc_id, *window) if window is not None else (doc_id, 0, math.inf) for doc_id, window in zip(ids, shown)]
 
 
 def exposed(window: Window, spans: Sequence[EvidenceSpan]) -> list[EvidenceSpan]:

@@ -6,6 +6,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from itertools import compress, count, islice, repeat
 from functools import partial
 from operator import le, mul, truediv
@@ -215,6 +216,11 @@ JUDGED_DIFFERS = ("ir_measures' Judged@k divides by the number retrieved when fe
                   "and counts a negative grade as a judgment; the harness's judged@k divides by k and "
                   "counts grades >= 0 only")
 
+# A family's function: f(ranking, cutoff) -> float. The cutoff is an int, or None (the whole ranking)
+# for a family whose cutoff is optional: make_measure never hands a required-cutoff family None.
+FamilyFunction = Callable[[Ranking, Any], float]
+
+
 @dataclass(frozen=True)
 class Family:
     """One measure family and every spelling of it.
@@ -239,7 +245,7 @@ class Family:
     """
 
     name: str
-    function: Callable[[Ranking, int | None], float] | None
+    function: FamilyFunction | None
     ir_measures: str | None
     trec_eval: tuple[str | None, str | None]
     aliases: tuple[str, ...] = ()

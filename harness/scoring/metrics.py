@@ -34,8 +34,8 @@ from fractions import Fraction
 from functools import lru_cache
 from struct import error as struct_error, pack, unpack
 
-from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, condense, grades_of,
-                                      rank)
+from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, FamilyFunction,
+                                      condense, grades_of, rank)
 
 __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RANKING_FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
            "evidence_measure_names", "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order",
@@ -225,7 +225,7 @@ class _Plan:
 
     depth: int | None                     # how much of the ranking any measure reads
     # (condensed, relevance level, [(name, function, cutoff)]): one Ranking per group
-    groups: tuple[tuple[bool, int, tuple[tuple[str, object, int | None], ...]], ...]
+    groups: tuple[tuple[bool, int, tuple[tuple[str, FamilyFunction, int | None], ...]], ...]
 
 
 _PLANS: dict[tuple[Measure | str, ...], _Plan] = {}
@@ -238,7 +238,7 @@ _LAST: tuple[object, _Plan | None] = (None, None)
 def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
     global _LAST
     last_key, last_plan = _LAST
-    if measures is last_key:
+    if measures is last_key and last_plan is not None:
         return last_plan
     plan = _PLANS.get(measures)
     if plan is None:
@@ -251,17 +251,17 @@ def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
 
 def _new_plan(measures: tuple[Measure | str, ...]) -> _Plan:
     parsed = [m if isinstance(m, Measure) else parse_metric(m) for m in measures]
+    groups: dict[tuple[bool, int], list[tuple[str, FamilyFunction, int | None]]] = {}
     for measure in parsed:
-        if FAMILIES[measure.family].function is None:
+        function = FAMILIES[measure.family].function
+        if function is None:
             raise ValueError(f"{measure.name} is an exposed-evidence measure: computed from the windows a backend "
                              "shows (harness/scoring/evidence.py), not from a ranking")
-    groups: dict[tuple[bool, int], list[tuple[str, object, int | None]]] = {}
-    for measure in parsed:
         groups.setdefault((measure.condensed, measure.relevance_level), []).append(
-            (measure.name, FAMILIES[measure.family].function, measure.cutoff))
+            (measure.name, function, measure.cutoff))
     # Condensing needs the whole list (documents below k move up); so does a full-depth measure.
     unbounded = any(m.cutoff is None or m.condensed for m in parsed)
-    depth = None if unbounded or not parsed else max(m.cutoff for m in parsed)
+    depth = None if unbounded or not parsed else max(m.cutoff or 0 for m in parsed)
     return _Plan(depth, tuple((condensed, level, tuple(items)) for (condensed, level), items in groups.items()))
 
 
