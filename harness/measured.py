@@ -25,6 +25,9 @@ from harness.strict_json import is_finite_number
 
 # The per-query count of unjudged documents in the top 10: summed, not averaged, in a scope.
 UNJUDGED_COUNT = "unjudged@10"
+COUNTS = ("n", UNJUDGED_COUNT)  # the keys of a scope or a query's values that are counts, not measures
+# A scope's mean and the mean its rows give may differ by float noise this small, never more.
+AGREEMENT = 1e-9
 SCOPE_GROUPS = ("category", "split")
 
 
@@ -137,6 +140,18 @@ class StrictReader:
 
     def optional_numbers(self) -> dict[str, float | None]:
         return {key: value.optional_number() for key, value in self.items()}
+
+    def fraction(self) -> float:
+        """A measure's value: every measure of the registry is a fraction in [0, 1]."""
+        value = self.number()
+        if not 0 <= value <= 1:
+            raise self.fail(f"must lie between 0 and 1 (a measure's value), got {kind_of(value)}")
+        return value
+
+    def measures(self) -> dict[str, float]:
+        """A query's or a scope's measure values by name: fractions in [0, 1], but unjudged@10, a count,
+        and a scope's `n`, a count."""
+        return {key: value.count() if key in COUNTS else value.fraction() for key, value in self.items()}
 
 
 def kind_of(value: object) -> str:
@@ -299,12 +314,40 @@ class SetNumbers:
         """The scored rows of the set, or of one category."""
         return [row for row in self.queries.values() if row.scored and (category is None or row.category == category)]
 
+    def disagreement(self) -> tuple[str, str] | None:
+        """The first figure of the aggregates that the rows do not give, as (its path below the set, why),
+        or None when every one agrees: a scope's n is its scored rows, each mean their mean, unjudged@10
+        their sum (a scope whose rows do not name their category or split is not checked).
+
+        A baseline edited by hand (or truncated) is then refused instead of gated: edited aggregates
+        over untouched rows would let a drop pass.
+        """
+        scored = self.rows()
+        for label, scope in self.aggregates.scopes():
+            group, _, name = label.partition(":")
+            if name and any(getattr(row, group) is None for row in scored):
+                continue
+            rows = [row for row in scored if not name or getattr(row, group) == name]
+            path = f"aggregates.{group}" + (f".{field_key(name)}" if name else "")
+            if scope.n != len(rows):
+                return f"{path}.n", f"{scope.n}, but {len(rows)} scored queries in the rows"
+            for metric, mean in scope.means.items():
+                if rows and all(metric in row.metrics for row in rows):
+                    given = sum(row.metrics[metric] for row in rows) / len(rows)
+                    if abs(given - mean) > AGREEMENT:
+                        return f"{path}.{field_key(metric)}", f"{mean:.6g}, but its rows give {given:.6g}"
+            if scope.unjudged is not None and all(UNJUDGED_COUNT in row.metrics for row in rows):
+                given_count = sum(int(row.metrics[UNJUDGED_COUNT]) for row in rows)
+                if given_count != scope.unjudged:
+                    return f"{path}.{UNJUDGED_COUNT}", f"{scope.unjudged}, but its rows give {given_count}"
+        return None
+
 
 # -- reading them back ----------------------------------------------------------------------------------
 
 def read_scope(reader: StrictReader) -> ScopeNumbers:
     """A scope as documents write it: `n`, finite means, an optional `unjudged@10` count."""
-    values = reader.numbers()
+    values = reader.measures()
     n = reader.get("n").count()
     unjudged = reader.get(UNJUDGED_COUNT).count() if UNJUDGED_COUNT in values else None
     means = {name: value for name, value in values.items() if name not in ("n", UNJUDGED_COUNT)}

@@ -13,6 +13,10 @@ from harness.sets.loader import compute_pins, load_set
 from tests.conftest import SCRIPTED_ADAPTER, TINY_SET
 
 
+# What a run's provenance says of its backend, for baselines built directly (a baseline must name one).
+PROVENANCE = {"started": None, "backend": {"label": "test", "argv": ["python", "-m", "adapters.test"]}}
+
+
 def set_result(rows, which: int) -> SetResult:
     """A SetResult built directly, as tests/unit/gating/test_gates.py does; `which` 2 = baseline hits, 3 = now."""
     queries = []
@@ -136,7 +140,7 @@ def set_numbers(rows, *, name="s", revision=1, corpus_hash="h", k=10):
 def baseline_numbers(results, provenance=None):
     """Each set's numbers as a baseline of `results` records them: written and read back as a gate reads it."""
     from harness.gating.baseline import Baseline, build_baseline
-    document = build_baseline(list(results), provenance if provenance is not None else {"started": None})
+    document = build_baseline(list(results), provenance if provenance is not None else PROVENANCE)
     return Baseline.from_document(document, Path("b.json")).sets
 
 

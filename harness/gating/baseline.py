@@ -59,6 +59,8 @@ class Baseline:
             raise reader.fail(f"version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
         top = _read_backend(reader.get("backend", required=False))
         sets, own = {}, {}
+        if not reader.get("sets").items():  # a baseline of nothing would gate nothing, and pass
+            raise reader.fail("sets: records no set; record one with --update-baseline")
         for name, entry in reader.get("sets").items():
             sets[name] = _read_entry(name, entry)
             own[name] = _read_backend(entry.get("backend", required=False))
@@ -142,10 +144,17 @@ def build_baseline(set_results: list[SetResult], provenance: Mapping[str, Any], 
     return document
 
 
+# The name a baseline recorded from a TREC run file (`--run-file`, no adapter, no banner) gives its backend.
+RUN_FILE_BACKEND = "run-file"
+
+
 def backend_record(provenance: Mapping[str, Any]) -> dict[str, object]:
-    """Who the baseline is for: the label, the portable command and the banner's identity fields."""
+    """Who the baseline is for: the label, the portable command and the banner's identity fields
+    (a run file's rankings: the name `run-file`, so the record names a backend all the same)."""
     backend = provenance.get("backend") or {}
     banner = (provenance.get("adapter") or {}).get("banner")
+    if banner is None and provenance.get("run_file"):
+        banner = {"name": RUN_FILE_BACKEND}
     identity = BackendIdentity.of(banner, [str(a) for a in backend.get("argv") or []])
     return {"label": backend.get("label"), **identity.to_dict()}
 
@@ -273,7 +282,10 @@ def _read_backend(reader: StrictReader) -> BackendIdentity | None:
             reader.get(field).strings()
     if reader.has("settings"):
         reader.get("settings").obj()
-    return BackendIdentity.from_record(reader.value)
+    identity = BackendIdentity.from_record(reader.value)
+    if not identity.name and not identity.command:  # `{}`, or emptied: it would match any backend
+        raise reader.fail("names no backend (neither a name nor a command); restore it from git, or re-baseline")
+    return identity
 
 
 def _read_entry(name: str, reader: StrictReader) -> SetNumbers:
@@ -289,11 +301,17 @@ def _read_entry(name: str, reader: StrictReader) -> SetNumbers:
             raise scopes.child(None, f"{where}.{FOUNDING_METRIC}").fail(
                 "missing; the recall gate needs it for every scope with scored queries (restore the file from "
                 "git, or remove it and re-baseline)")
-    return SetNumbers(
+    numbers = SetNumbers(
         name=name, revision=revision, corpus_hash=corpus_hash, k=k, query_count=query_count, aggregates=aggregates,
         latency=read_latency(reader.get("latency_ms")),
         queries={qid: _read_row(qid, row) for qid, row in reader.get("queries").items()},
         judgments_hash=reader.get("judgments_hash", required=False).optional_text())
+    disagreement = numbers.disagreement()
+    if disagreement is not None:
+        where, why = disagreement
+        raise reader.child(None, where).fail(f"{why}: the aggregates disagree with the per-query rows (edited by "
+                                             f"hand?); restore the file from git, or re-baseline")
+    return numbers
 
 
 def _read_row(qid: str, reader: StrictReader) -> QueryNumbers:
@@ -305,6 +323,6 @@ def _read_row(qid: str, reader: StrictReader) -> QueryNumbers:
         group=reader.get("group", required=False).optional_text(),
         scored=reader.get("scored").boolean() if reader.has("scored") else True,
         outcome=reader.get("outcome", required=False).optional_text(),
-        metrics=reader.get("metrics").numbers(), found=reader.get("found").strings(),
+        metrics=reader.get("metrics").measures(), found=reader.get("found").strings(),
         broken=reader.get("broken").strings() if reader.has("broken") else (),
         evidence=evidence.optional_numbers() if evidence.value is not None else None)

@@ -160,7 +160,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     flips = tuple(flipped_queries(now, base, category)) if not measure.nullable else ()
     gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
                    baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
-                   one_query=detect.one_query, detectable=detect.detectable, improved=-loss > FLOAT_SLACK)
+                   one_query=detect.one_query, detectable=detect.detectable, improved=_improved(-loss, detect))
     judged = f"; judged on {counts[1]} queries, {counts[0]} in the baseline" if measure.nullable else ""
     if loss <= policy.drop_limit + FLOAT_SLACK:
         change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
@@ -209,6 +209,12 @@ def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mappi
             test.ci_high < 0 if worse_is > 0 else test.ci_low > 0):
         return "the paired 95% CI does not lie wholly on the side of a loss (policy: require_ci_below_zero)"
     return ""
+
+
+def _improved(gain: float, detect: Detectability) -> bool:
+    """A gain says IMPROVED when it is at least what one query is worth: a smaller move of the mean is one
+    query's partial change, not an improvement of the set."""
+    return gain > FLOAT_SLACK and (detect.one_query is None or gain >= detect.one_query - FLOAT_SLACK)
 
 
 def _below(detect: Detectability, change: float) -> str:

@@ -6,11 +6,13 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.errors import BaselineError
 from harness.gating.baseline import Baseline
 from harness.gating.budgets import Budgets
 from harness.gating.policy import GatePolicy
 from harness.measured import SetNumbers
 from harness.records import QuerySet
+from harness.scoring.metrics import parse_metric
 
 
 @dataclass(frozen=True)
@@ -33,4 +35,18 @@ class GateInputs:
         BaselineError when one is not comparable, so a run is refused before its adapter starts."""
         if self.baseline is None:
             return {}
-        return {s.name: self.baseline.comparable(s, k=k or s.k) for s in self.query_sets}
+        entries = {s.name: self.baseline.comparable(s, k=k or s.k) for s in self.query_sets}
+        for name, numbers in entries.items():
+            self._check_gated_metrics(name, numbers)
+        return entries
+
+    def _check_gated_metrics(self, name: str, numbers: SetNumbers) -> None:
+        """Every measure the policy gates is in the baseline (a set without evidence has no evidence figures
+        to gate: those gates say so and pass); else it is this configuration's error, not a regression."""
+        overall = numbers.aggregates.overall
+        for metric in self.policy.metrics:
+            if overall.n and not parse_metric(metric).nullable and metric not in overall.means:
+                raise BaselineError(
+                    f"{self.baseline.path if self.baseline else 'baseline'}: sets.{name}.aggregates.overall.{metric}: "
+                    f"missing; the gate policy ({self.policy.source}) gates {metric}: record the baseline with this "
+                    f"policy (--update-baseline), or gate another metric")

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.gating.baseline import Baseline
 from harness.measured import SetNumbers
 from harness.quoting import preview
-from harness.report.escape import markdown_text
+from harness.report.escape import markdown_text, terminal_line
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.flips import find_flips
 from harness.scoring.metrics import parse_metric
@@ -54,7 +54,8 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     added or removed; revision, corpus or judgments changed; query count; p95; each scope
     (overall, category:NAME, split:NAME) whose `metrics` or query count moved (unchanged scopes
     are counted, not listed); the flips, queries whose found relevant documents changed
-    (`scoring.flips.find_flips`).
+    (`scoring.flips.find_flips`). A set whose own backend record moved otherwise than the file's (another
+    backend re-baselined that set) says how. Every line is shown inert on a terminal (`terminal_line`).
     """
     lines = [f"baselines diff: {old.path} -> {new.path}"]
     identity = _identity_changes(old.document.get("backend") or {}, new.document.get("backend") or {})
@@ -73,11 +74,21 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
             lines.append(f"set {name}: added ({new_sets[name].query_count} queries)")
             moved += 1
         else:
+            own = _identity_changes(_set_backend(old, name), _set_backend(new, name))
             set_lines = _set_diff(name, old_sets[name], new_sets[name], metrics)
+            if own != identity:
+                set_lines = (set_lines or [f"set {name}: identity and query count unchanged"]) + [
+                    f"  backend of this set: {change}" for change in own or ["unchanged"]]
             moved += bool(set_lines)
             lines += set_lines or [f"set {name}: unchanged"]
     lines.append(f"{moved} of {len(set(old_sets) | set(new_sets))} sets moved; gated metrics: {', '.join(metrics)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(terminal_line, lines)) + "\n"
+
+
+def _set_backend(baseline: Baseline, name: str) -> Mapping:
+    """The backend record a set was recorded for: its own, else the file's (older files)."""
+    entry = baseline.document["sets"][name]
+    return entry.get("backend") or baseline.document.get("backend") or {}
 
 
 def _describe(backend: Mapping) -> str:

@@ -178,7 +178,7 @@ def _read_query(reader: StrictReader) -> QueryResult:
         split=reader.get("split").text(),
         ids=ids, scores=score_values,
         latency_seconds=float(latency_ms) / 1000,
-        metrics=reader.get("metrics").numbers(),
+        metrics=reader.get("metrics").measures(),
         found=reader.get("found").ids(),
         contracts=tuple(_read_contract(element) for element in reader.get("contracts").elements()),
         outcome=_outcome(reader.get("outcome")),

@@ -249,6 +249,21 @@ def test_export_then_run_file_reproduces_the_metrics_without_latency_gates(tmp_p
     assert main(["--set", str(TINY_SET), "--run-file", str(run_txt), "--backend", "bm25"]) == 2
 
 
+def test_a_baseline_recorded_from_a_run_file_names_its_backend(tmp_path, scripted, capsys):
+    """A run file has no adapter and no banner; its baseline still names a backend (`run-file`), so an
+    adapter gated against it is another backend, never any backend."""
+    argv = scripted(dict(GOOD))
+    assert run(tmp_path, "--no-gate", *argv)[0] == 0
+    run_txt = tmp_path / "run.txt"
+    assert main(["export", str(tmp_path / "out" / "report.json"), "--trec-run", str(run_txt)]) == 0
+    assert run(tmp_path, "--run-file", str(run_txt), "--update-baseline", "--yes")[0] == 0
+    recorded = json.loads((tmp_path / "baseline.json").read_text())
+    assert recorded["backend"]["name"] == "run-file" and recorded["sets"]["tiny"]["backend"]["name"] == "run-file"
+    capsys.readouterr()
+    assert run(tmp_path, *argv)[0] == 2
+    assert "recorded for 'run-file'" in capsys.readouterr().err
+
+
 def test_k_is_capped(capsys):
     assert main(["--set", str(TINY_SET), "--k", "10001"]) == 2
     assert "--k: at most 10000 ids per query" in capsys.readouterr().err

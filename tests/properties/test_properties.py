@@ -25,7 +25,7 @@ from harness.adapter.protocol import Response, decode_response
 from harness.records import QuerySet
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
-from tests.builders import baseline_numbers, set_result
+from tests.builders import PROVENANCE, baseline_numbers, set_result
 
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
@@ -267,7 +267,7 @@ def test_a_huge_line_without_newline_is_refused_after_one_mib_not_read_whole(tmp
 @given(path_at=st.floats(0, 1), value=json_values)
 def test_a_baseline_with_any_value_replaced_is_refused_or_gates_cleanly(tmp_path_factory, path_at, value):
     rows = [("a", 1, 1, 1), ("a", 2, 1, 0), ("b", 1, 0, 1)]
-    document = build_baseline([set_result(rows, 2)], {"started": "t"})
+    document = build_baseline([set_result(rows, 2)], PROVENANCE)
     document = json.loads(json.dumps(document))
     # Every (container, key) inside the set entry; replace the one picked by path_at.
     slots = []

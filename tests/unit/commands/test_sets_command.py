@@ -162,8 +162,15 @@ def test_export_corpus_all_writes_every_set_or_nothing(tmp_path, capsys, monkeyp
 def _tiny_baseline_with(path, values):
     """Rewrite a recorded tiny baseline's per-query recall@10 to the given values (what --paired pairs)."""
     document = json.loads(path.read_text())
+    entry = document["sets"]["tiny"]
     for qid, value in values.items():
-        document["sets"]["tiny"]["queries"][qid]["metrics"]["recall@10"] = value
+        entry["queries"][qid]["metrics"]["recall@10"] = value
+    scored = [row for row in entry["queries"].values() if row["scored"]]  # the aggregates follow the rows
+    for group, scopes in [("overall", {"": entry["aggregates"]["overall"]}),
+                          ("category", entry["aggregates"]["category"]), ("split", entry["aggregates"]["split"])]:
+        for name, scope in scopes.items():
+            rows = [row["metrics"]["recall@10"] for row in scored if group == "overall" or row[group] == name]
+            scope["recall@10"] = sum(rows) / len(rows)
     path.write_text(json.dumps(document))
 
 

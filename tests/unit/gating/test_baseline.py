@@ -11,6 +11,7 @@ from harness.gating.baseline import Baseline, build_baseline, read_baseline, wri
 from harness.errors import BaselineError
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
+from tests.builders import PROVENANCE
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)
@@ -37,18 +38,18 @@ def test_round_trip_keeps_identity_and_per_query_values(tmp_path):
 def test_merge_keeps_sets_not_in_this_run(tmp_path):
     path = tmp_path / "b.json"
     result = evaluate_set(TINY, ANSWERS, k=10)
-    document = build_baseline([result], {})
+    document = build_baseline([result], PROVENANCE)
     other = dict(document["sets"]["tiny"])
     document["sets"] = {"other": other}
     write_baseline(path, document, merge=False)
-    write_baseline(path, build_baseline([result], {}))
+    write_baseline(path, build_baseline([result], PROVENANCE))
     assert sorted(read_baseline(path)["sets"]) == ["other", "tiny"]
 
 
 def test_incomplete_run_can_never_become_a_baseline():
     partial = evaluate_set(TINY, {"tiny-01": ANSWERS["tiny-01"]}, k=10)
     with pytest.raises(BaselineError, match="incomplete run"):
-        build_baseline([partial], {})
+        build_baseline([partial], PROVENANCE)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -71,13 +72,13 @@ def test_missing_baseline_says_how_to_make_one(tmp_path):
 
 def test_not_comparable_when_revision_or_corpus_changed(tmp_path):
     result = evaluate_set(TINY, ANSWERS, k=10)
-    document = json.loads(json.dumps(build_baseline([result], {})))
+    document = json.loads(json.dumps(build_baseline([result], PROVENANCE)))
     baseline = Baseline.from_document(document, Path("b.json"))
     assert baseline.comparable(result) is baseline.sets["tiny"]
     document["sets"]["tiny"]["revision"] = 0
     with pytest.raises(BaselineError, match="sets.tiny.revision: baseline has 0, this run has 1"):
         Baseline.from_document(document, Path("b.json")).comparable(result)
-    document["sets"] = {}
+    document["sets"] = {"other": document["sets"]["tiny"]}
     with pytest.raises(BaselineError, match="no baseline for set 'tiny'"):
         Baseline.from_document(document, Path("b.json")).comparable(result)
 
@@ -86,7 +87,7 @@ def test_baselines_command_prints_the_overall_row(tmp_path, capsys):
     from harness.commands.cli import main
     result = evaluate_set(TINY, ANSWERS, k=10)
     path = tmp_path / "current.json"
-    write_baseline(path, build_baseline([result], {"backend": {"label": "bm25"}}))
+    write_baseline(path, build_baseline([result], {"backend": {"label": "bm25", "argv": ["python", "-m", "adapters.bm25"]}}))
     assert main(["baselines", str(path)]) == 0
     # every scored tiny query answered with all its relevant docs: all 1.000; latency 2 ms each
     assert "| tiny | bm25 (current.json) | 5 | 1.000 | 1.000 | 1.000 | 1.000 | 2.0 |" in capsys.readouterr().out
@@ -116,7 +117,7 @@ def test_shipped_baselines_are_in_the_reviewable_layout():
 def test_a_moved_query_changes_its_own_line_only(tmp_path):
     path = tmp_path / "b.json"
     result = evaluate_set(TINY, ANSWERS, k=10)
-    write_baseline(path, build_baseline([result], {}))
+    write_baseline(path, build_baseline([result], PROVENANCE))
     before = path.read_text(encoding="utf-8").splitlines()
     document = read_baseline(path)
     row = document["sets"]["tiny"]["queries"]["tiny-04"]
@@ -129,7 +130,7 @@ def test_a_moved_query_changes_its_own_line_only(tmp_path):
 
 
 def test_a_baseline_that_is_not_strict_json_is_never_written(tmp_path):
-    document = build_baseline([evaluate_set(TINY, ANSWERS, k=10)], {})
+    document = build_baseline([evaluate_set(TINY, ANSWERS, k=10)], PROVENANCE)
     document["sets"]["tiny"]["aggregates"]["overall"]["recall@10"] = float("nan")
     with pytest.raises(BaselineError, match="strict JSON"):
         write_baseline(tmp_path / "b.json", document)

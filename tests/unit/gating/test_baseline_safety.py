@@ -21,7 +21,7 @@ from harness.gating.gates import check
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET, REPO_ROOT
-from tests.builders import rewrite_query, set_result
+from tests.builders import PROVENANCE, rewrite_query, set_result
 
 REPO = REPO_ROOT
 TINY = load_set(TINY_SET)
@@ -30,7 +30,7 @@ ANSWERS = {q.qid: Answer(tuple(q.relevant), None, 0.002) for q in TINY.queries}
 
 def written(tmp_path, edit=None, *, judgments=None):
     """A baseline of the tiny set, optionally hand-edited (edit(document) mutates it), as a file."""
-    document = build_baseline([evaluate_set(TINY, ANSWERS, k=10)], {}, judgments=judgments)
+    document = build_baseline([evaluate_set(TINY, ANSWERS, k=10)], PROVENANCE, judgments=judgments)
     if edit:
         edit(document)
     path = tmp_path / "b.json"
@@ -80,7 +80,7 @@ def test_a_run_with_a_nan_metric_writes_no_baseline(tmp_path):
     broken = dataclasses.replace(result, aggregates=dataclasses.replace(
         result.aggregates, overall=dataclasses.replace(overall, means={**overall.means, "ndcg@10": math.nan})))
     with pytest.raises(BaselineError, match=r"^this run: sets\.tiny\.aggregates\.overall\.ndcg@10: must be a finite number"):
-        build_baseline([broken], {})
+        build_baseline([broken], PROVENANCE)
 
 
 def test_a_missing_metric_never_passes_the_recall_gate():
@@ -149,7 +149,7 @@ for round_ in range(rounds):
 def test_concurrent_updates_of_different_sets_all_survive(tmp_path):
     # Eight real processes, each writing its own set 15 times into one file, released together.
     template = tmp_path / "template.json"
-    template.write_text(json.dumps(build_baseline([evaluate_set(TINY, ANSWERS, k=10)], {})))
+    template.write_text(json.dumps(build_baseline([evaluate_set(TINY, ANSWERS, k=10)], PROVENANCE)))
     path, start = tmp_path / "shared.json", tmp_path / "go"
     names = [f"set{n}" for n in range(8)]
     children = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(start), "15", str(template)],
@@ -254,6 +254,6 @@ def test_cli_two_folders_with_one_set_name_are_refused(tmp_path, tiny_copy):
 
 def test_build_baseline_takes_the_judgments_hash_from_the_provenance_too():
     result = evaluate_set(TINY, ANSWERS, k=10)
-    document = build_baseline([result], {"sets": {"tiny": {"judgments_hash": TINY.judgments_hash}}})
+    document = build_baseline([result], {**PROVENANCE, "sets": {"tiny": {"judgments_hash": TINY.judgments_hash}}})
     assert document["sets"]["tiny"]["judgments_hash"] == TINY.judgments_hash
-    assert "judgments_hash" not in build_baseline([result], {"sets": {"tiny": {"path": "x"}}})["sets"]["tiny"]
+    assert "judgments_hash" not in build_baseline([result], {**PROVENANCE, "sets": {"tiny": {"path": "x"}}})["sets"]["tiny"]

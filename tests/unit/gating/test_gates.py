@@ -1,5 +1,7 @@
 """The four gates: recall drop (rounding rule), latency budget, query count, hard contracts."""
 
+import pytest
+
 from pathlib import Path
 
 from harness.scoring.evaluate import Answer, evaluate_set
@@ -9,6 +11,7 @@ from harness.measured import Aggregates, EvidenceFigure, Latency, ScopeNumbers
 from harness.records import QueryResult, SetResult
 from harness.gating.baseline import Baseline, build_baseline
 from harness.sets.loader import load_set
+from tests.builders import PROVENANCE
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)
@@ -18,7 +21,7 @@ GOOD = {q.qid: Answer(ids=tuple(q.relevant) if q.relevant else (), scores=None, 
 
 def baseline_sets(*results):
     """The baseline's numbers of `results`, written and read back as a gate reads them."""
-    document = build_baseline(list(results), {"started": "t", "backend": {"label": "x"}})
+    document = build_baseline(list(results), PROVENANCE)
     return Baseline.from_document(document, Path("b.json")).sets
 
 
@@ -188,3 +191,15 @@ def test_evidence_metrics_gate_in_their_own_direction():
     gates = {(g.gate, g.category): g for g in check([better], entry, latency_gated=False, policy=policy)}
     assert gates[("stale_before_current", None)].status == "pass"
     assert "no query judged on it in the baseline or now" in gates[("stale_before_current", "c")].message
+
+
+def test_improved_needs_at_least_one_query_worth_of_gain():
+    # 10 queries: one query is worth 10 points. A query moving 0.5 -> 0.75 lifts the mean 2.5 points: one
+    # query's partial change, never IMPROVED; a query going 0 -> 1 (10 points, one query's worth) is.
+    base = synthetic({"c": [0.5] + [0.0] * 9})
+    partial = [g for g in check([synthetic({"c": [0.75] + [0.0] * 9})], {"s": entry_for(base)})
+               if g.gate == "recall" and g.category is None]
+    assert partial[0].change == pytest.approx(0.025) and not partial[0].improved
+    whole = [g for g in check([synthetic({"c": [0.5, 1.0] + [0.0] * 8})], {"s": entry_for(base)})
+             if g.gate == "recall" and g.category is None]
+    assert whole[0].change == pytest.approx(0.1) and whole[0].improved

@@ -1,6 +1,7 @@
 """`baselines diff OLD NEW`: what a re-baseline moved, per set and scope, and whose backend."""
 
 import copy
+import dataclasses
 import sys
 
 from harness.commands import cli
@@ -10,6 +11,7 @@ from harness.gating.baseline import Baseline, build_baseline, write_baseline
 from harness.report.baselines import render_diff
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
+from tests.builders import PROVENANCE
 from tests.conftest import TINY_SET
 
 TINY = load_set(TINY_SET)
@@ -63,11 +65,10 @@ def test_added_and_removed_sets_and_query_counts():
     new["sets"]["other"] = new["sets"].pop("tiny")
     lines = render(old, new).splitlines()
     assert "set other: added (7 queries)" in lines and "set tiny: removed (had 7 queries)" in lines
-    fewer = baseline()
-    entry = fewer["sets"]["tiny"]
-    entry["query_count"] = 6
-    entry["queries"].pop(TINY.queries[0].qid)
-    entry["latency_ms"]["p95"] = 12.0
+    smaller = dataclasses.replace(TINY, queries=TINY.queries[1:])  # the set without its first query
+    fewer = build_baseline([evaluate_set(smaller, {q.qid: Answer(tuple(q.relevant), None, 0.002)
+                                                   for q in smaller.queries}, k=10)], PROVENANCE)
+    fewer["sets"]["tiny"]["latency_ms"]["p95"] = 12.0
     lines = render(old, fewer).splitlines()
     assert lines[2].startswith("set tiny: query_count 7 -> 6; p95 ") and lines[2].endswith(" -> 12.0 ms")
 
@@ -88,3 +89,17 @@ def test_command_refuses_an_unreadable_file_in_one_line(tmp_path, capsys):
     assert cli.main(["baselines", "diff", str(old), str(tmp_path / "new.json")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"harness: error: {tmp_path / 'new.json'}")
+
+
+def test_a_set_re_baselined_by_another_backend_says_so_and_names_stay_inert():
+    old, new = baseline(), baseline()
+    other = copy.deepcopy(new["sets"]["tiny"])
+    other["backend"] = {**other["backend"], "name": "fts5", "version": "9"}
+    new["sets"]["tiny"] = other  # the file's own record unchanged: only this set's backend moved
+    lines = render(old, new).splitlines()
+    assert lines[1] == "identity: unchanged (x 1)"
+    assert "  backend of this set: name 'x' -> 'fts5'" in lines and "  backend of this set: version '1' -> '9'" in lines
+    hostile = baseline()
+    hostile["sets"]["\x1b[2Jtiny"] = hostile["sets"].pop("tiny")
+    text = render(old, hostile)
+    assert "\x1b" not in text and "set \\x1b[2Jtiny: added" in text

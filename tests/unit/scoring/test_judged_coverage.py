@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import SetError, UsageError
 from harness.gating.baseline import build_baseline
-from tests.builders import baseline_numbers, with_overall_means
+from tests.builders import PROVENANCE, baseline_numbers, with_overall_means
 from harness.gating.gates import check
 from harness.gating.policy import GatePolicy, load_policy
 from harness.scoring import metrics
@@ -136,7 +136,7 @@ def test_a_baseline_written_with_the_policy_records_its_measures_and_gates_on_th
     policy = load_policy(path, policy_metric_name)
     assert policy.metrics == ("ndcg@20", "ndcg@10(condensed)")
     result = evaluate_set(TINY, GOOD, k=10, metrics=policy.metrics)
-    document = build_baseline([result], {"started": None, "sets": {}})
+    document = build_baseline([result], PROVENANCE)
     entry = document["sets"]["tiny"]
     assert "ndcg@20" in entry["aggregates"]["overall"] and "ndcg@20" in entry["queries"]["tiny-01"]["metrics"]
     gates = check([result], baseline_numbers([result]), policy=policy)
