@@ -106,6 +106,15 @@ class Baseline:
                 f"{label}: sets.{name}.judgments_hash: judgments changed without a revision bump (baseline "
                 f"{recorded_hash[:12]}, set {now_hash[:12]}); a changed gold is neither a regression nor an "
                 f"improvement: bump the set's revision and re-baseline with --update-baseline")
+        # The text asked is part of what was measured: a query reworded (to an easier one, say) is refused
+        # as a changed judgment is. Rows recorded without their text compare on the rest.
+        for query in measured.queries:
+            row = numbers.queries.get(query.qid)
+            if row is not None and row.query and row.query != query.query:
+                raise BaselineError(
+                    f"{label}: sets.{name}.queries.{field_key(query.qid)}.query: the baseline asked "
+                    f"{preview(row.query, 60)}, the set now asks {preview(query.query, 60)}; a reworded query is "
+                    f"another measurement: bump the set's revision and re-baseline with --update-baseline")
         return numbers
 
 

@@ -109,3 +109,15 @@ def test_cli_a_policy_metric_the_baseline_lacks_is_exit_2_before_the_adapter_sta
     err = capsys.readouterr().err
     assert "sets.tiny.aggregates.overall.ndcg@20: missing; the gate policy" in err and err.count("\n") == 1
     assert not (tmp_path / "again.json").exists()  # refused before anything ran
+
+
+def test_a_reworded_query_is_refused_until_re_baselined(tiny_copy):
+    """Two hard queries reworded into easy ones would turn a regression into a pass: the baseline's rows
+    carry the text asked, so the set's identity covers it as it covers judgments."""
+    from tests.builders import rewrite_query
+    baseline = Baseline.from_document(document(), Path("b.json"))
+    baseline.comparable(load_set(tiny_copy))  # unchanged: comparable
+    rewrite_query(tiny_copy, "tiny-03", query="an easier question")
+    with pytest.raises(BaselineError, match=r"^b\.json: sets\.tiny\.queries\.tiny-03\.query: the baseline asked "
+                                            r"'.+', the set now asks 'an easier question'; a reworded query"):
+        baseline.comparable(load_set(tiny_copy, check_pins=False))
