@@ -37,7 +37,7 @@ from harness.gating.identity import BackendCheck, BackendIdentity, check_backend
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import load_policy
 from harness.records import SetResult
-from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
+from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, exit_code_for
 from harness.report.merge import plan_merge, rescore
 from harness.scoring.compare import Comparison, compare, run_view
 from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, pooled_aggregate
@@ -210,7 +210,7 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: Ru
     gated = decision if decision is not None and decision.gates else None  # no gates: no flips, no latency either
     gates = gated.gates if gated is not None else ()
     return Report(provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(results), gates=gates,
-                  complete=complete, error=error, exit_code=verdict(error_code, gates),
+                  complete=complete, error=error, exit_code=exit_code_for(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
                   pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
                   baseline_latency=gated.baseline_latency if gated is not None else None)
