@@ -269,7 +269,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
 def add_timeout_options(group, *, answer_help: str = "seconds to wait for each answer") -> None:
     """--timeout, --startup-timeout and --startup-limit, worded once for every command that starts an adapter."""
-    from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+    from harness.adapter.startup import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
 
     group.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
                        help=f"{answer_help} (default: {QUERY_TIMEOUT_SECONDS:g})")

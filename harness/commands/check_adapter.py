@@ -17,7 +17,7 @@ from typing import TextIO
 from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
 from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
                                     render_table, run_suite)
-from harness.adapter.process import CORPUS_DIR_ENV, check_waits, describe_progress
+from harness.adapter.startup import CORPUS_DIR_ENV, check_waits, describe_progress
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness import api
-from harness.commands import guard
+from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, add_gating_options, command_parser, parse_arguments,
                                        resolve_layout)
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
             for gate in report.failed_gates:
                 print(f"FAIL {gate.gate} {terminal_line(gate.message)}")
     except BrokenPipeError:
-        guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
+        crash_guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:
         return update_baseline(args, report)
     return report.exit_code

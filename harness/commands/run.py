@@ -12,7 +12,7 @@ from harness import __version__, api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
-from harness.commands import guard
+from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentParser, add_gating_options,
                                        add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        program_name, resolve_layout, split_adapter_command)
@@ -119,7 +119,7 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
-    log_path = guard.beside_out(args.out, ".adapter.log")
+    log_path = crash_guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
     if args.backend is None and not args.adapter and args.run_file is None:
         args.backend = team.backend
@@ -159,7 +159,7 @@ def main(args_list: list[str]) -> int:
         _print_run(report, args, log_path)
     except BrokenPipeError:
         # `... | head -1`: the reader has gone, the report is written; the run's verdict stays its exit code.
-        guard.silence_closed_stdout()
+        crash_guard.silence_closed_stdout()
     if report.error is not None:
         return report.exit_code
     if args.update_baseline:
@@ -172,7 +172,7 @@ def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: Gate
     """The partial report of a run a bug stopped: its results when the run had finished (the bug was
     in an output), else the sets loaded and no results; `complete: false`, `error` the internal-error
     line, `exit_code` EXIT_INTERNAL. Best effort: it must not mask the bug."""
-    line = guard.internal_error_line(error, guard.run_traceback_path(args.out))
+    line = crash_guard.internal_error_line(error, crash_guard.run_traceback_path(args.out))
     if report is None:
         label = (" ".join(adapter_argv) if args.adapter else f"run-file {args.run_file}" if args.run_file
                  else args.backend or DEFAULT_BACKEND)
