@@ -23,7 +23,7 @@ from harness.adapter.protocol import Request, Response
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
-from harness.adapter.process import CORPUS_DIR_ENV
+from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)

@@ -1,7 +1,7 @@
 """AdapterProcess: start, feed, time and stop one adapter; every failure becomes an AdapterError.
 
 The process mechanics are `harness.child.ChildProcess`'s, start-up progress lines are read past
-by `harness.adapter.process.read_startup_line`; this module is the strict policy on top: the
+by `harness.adapter.startup.read_startup_line`; this module is the strict policy on top: the
 first violation is terminal, and worded with the query, argv, log and stderr tail.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import AdapterError, Interrupted, ProtocolError, UsageError
-from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+from harness.adapter.startup import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
                                      ProgressCallback, StartupTimeout, read_startup_line)
 from harness.adapter.protocol import (Request, Response, decode_banner, decode_progress, decode_response,
                                       encode_request)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+from harness.adapter.startup import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
                                      ProgressCallback, check_waits)
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.errors import UsageError

@@ -4,7 +4,7 @@ Unlike `harness.adapter.driver.AdapterProcess`, which rightly turns the first vi
 terminal error, this driver hands back each raw line so every violation can be attributed
 to the right check, and restarts an adapter whose stream can no longer be trusted. The
 process mechanics are `harness.child.ChildProcess`'s (stderr straight to the log file, no
-thread); start-up progress lines are read past by `harness.adapter.process.read_startup_line`.
+thread); start-up progress lines are read past by `harness.adapter.startup.read_startup_line`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
-from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
+from harness.adapter.startup import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
 from harness.adapter.protocol import BANNER_TEXT_FIELDS, PROTOCOL_VERSION, Request, decode_banner, encode_request
 from harness.quoting import preview
 from harness.watchdog import TERM_GRACE_SECONDS
