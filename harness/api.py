@@ -44,7 +44,7 @@ from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, poo
 from harness.scoring.evidence import evidence_metric_names
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
-from harness.layout import FROM_LAYOUT, Layout, _FromLayout, resolve as resolve_layout
+from harness.layout import FROM_LAYOUT, FromLayout, Layout, resolve as resolve_layout
 from harness.sets.loader import load_set
 from harness.sets.materialise import materialise_corpora
 from harness.sets.shards import parse_shard, select_shard, shard_positions
@@ -54,8 +54,8 @@ Progress = Callable[[str, int, int], None]
 
 
 def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
-         run_file: str | Path | None = None, sets_dir: str | Path | _FromLayout = FROM_LAYOUT,
-         baseline: str | Path | None | _FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
+         run_file: str | Path | None = None, sets_dir: str | Path | FromLayout = FROM_LAYOUT,
+         baseline: str | Path | None | FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
          policy: str | Path | None = None, offline: bool = False, progress: Progress | None = None,
          **options: object) -> Report:
     """Run the sets against a backend and gate the result; return the typed Report.

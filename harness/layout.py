@@ -42,14 +42,14 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
 PATH_KEYS = ("sets", "baseline", "budgets", "policy")
 
 
-class _FromLayout:
+class FromLayout:
     """The API's default for a path argument: whatever the layout resolves (not None, which means "none")."""
 
     def __repr__(self) -> str:
         return "<the team layout's>"
 
 
-FROM_LAYOUT = _FromLayout()
+FROM_LAYOUT = FromLayout()
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class Layout:
         return "shipped" if same_folder(folder.parent, self.shipped_sets) else str(self.sets_dir)
 
 
-def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout = FROM_LAYOUT,
+def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout = FROM_LAYOUT,
             budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None,
             backend: str | None = None, own_adapter: bool = False) -> Layout:
     """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder.
@@ -123,7 +123,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
         return base / name if (base / name).exists() else None
 
     team_sets = sets_dir if sets_dir is not None else configured("sets") or base / DEFAULT_SETS_DIR
-    if not isinstance(baseline, _FromLayout):
+    if not isinstance(baseline, FromLayout):
         chosen_baseline = baseline
     else:
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
@@ -136,7 +136,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
-                  baseline_given=not isinstance(baseline, _FromLayout) and baseline is not None)
+                  baseline_given=not isinstance(baseline, FromLayout) and baseline is not None)
 
 
 def find_config(start: Path) -> Path | None:
