@@ -13,6 +13,7 @@ from harness.fsutil import open_regular
 from harness.strict_json import SURROGATE_ESCAPE_BYTES, lone_surrogate_at
 from harness.records import Document
 
+Loader = Callable[[dict, Path, str, bool], list[Document]]
 MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a mistake, not data
 
 
@@ -142,12 +143,10 @@ def contained_path_problem(folder: Path, relative: str) -> str | None:
     return None
 
 
-def _load_from(module_name: str) -> Callable[[dict, Path, str, bool], list[Document]]:
+def _imported(module_name: str) -> Loader:
+    """The `load_documents` of a source's own module, imported when a set first uses that source."""
     def load(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
-        module = importlib.import_module(module_name)
-        if module_name.endswith("sdist_source"):
-            return module.load_documents(spec, set_dir, where, offline=offline)
-        return module.load_documents(spec, set_dir, where)
+        return importlib.import_module(module_name).load_documents(spec, set_dir, where, offline=offline)
     return load
 
 
@@ -159,8 +158,10 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-_LOADERS: dict[str, Callable[[dict, Path, str, bool], list[Document]]] = {
+# source -> its loader, one signature: (spec, set_dir, where, offline) -> documents. `offline`
+# forbids fetching; only pypi-sdist fetches (jsonl and git read files already on the machine).
+_LOADERS: dict[str, Loader] = {
     "jsonl": _load_jsonl,
-    "pypi-sdist": _load_from("harness.sets.sdist_source"),
-    "git": _load_from("harness.sets.git_source"),
+    "pypi-sdist": _imported("harness.sets.sdist_source"),
+    "git": _imported("harness.sets.git_source"),
 }

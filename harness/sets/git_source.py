@@ -27,12 +27,13 @@ _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MODE_KINDS = {b"100644": FILE, b"100755": FILE, b"120000": SYMLINK, b"160000": SUBMODULE}
 
 
-def load_documents(spec: dict, set_dir: Path, where: str) -> list[Document]:
+def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
     """Documents of a `git` corpus spec, sorted by id (repository paths).
 
-    `repo` is absolute or relative to `set_dir`. Only regular blobs (modes 100644 and
-    100755) become documents; symlinks and submodules are skipped. Raises `SetError`
-    on any problem, including a commit that is not in the repository.
+    `repo` is absolute or relative to `set_dir`. Only regular blobs (modes 100644 and 100755)
+    become documents; symlinks and submodules are skipped. Raises `SetError` on any problem,
+    including a commit that is not in the repository. `offline` changes nothing (a local
+    repository is never fetched from); it is the corpus sources' one signature (sets/corpus.py).
     """
     repo, commit, selection = _parse_spec(spec, set_dir, where)
     _check_commit(repo, commit, where)
