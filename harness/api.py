@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import __version__
 from harness.adapter.asking import RunOutcome, git_commit, machine, run_from_file, run_sets
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import RunOptions
@@ -48,6 +47,7 @@ from harness.layout import FROM_LAYOUT, FromLayout, Layout, resolve as resolve_l
 from harness.sets.loader import load_set
 from harness.sets.materialise import materialise_corpora
 from harness.sets.shards import parse_shard, select_shard, shard_positions
+from harness.version import __version__
 from harness.watchdog import guarded_temp_folder
 
 Progress = Callable[[str, int, int], None]

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness import __version__, api
+from harness import api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
@@ -28,6 +28,7 @@ from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
 from harness.sets.loader import protected_files
+from harness.version import __version__
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 EXAMPLES = """\
