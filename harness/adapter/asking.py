@@ -19,12 +19,14 @@ from pathlib import Path
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
+from harness.scoring.metrics import trec_eval_order
 from harness.adapter.protocol import Request, Response
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
 from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
+from harness.sets.trec_input import Run, missing_from_run, read_run, run_scores, unknown_in_run
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -144,9 +146,8 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
     A run none of whose query ids is a query of the sets raises UsageError (exit 2); a partial
     match warns with counts.
     """
-    from harness.report import trec
-    run = trec.read_run(run_path)
-    missing_by_set = {query_set.name: trec.missing_from_run(run, query_set) for query_set in query_sets}
+    run = read_run(run_path)
+    missing_by_set = {query_set.name: missing_from_run(run, query_set) for query_set in query_sets}
     if run and all(len(missing_by_set[s.name]) == len(s.queries) for s in query_sets):
         # A run of another set would score every query as empty: a configuration error, not a result.
         names = ", ".join(s.name for s in query_sets)
@@ -160,13 +161,29 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k, options.metrics)
+        result = evaluate_set(query_set, answers_from_run(run, query_set, k), k, options.metrics)
         results.append(dataclasses.replace(result, latency_ms={"n": 0}))
-    unknown = trec.unknown_in_run(run, query_sets)
+    unknown = unknown_in_run(run, query_sets)
     if unknown:
         warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "
                         f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
     return RunOutcome(results, _now(), warnings=warnings)
+
+
+def answers_from_run(run: Run, query_set: QuerySet, k: int) -> dict[str, Answer]:
+    """An Answer per query of `query_set` from a run read by `read_run`, for `--run-file`.
+
+    A query is found under `SET:QID` first, then under its bare qid. Ids are in trec_eval's
+    order of the run's scores (`trec_eval_order`), cut at k, with those scores. A query missing
+    from the run gets an empty answer (`missing_from_run` warns about them). Latency is 0.0:
+    nothing was timed, so latency gates do not apply.
+    """
+    answers: dict[str, Answer] = {}
+    for query in query_set.queries:
+        scores = run_scores(run, query_set.name, query.qid) or {}
+        top = trec_eval_order(scores)[:k]
+        answers[query.qid] = Answer(ids=tuple(top), scores=tuple(scores[doc_id] for doc_id in top), latency_seconds=0.0)
+    return answers
 
 
 def worker_log(log_path: Path, index: int, workers: int) -> Path:
