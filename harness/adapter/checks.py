@@ -16,7 +16,6 @@ from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
 from harness.adapter.check_inputs import CORPUS_TEXTS, UNICODE_QUERIES, Corpus, long_query
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
-from harness.report.escape import terminal_line
 from harness.scoring.evaluate import ranking_change
 
 PROG = "python -m harness check-adapter"
@@ -361,14 +360,6 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
     check_timeout(suite, timeout)
     check_banner(suite)
     return [suite.results[name] for name, _ in CHECKS]
-
-
-def render_table(results: list[CheckResult]) -> str:
-    """The check-adapter table; a detail may quote the adapter (banner, error replies): shown inert."""
-    width = max(len("check"), *(len(r.name) for r in results))
-    lines = [f"{'check':<{width}}  result  detail"]
-    lines += [f"{r.name:<{width}}  {r.result:<6}  {terminal_line(r.detail)}" for r in results]
-    return "\n".join(lines)
 
 
 def _join_problems(problems: list[str], labels: list[str]) -> str:

@@ -21,7 +21,7 @@ ALLOWED = {
     "scoring": set(),
     "gating": {"scoring"},
     "report": {"scoring", "gating", "sets"},
-    "adapter": {"sets", "scoring", "report"},
+    "adapter": {"sets", "scoring"},
     "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
     "layout": {"sets", "adapter", "gating"},  # harness/layout.py: the team's folders, config and defaults
     "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
