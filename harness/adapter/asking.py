@@ -1,4 +1,4 @@
-"""Run sets against one adapter process: materialise corpora, warm up, ask, time, evaluate."""
+"""Ask every query of the sets over the run's adapter workers (or read a run file): warm up, ask, time, evaluate."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
@@ -27,6 +28,9 @@ from harness.adapter.options import RunOptions
 from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
 from harness.sets.trec_input import Run, missing_from_run, read_run, run_scores, unknown_in_run
+
+if TYPE_CHECKING:
+    from harness.adapter.ray_executor import RayWorkers
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -40,6 +44,7 @@ class RunOutcome:
     error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
     workers: int = 1
     banner: dict | None = None
+    executor: dict[str, object] | None = None  # provenance.executor (Ray's record); None: local processes
     startup_seconds: float | None = None
     warmup_seconds: float | None = None
     asking_seconds: float | None = None
@@ -53,9 +58,75 @@ class RunOutcome:
         return self.error is None and all(r.complete for r in self.results)
 
 
-def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
-             progress: Progress | None = None, start_workers: StartWorkers | None = None) -> RunOutcome:
-    """Ask every query of every set; on backend failure return what was answered plus the error.
+@dataclass(frozen=True)
+class Started:
+    """The run's workers, started, before any query is timed: each one's ready banner (None for an
+    adapter that printed none), in worker order; the caller checks who answers from these."""
+
+    banners: tuple[dict[str, object] | None, ...]
+
+
+class AskingRun:
+    """One run's workers between their start and their stop (`ask_sets`): `start()`, then `ask()`."""
+
+    def __init__(self, query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
+                 start_workers: StartWorkers, stack: contextlib.ExitStack, outcome: RunOutcome) -> None:
+        self.outcome = outcome
+        self._query_sets = query_sets
+        self._options = options
+        self._corpus_dir = corpus_dir
+        self._start_workers = start_workers
+        self._stack = stack
+        self._adapters: list[Worker] = []
+        self.pending = list(query_sets)  # the sets not asked yet: a run cut short reports them unanswered
+
+    def start(self) -> Started:
+        """Start the workers and return their banners. A banner not awaited (`expect_banner` off) shows
+        with the first answer: with `identify_first`, one untimed query each shows it first."""
+        options = self._options
+        self._adapters = self._start_workers(options, self._corpus_dir, self._stack)
+        if options.identify_first and not options.expect_banner and any(s.queries for s in self._query_sets):
+            for adapter in self._adapters:
+                _warm_up(adapter, self._query_sets, dataclasses.replace(options, warmup=1))
+        return Started(tuple(adapter.banner for adapter in self._adapters))
+
+    def ask(self, progress: Progress | None = None) -> None:
+        """Warm up, then ask every query of every set, each set evaluated as it ends."""
+        options, adapters, outcome = self._options, self._adapters, self.outcome
+        outcome.warmup_seconds = max(_warm_up(adapter, self._query_sets, options) for adapter in adapters)
+        asking_started = time.monotonic()
+        # One stream of replies per worker over every set, so a Ray actor goes on answering
+        # the next set while this one is evaluated (no round trip where each set starts).
+        streams = [_replies(adapter, _requests(self._query_sets, worker, len(adapters), options))
+                   for worker, adapter in enumerate(adapters)]
+        while self.pending:
+            query_set = self.pending[0]
+            answers: dict[str, Answer] = {}
+            try:
+                _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
+            finally:
+                outcome.results.append(evaluate_set(query_set, answers, options.k or query_set.k, options.metrics))
+                self.pending.pop(0)
+        outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
+        outcome.banner = adapters[0].banner
+        startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
+        outcome.startup_seconds = max(startups) if startups else None
+
+
+@contextlib.contextmanager
+def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
+             start_workers: StartWorkers | None = None) -> Iterator[AskingRun]:
+    """The run's adapter workers, asked in two steps so the caller checks who answers before any query:
+
+        with ask_sets(query_sets, options, corpus_dir) as run:
+            started = run.start()   # the workers' banners: raise here to stop them, nothing asked
+            run.ask(progress)
+        outcome = run.outcome
+
+    A backend failure (AdapterError) or an interrupt inside the block ends the run without being
+    raised: the workers are stopped, the rest of the block skipped, and `run.outcome.error` holds
+    it, with what was answered; the sets not reached are present with no answers. Any other
+    exception stops the workers and propagates.
 
     With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
     (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
@@ -63,8 +134,8 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     No more workers are started than the largest set has queries (a warning says so): a worker
     that is never asked would leave its banner unread.
 
-    `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
-    run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
+    `start_workers` (default: `options.executor`'s: `local_workers`, or Ray's,
+    harness.adapter.ray_executor) starts the workers inside the run's ExitStack.
     """
     largest = max((len(query_set.queries) for query_set in query_sets), default=0)
     workers = max(1, min(options.workers, largest))
@@ -72,45 +143,34 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     if workers < options.workers:
         outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
                                 f"adapter{'s' if workers != 1 else ''} started")
-    results = outcome.results
+    executor = _executor(options) if start_workers is None else None
     started = time.monotonic()
-    pending = list(query_sets)
+    run: AskingRun | None = None
     try:
         with contextlib.ExitStack() as stack:
-            adapters = (start_workers or local_workers)(dataclasses.replace(options, workers=workers), corpus_dir, stack)
-            if options.identify_first and not options.expect_banner and any(s.queries for s in query_sets):
-                for adapter in adapters:  # the banner, if any, comes before this first answer
-                    _warm_up(adapter, query_sets, dataclasses.replace(options, warmup=1))
-            if options.on_started is not None:
-                options.on_started([adapter.banner for adapter in adapters])
-            outcome.warmup_seconds = max(_warm_up(adapter, query_sets, options) for adapter in adapters)
-            asking_started = time.monotonic()
-            # One stream of replies per worker over every set, so a Ray actor goes on answering
-            # the next set while this one is evaluated (no round trip where each set starts).
-            streams = [_replies(adapter, _requests(query_sets, worker, len(adapters), options))
-                       for worker, adapter in enumerate(adapters)]
-            while pending:
-                query_set = pending[0]
-                k = options.k or query_set.k
-                answers: dict[str, Answer] = {}
-                try:
-                    _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
-                finally:
-                    results.append(evaluate_set(query_set, answers, k, options.metrics))
-                    pending.pop(0)
-            outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
-            outcome.banner = adapters[0].banner
-            startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
-            outcome.startup_seconds = max(startups) if startups else None
+            run = AskingRun(query_sets, dataclasses.replace(options, workers=workers), corpus_dir,
+                            start_workers or executor or local_workers, stack, outcome)
+            yield run
     except KeyboardInterrupt:
         outcome.error = Interrupted(signal.SIGINT)
     except (AdapterError, Interrupted) as error:
         outcome.error = error
-    for query_set in pending:  # a run cut short: the sets not reached are present, with no answers
-        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
+    for query_set in run.pending if run is not None else query_sets:  # a run cut short: unanswered
+        outcome.results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     outcome.duration_seconds = round(time.monotonic() - started, 3)
     outcome.warnings += tied_warning(outcome.tied_order_changed)
-    return outcome
+    if executor is not None:
+        outcome.executor = executor.provenance()
+        outcome.warnings += executor.warnings()
+
+
+def _executor(options: RunOptions) -> RayWorkers | None:
+    """The Ray executor's worker starter for `--executor ray`; None: local adapter processes."""
+    if options.executor != "ray":
+        return None
+    from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
+    return ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
+                                   worker_gpus=options.worker_gpus)
 
 
 def tied_warning(tied: Sequence[str]) -> list[str]:
@@ -122,19 +182,28 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
             f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
 
 
+class Worker(Protocol):
+    """What the run needs of a started worker (an AdapterProcess, a Ray actor's handle): `ask` times one
+    request; optionally `ask_stream(requests)` yields (Response, latency_seconds) in request order,
+    raising at the first failure after the replies before it (Ray: no round trip per query)."""
+
+    argv: list[str]
+    banner: dict | None
+    startup_seconds: float | None
+
+    def ask(self, request: Request) -> tuple[Response, float]: ...
+
+
 # The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
-# entered into `stack` (stopped when the run ends) and offering what AdapterProcess offers the
-# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`; and, optionally,
-# `ask_stream(requests) -> iterator of (Response, latency_seconds)` in request order, raising at
-# the first failure after yielding the replies before it (Ray: no round trip per query).
-StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], list]
+# entered into `stack` (stopped when the run ends).
+StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], Sequence[Worker]]
 
 
 def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[AdapterProcess]:
     """`options.workers` adapter processes on this machine, reading the corpora in `corpus_dir`."""
     env = {CORPUS_DIR_ENV: str(corpus_dir)}
     return [stack.enter_context(AdapterProcess(
-        options.argv, log_path=worker_log(options.log_path, index, options.workers), env=env,
+        list(options.argv), log_path=options.worker_log(index), env=env,
         expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
         query_timeout=options.query_timeout, startup_limit=options.startup_limit,
         on_progress=options.on_startup_progress)) for index in range(options.workers)]
@@ -184,13 +253,6 @@ def answers_from_run(run: Run, query_set: QuerySet, k: int) -> dict[str, Answer]
         top = trec_eval_order(scores)[:k]
         answers[query.qid] = Answer(ids=tuple(top), scores=tuple(scores[doc_id] for doc_id in top), latency_seconds=0.0)
     return answers
-
-
-def worker_log(log_path: Path, index: int, workers: int) -> Path:
-    """One stderr log per worker; a single worker keeps the plain name."""
-    if workers == 1:
-        return log_path
-    return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
 
 
 def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options: RunOptions) -> list[Request]:

@@ -43,7 +43,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.adapter import ray_instance
-from harness.adapter.asking import CORPUS_DIR_ENV, RunOptions, worker_log
+from harness.adapter.options import RunOptions
+from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.driver import AdapterProcess
 from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 from harness.adapter.protocol import Request, Response
@@ -69,7 +70,7 @@ def _import_ray():
 
 
 class RayWorkers:
-    """The worker starter run_sets calls: connect to Ray, place `workers` actors, start their adapters.
+    """The worker starter `ask_sets` calls for `--executor ray`: connect to Ray, place `workers` actors, start their adapters.
 
     `address` None starts a local Ray instance (stopped at the end of the run); an address joins
     that cluster (`ray://host:10001` or a GCS `host:6379`). A process that has already called
@@ -200,7 +201,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayWorker:
-    """The driver's handle on one actor: what run_sets needs from a worker (`ask`, `banner`, `startup_seconds`)."""
+    """The driver's handle on one actor: what the run needs of a worker (`asking.Worker`: `ask`, `banner`, ...)."""
 
     def __init__(self, ray, actor, index: int, options: RunOptions, *, resources: str) -> None:
         self._ray = ray
@@ -208,11 +209,12 @@ class RayWorker:
         self._actor = actor
         self.index = index
         self.options = options
+        self.argv = list(options.argv)
         self.banner: dict | None = None
         self.startup_seconds: float | None = None
         self.placement: dict[str, object] = {"worker": index + 1}
         self._failed = False
-        self._log_path = worker_log(Path(options.log_path).resolve(), index, options.workers)
+        self._log_path = options.worker_log(index).resolve()
         # A first answer may pay the adapter's start-up; Ray gets a grace on top of the adapter's time-outs.
         self._reply_seconds = options.startup_timeout + options.query_timeout + RAY_GRACE_SECONDS
 
@@ -233,7 +235,7 @@ class RayWorker:
         reply = self._get(start, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
         if "error" in reply:
             self._failed = True
-            raise AdapterError(reply["error"], argv=list(self.options.argv), stderr_tail=reply.get("stderr_tail", ""))
+            raise AdapterError(reply["error"], argv=self.argv, stderr_tail=reply.get("stderr_tail", ""))
         self.banner = reply["banner"]
         self.startup_seconds = reply["startup_seconds"]
         self.placement["adapter_pid"] = reply["adapter_pid"]
@@ -275,7 +277,7 @@ class RayWorker:
         if reply[0] == "error":
             self._failed = True
             _, message, qid, tail = reply
-            raise AdapterError(message, argv=list(self.options.argv), qid=qid, stderr_tail=tail)
+            raise AdapterError(message, argv=self.argv, qid=qid, stderr_tail=tail)
         _, response, latency = reply
         return response, latency
 
@@ -285,7 +287,7 @@ class RayWorker:
                               STOP_GRACE_SECONDS + TERM_GRACE_SECONDS + RAY_GRACE_SECONDS, "stop")
             self._kill()
             if reply is not None:
-                raise AdapterError(reply, argv=list(self.options.argv))
+                raise AdapterError(reply, argv=self.argv)
             return
         # The run failed or was interrupted: the actor may be inside a long query, so kill it at
         # once; its guard (harness/watchdog.py) stops the adapter's process group on its node.
@@ -316,7 +318,7 @@ class RayWorker:
             self._failed = True
             raise AdapterError(f"query {label}: {self._where()} died: {_first_line(exc)} "
                                f"[adapter: {' '.join(self.options.argv)}; log on its node: {self._log_path}]",
-                               argv=list(self.options.argv), qid=label) from None
+                               argv=self.argv, qid=label) from None
 
     def _timed_out(self, timeout: float, label: str) -> AdapterError:
         self._failed = True
@@ -324,7 +326,7 @@ class RayWorker:
         return AdapterError(f"query {label}: {self._where()} sent no reply within {timeout:g} s "
                             f"(node lost, or no node offers {self._resources}); "
                             f"the actor was killed [adapter: {' '.join(self.options.argv)}]",
-                            argv=list(self.options.argv), qid=label)
+                            argv=self.argv, qid=label)
 
 
 def _interruptibly(call):

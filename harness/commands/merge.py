@@ -51,10 +51,10 @@ def main(argv: list[str]) -> int:
                    "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
                    "--baseline": None if args.update_baseline else args.baseline})
     gated = not args.no_gate and not args.update_baseline
-    options = api.RunOptions(known_contract_failures=args.known_contract_failures,
+    gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
-                            offline=args.offline, gated=gated, options=options)
+                            offline=args.offline, gated=gated, gating=gating)
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:

@@ -128,12 +128,14 @@ def main(args_list: list[str]) -> int:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
-        warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
-        known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
+        warmup=args.warmup, repeats=args.repeats, workers=args.workers, log_path=log_path,
+        startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
-        max_window=args.max_window, shard=args.shard, executor=args.executor, ray_address=args.ray_address,
+        max_window=args.max_window, executor=args.executor, ray_address=args.ray_address,
         worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus)
+    gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
+                             allow_backend_change=args.allow_backend_change, condition=args.condition,
+                             what_if_min_score=args.what_if_min_score, shard=args.shard)
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
     # Every output checked before the first query: a typo must not cost a whole run.
@@ -146,7 +148,7 @@ def main(args_list: list[str]) -> int:
     report: Report | None = None
     try:
         report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend,
-                              run_file=args.run_file, options=options, progress=progress)
+                              run_file=args.run_file, options=options, gating=gating, progress=progress)
         if progress:
             progress.finish()
         write_outputs(report, args)
