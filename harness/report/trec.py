@@ -1,7 +1,9 @@
 """TREC export: a report's rankings as a run file and its sets' gold as qrels, for trec_eval.
 
-The formats, the `SET:QID` spelling of query ids and their readers (a run read back for
-`--run-file`, qrels) are in harness/sets/trec_input.py.
+Formats (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
+  run:   `qid Q0 docid rank score tag`, one retrieved document a line;
+  qrels: `qid 0 docid grade`, one judgment a line.
+Query ids are spelled as `--run-file` reads them back (harness/sets/trec_input.py `trec_qid`).
 
 What trec_eval will and will not reproduce of a report:
 - per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,

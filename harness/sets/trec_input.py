@@ -1,13 +1,10 @@
-"""TREC files read as inputs: a precomputed run (`--run-file`, in place of an adapter) and qrels.
+"""A precomputed TREC run read as an input (`--run-file`, in place of an adapter), and the TREC spelling of qids.
 
-Formats (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
-  run:   `qid Q0 docid rank score tag`, one retrieved document a line;
-  qrels: `qid 0 docid grade`, one judgment a line.
-
-Query ids: with one set the query's own qid; with several sets in one file, `SET:QID`
-(e.g. `code:code-001`), so two sets may reuse a qid; a run's query is found under either
-spelling (`run_scores`). The export (harness/report/trec.py) writes both formats with the
-same spelling (`trec_qid`).
+Format (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
+`qid Q0 docid rank score tag`, one retrieved document a line. Query ids: with one set the
+query's own qid; with several sets in one file, `SET:QID` (e.g. `code:code-001`), so two sets
+may reuse a qid; a run's query is found under either spelling (`run_scores`). The export
+(harness/report/trec.py) writes runs and qrels with the same spelling (`trec_qid`).
 
 A run is read as pytrec_eval reads one, qid -> {docid: score}: trec_eval ignores the rank
 column and ranks by score, so the ranking is a scoring rule (`scoring.metrics.trec_eval_order`:
@@ -20,7 +17,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from harness.errors import SetError, UsageError
+from harness.errors import UsageError
 from harness.fsutil import open_regular
 from harness.records import QuerySet
 from harness.sets.corpus import _label
@@ -44,7 +41,7 @@ def read_run(path: Path) -> Run:
     label = _label(path)
     run: Run = {}
     lines: dict[tuple[str, str], int] = {}
-    for number, fields in _fields(path, label, UsageError):
+    for number, fields in _fields(path, label):
         where = f"{label}:{number}"
         if len(fields) != 6:
             raise UsageError(f"{where}: expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
@@ -66,31 +63,6 @@ def read_run(path: Path) -> Run:
     return run
 
 
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Parse TREC qrels: qid -> {docid: grade}, grades as written (0 and negatives kept).
-
-    The iteration column is ignored. A malformed line, a non-integer grade or a docid
-    judged twice for one query raises SetError naming file:line:field.
-    """
-    label = _label(path)
-    grades: dict[str, dict[str, int]] = {}
-    lines: dict[tuple[str, str], int] = {}
-    for number, fields in _fields(path, label, SetError):
-        where = f"{label}:{number}"
-        if len(fields) != 4:
-            raise SetError(f"{where}: expected 4 fields 'qid iteration docid grade', got {len(fields)}")
-        qid, _, doc_id, grade_text = fields
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise SetError(f"{where}: grade: {grade_text!r} is not an integer") from None
-        if (qid, doc_id) in lines:
-            raise SetError(f"{where}: docid: {doc_id!r} already judged for query {qid!r} on line {lines[qid, doc_id]}")
-        lines[qid, doc_id] = number
-        grades.setdefault(qid, {})[doc_id] = grade
-    return grades
-
-
 def run_scores(run: Mapping[str, dict[str, float]], set_name: str, qid: str) -> dict[str, float] | None:
     """A query's {docid: score} in a run, under `SET:QID` first, then its bare qid; None when absent."""
     entry = run.get(trec_qid(set_name, qid, True))
@@ -109,14 +81,14 @@ def unknown_in_run(run: Mapping[str, object], query_sets: Sequence[QuerySet]) ->
     return sorted(qid for qid in run if qid not in known)
 
 
-def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[int, list[str]]]:
+def _fields(path: Path, label: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, whitespace-separated fields) of each non-blank line; blank lines are skipped."""
-    with open_regular(path, error, label) as handle:  # a FIFO or device is refused, not read forever
+    with open_regular(path, UsageError, label) as handle:  # a FIFO or device is refused, not read forever
         for number, raw in enumerate(handle, start=1):
             try:
                 # bytes.split() cuts at ASCII whitespace only, as trec_eval does.
                 fields = [field.decode("utf-8") for field in raw.split()]
             except UnicodeDecodeError:
-                raise error(f"{label}:{number}: line is not valid UTF-8") from None
+                raise UsageError(f"{label}:{number}: line is not valid UTF-8") from None
             if fields:
                 yield number, fields

@@ -14,7 +14,7 @@ from harness.scoring.metrics import parse_metric, trec_eval_order
 from harness.sets.loader import load_set
 from harness.adapter.asking import answers_from_run
 from harness.report.trec import write_qrels, write_run
-from harness.sets.trec_input import read_qrels, read_run
+from harness.sets.trec_input import read_run
 from tests.conftest import FIXTURES, TINY_SET
 
 try:  # pytrec_eval embeds trec_eval 9.x; optional outside CI (pip install pytrec-eval-terrier).
@@ -99,6 +99,15 @@ def test_qrels_lines(tmp_path, tiny):
     # One line per relevant judgment of tiny's queries.jsonl, in file order; tiny-07 has none.
     assert lines == ["tiny-01 0 doc-01 1", "tiny-02 0 doc-02 2", "tiny-03 0 doc-03 1", "tiny-04 0 doc-04 2",
                      "tiny-04 0 doc-05 1", "tiny-05 0 doc-07 1", "tiny-06 0 doc-06 1"]
+
+
+def read_qrels(path):
+    """qid -> {docid: grade} of a qrels file, read here: the harness writes qrels, it never reads them."""
+    qrels = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc_id, grade = line.split()
+        qrels.setdefault(qid, {})[doc_id] = int(grade)
+    return qrels
 
 
 def _round_trip(tmp_path, report, query_sets):

@@ -1,13 +1,13 @@
-"""TREC files read as inputs (harness/sets/trec_input.py): a run as scores per query, qrels, the qid spellings,
-and malformed lines named by file, line and field."""
+"""A TREC run read as an input (harness/sets/trec_input.py): scores per query, the qid spellings, and
+malformed lines named by file, line and field."""
 
 from pathlib import Path
 
 import pytest
 
-from harness.errors import SetError, UsageError
+from harness.errors import UsageError
 from harness.sets.loader import load_set
-from harness.sets.trec_input import missing_from_run, read_qrels, read_run, run_scores, unknown_in_run
+from harness.sets.trec_input import missing_from_run, read_run, run_scores, unknown_in_run
 from tests.conftest import TINY_SET
 
 
@@ -39,25 +39,6 @@ def test_blank_lines_and_tabs_are_whitespace_like_any_other(tmp_path):
     path = tmp_path / "run.txt"
     path.write_text("\nq\tQ0\td1\t1\t0.5\tt\n\n  q Q0 d2 2 0.25 t  \n")
     assert read_run(path) == {"q": {"d1": 0.5, "d2": 0.25}}
-
-
-@pytest.mark.parametrize("text, message", [
-    ("q 0 d1\n", "qrels.txt:2: expected 4 fields 'qid iteration docid grade', got 3"),
-    ("q 0 d1 yes\n", "qrels.txt:2: grade: 'yes' is not an integer"),
-    ("q 0 d0 2\n", "qrels.txt:2: docid: 'd0' already judged for query 'q' on line 1"),
-])
-def test_malformed_qrels_lines_name_file_line_and_field(tmp_path, monkeypatch, text, message):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "qrels.txt").write_text("q 0 d0 1\n" + text)
-    with pytest.raises(SetError) as error:
-        read_qrels(Path("qrels.txt"))
-    assert str(error.value) == message
-
-
-def test_qrels_keep_zero_and_negative_grades(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("q1 0 a 2\nq1 0 b 0\nq2 Q0 c -1\n")
-    assert read_qrels(path) == {"q1": {"a": 2, "b": 0}, "q2": {"c": -1}}
 
 
 def test_a_query_is_found_as_set_colon_qid_first_then_bare_and_the_rest_are_named():
