@@ -66,38 +66,37 @@ class Started:
     banners: tuple[dict[str, object] | None, ...]
 
 
+@dataclass
 class AskingRun:
     """One run's workers between their start and their stop (`ask_sets`): `start()`, then `ask()`."""
 
-    def __init__(self, query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
-                 start_workers: StartWorkers, stack: contextlib.ExitStack, outcome: RunOutcome) -> None:
-        self.outcome = outcome
-        self._query_sets = query_sets
-        self._options = options
-        self._corpus_dir = corpus_dir
-        self._start_workers = start_workers
-        self._stack = stack
-        self._adapters: list[Worker] = []
-        self.pending = list(query_sets)  # the sets not asked yet: a run cut short reports them unanswered
+    query_sets: Sequence[QuerySet]
+    options: RunOptions
+    corpus_dir: Path
+    start_workers: StartWorkers
+    stack: contextlib.ExitStack  # the workers' stop: the run's end
+    outcome: RunOutcome
+    pending: list[QuerySet]  # the sets not asked yet: a run cut short reports them unanswered
+    workers: Sequence[Worker] = ()
 
     def start(self) -> Started:
         """Start the workers and return their banners. A banner not awaited (`expect_banner` off) shows
         with the first answer: with `identify_first`, one untimed query each shows it first."""
-        options = self._options
-        self._adapters = self._start_workers(options, self._corpus_dir, self._stack)
-        if options.identify_first and not options.expect_banner and any(s.queries for s in self._query_sets):
-            for adapter in self._adapters:
-                _warm_up(adapter, self._query_sets, dataclasses.replace(options, warmup=1))
-        return Started(tuple(adapter.banner for adapter in self._adapters))
+        options = self.options
+        self.workers = self.start_workers(options, self.corpus_dir, self.stack)
+        if options.identify_first and not options.expect_banner and any(s.queries for s in self.query_sets):
+            for worker in self.workers:
+                _warm_up(worker, self.query_sets, dataclasses.replace(options, warmup=1))
+        return Started(tuple(worker.banner for worker in self.workers))
 
     def ask(self, progress: Progress | None = None) -> None:
         """Warm up, then ask every query of every set, each set evaluated as it ends."""
-        options, adapters, outcome = self._options, self._adapters, self.outcome
-        outcome.warmup_seconds = max(_warm_up(adapter, self._query_sets, options) for adapter in adapters)
+        options, adapters, outcome = self.options, self.workers, self.outcome
+        outcome.warmup_seconds = max(_warm_up(adapter, self.query_sets, options) for adapter in adapters)
         asking_started = time.monotonic()
         # One stream of replies per worker over every set, so a Ray actor goes on answering
         # the next set while this one is evaluated (no round trip where each set starts).
-        streams = [_replies(adapter, _requests(self._query_sets, worker, len(adapters), options))
+        streams = [_replies(adapter, _requests(self.query_sets, worker, len(adapters), options))
                    for worker, adapter in enumerate(adapters)]
         while self.pending:
             query_set = self.pending[0]
@@ -116,26 +115,16 @@ class AskingRun:
 @contextlib.contextmanager
 def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
              start_workers: StartWorkers | None = None) -> Iterator[AskingRun]:
-    """The run's adapter workers, asked in two steps so the caller checks who answers before any query:
+    """The run's workers, asked in two steps so the caller checks who answers before any query:
+    `run.start()` returns their banners (raise then: the workers stop, nothing is asked), `run.ask()`.
 
-        with ask_sets(query_sets, options, corpus_dir) as run:
-            started = run.start()   # the workers' banners: raise here to stop them, nothing asked
-            run.ask(progress)
-        outcome = run.outcome
-
-    A backend failure (AdapterError) or an interrupt inside the block ends the run without being
-    raised: the workers are stopped, the rest of the block skipped, and `run.outcome.error` holds
-    it, with what was answered; the sets not reached are present with no answers. Any other
-    exception stops the workers and propagates.
-
-    With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
-    (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
-    not depend on scheduling, but latencies are measured under concurrency (the report says so).
-    No more workers are started than the largest set has queries (a warning says so): a worker
-    that is never asked would leave its banner unread.
-
-    `start_workers` (default: `options.executor`'s: `local_workers`, or Ray's,
-    harness.adapter.ray_executor) starts the workers inside the run's ExitStack.
+    A backend failure (AdapterError) or an interrupt in the block is not raised: the workers stop
+    and `run.outcome.error` holds it, with what was answered (sets not reached: no answers).
+    With `workers` > 1, that many adapters answer disjoint shards of each set at once (query i to
+    worker i mod N), put back in set order; latencies are then measured under concurrency. No
+    more workers start than the largest set has queries (a warning says so): one never asked
+    would leave its banner unread. `start_workers` (default `options.executor`'s: `local_workers`
+    or harness.adapter.ray_executor's) starts them inside the run's ExitStack.
     """
     largest = max((len(query_set.queries) for query_set in query_sets), default=0)
     workers = max(1, min(options.workers, largest))
@@ -149,7 +138,7 @@ def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     try:
         with contextlib.ExitStack() as stack:
             run = AskingRun(query_sets, dataclasses.replace(options, workers=workers), corpus_dir,
-                            start_workers or executor or local_workers, stack, outcome)
+                            start_workers or executor or local_workers, stack, outcome, list(query_sets))
             yield run
     except KeyboardInterrupt:
         outcome.error = Interrupted(signal.SIGINT)
