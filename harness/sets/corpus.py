@@ -19,17 +19,18 @@ MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a m
 
 def load_corpus(spec: object, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
     """Documents of the set's `corpus` spec, in a stable order; SetError on any problem."""
-    check_corpus_source(spec, where)
-    return _LOADERS[spec["source"]](spec, set_dir, where, offline)  # type: ignore[index]
+    checked = check_corpus_source(spec, where)
+    return _LOADERS[checked["source"]](checked, set_dir, where, offline)
 
 
-def check_corpus_source(spec: object, where: str) -> None:
-    """SetError unless `spec` is an object naming a known `source` (checked without loading anything)."""
+def check_corpus_source(spec: object, where: str) -> dict:
+    """`spec`, an object naming a known `source` (checked without loading anything); else SetError."""
     if not isinstance(spec, dict):
         raise SetError(f"{where}: corpus: must be an object with a 'source'")
     source = spec.get("source")
     if not isinstance(source, str) or source not in _LOADERS:
         raise SetError(f"{where}: corpus.source: {source!r} is not one of {sorted(_LOADERS)}")
+    return spec
 
 
 def corpus_hash(documents: Sequence[Document]) -> str:

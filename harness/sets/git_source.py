@@ -10,6 +10,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -39,8 +40,7 @@ def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = Fal
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
     with _BlobReader(repo, where) as blobs:
-        # A lazy read per blob; its size comes from `ls-tree -l`, so the Selector checked the limit before.
-        members = [Member(path, kind, size, lambda limit, oid=oid, path=path: blobs.read(oid, path))
+        members = [Member(path, kind, size, blobs.reader(oid, path))
                    for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
         return selector.finish()
@@ -148,6 +148,10 @@ class _BlobReader:
         self._watchdog.daemon = True
         self._watchdog.start()
         return self._process
+
+    def reader(self, oid: str, path: str) -> Callable[[int], bytes]:
+        """A Member's lazy read of blob `oid`: its size came from `ls-tree -l`, so the limit was checked before."""
+        return lambda limit: self.read(oid, path)
 
     def read(self, oid: str, path: str) -> bytes:
         """The bytes of blob `oid` (the same blob under two paths is read once)."""
