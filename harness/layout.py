@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from harness.errors import UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
@@ -40,6 +41,17 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "workers": ("adapter processes per run without --workers", DEFAULT_WORKERS),
 }
 PATH_KEYS = ("sets", "baseline", "budgets", "policy")
+
+
+class Config(TypedDict, total=False):
+    """A config file's keys (CONFIG_KEYS), as `read_config` checked them."""
+
+    sets: str
+    baseline: str
+    budgets: str
+    policy: str
+    backend: str
+    workers: int
 
 
 class FromLayout:
@@ -110,13 +122,13 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
     `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes."""
     here = Path.cwd() if cwd is None else cwd
     config = find_config(here)
-    values = read_config(config) if config is not None else {}
+    values: Config = read_config(config) if config is not None else {}
     # Paths relative to the team's folder: the config's, else the working folder (kept relative there).
     base = Path() if config is None or same_folder(config.parent, here) else config.parent
     if cwd is not None and base == Path():
         base = cwd
 
-    def configured(key: str) -> Path | None:
+    def configured(key: Literal["sets", "baseline", "budgets", "policy"]) -> Path | None:
         return base / values[key] if key in values else None
 
     def conventional(name: Path) -> Path | None:
@@ -155,7 +167,7 @@ def find_config(start: Path) -> Path | None:
         folder = folder.parent
 
 
-def read_config(path: Path) -> dict[str, object]:
+def read_config(path: Path) -> Config:
     """The config's keys, checked: an unknown key or a wrong type is one UsageError `FILE: KEY: expected ...`."""
     document = _parse(path)
     where = f"{path}: {PYPROJECT_TABLE}." if path.name == "pyproject.toml" else f"{path}: "
@@ -171,7 +183,7 @@ def read_config(path: Path) -> dict[str, object]:
             raise UsageError(f"{where}{key}: expected one of {', '.join(sorted(BACKENDS))}, got {value!r:.60}")
         if key == "workers" and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024):
             raise UsageError(f"{where}{key}: expected an integer from 1 to 1024, got {value!r:.60}")
-    return dict(values)
+    return Config(**values)
 
 
 def _parse(path: Path) -> dict:
