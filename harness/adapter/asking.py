@@ -252,7 +252,7 @@ def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options
             for _ in range(options.repeats)]
 
 
-def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
+def _ask_set(adapters: Sequence[Worker], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
              options: RunOptions, answers: dict[str, Answer], outcome: RunOutcome, progress: Progress | None) -> None:
     """Fill `answers` (qid -> Answer) from each worker's stream (`_requests`' order), and `outcome`'s
     queries whose repeats changed; raise the first AdapterError after every shard has stopped."""
@@ -299,7 +299,7 @@ def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Respon
         raise errors[0]
 
 
-def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
+def _warm_up(adapter: Worker, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
     """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
     if options.warmup <= 0:
         return 0.0
@@ -311,7 +311,7 @@ def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: R
     return round(time.perf_counter() - start, 6)
 
 
-def _replies(adapter, requests: list[Request]) -> Iterator[tuple[Response, float]]:
+def _replies(adapter: Worker, requests: list[Request]) -> Iterator[tuple[Response, float]]:
     """(response, latency) per request, in order: through the worker's `ask_stream` when it has one (a
     Ray actor takes them in one call and streams its replies, harness.adapter.ray_executor), else one `ask` at a time."""
     stream = getattr(adapter, "ask_stream", None)

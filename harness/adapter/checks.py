@@ -236,12 +236,12 @@ def _named(queries: list[str]) -> str:
 
 def check_ids(suite: Suite) -> None:
     """Protocol rules on every JSON answer seen by any check; passes only on answers that carry ids."""
-    answered = [e for e in suite.adapter.exchanges if e.line is not None]
+    answered = [(e, e.line) for e in suite.adapter.exchanges if e.line is not None]
     problems = []
     with_ids = 0
-    for exchange in answered:
+    for exchange, line in answered:
         try:
-            response = decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
+            response = decode_response(line, qid=exchange.label, k=exchange.request.k)
         except ProtocolError as exc:
             problems.append(str(exc))
             continue

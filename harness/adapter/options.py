@@ -62,9 +62,10 @@ class RunOptions:
             raise UsageError("--ray-address, --worker-cpus and --worker-gpus need --executor ray")
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
-        for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
-                                 ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
-            if value is not None and value < low:
+        for name, value, low in (("--k", 1 if self.k is None else self.k, 1), ("--repeats", self.repeats, 1),
+                                 ("--warmup", self.warmup, 0), ("--workers", self.workers, 1),
+                                 ("--max-window", self.max_window, 1)):
+            if value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         check_waits(self.query_timeout, self.startup_timeout, self.startup_limit)
 

@@ -32,6 +32,7 @@ adapter.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import shutil
@@ -60,13 +61,13 @@ RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray sch
 CHUNK_SECONDS = 0.1
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
+
 def _import_ray():
     try:
         import ray
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
     return ray
-
 
 
 class RayWorkers:
@@ -84,6 +85,7 @@ class RayWorkers:
         self.worker_gpus = float(worker_gpus)
         self._record: dict[str, object] = {"name": "ray", "address": address, "worker_cpus": self.worker_cpus,
                                            "worker_gpus": self.worker_gpus}
+        self._workers: list[RayWorker] = []
 
     def provenance(self) -> dict[str, object]:
         """provenance.executor: Ray's version, where each worker ran, what starting Ray cost."""
@@ -92,8 +94,8 @@ class RayWorkers:
     def warnings(self) -> list[str]:
         """Workers at a higher niceness than this run: on a busy node their adapters wait behind
         other processes, so their latencies are longer than a local run's (docs/scale.md)."""
-        mine, workers = os.nice(0), self._record.get("workers", [])
-        nicer = sorted({worker["niceness"] for worker in workers if worker["niceness"] > mine})
+        mine = os.nice(0)
+        nicer = sorted({worker.niceness for worker in self._workers if worker.niceness > mine})
         return [f"--executor ray: workers at niceness {', '.join(map(str, nicer))} (this run: {mine}), and their "
                 f"adapters with them, answer later on a busy node than a local run's; start the cluster's nodes "
                 f"with {ray_instance.WORKER_NICENESS_ENV}={mine}"] if nicer else []
@@ -123,6 +125,7 @@ class RayWorkers:
             "connect_seconds": round(connected - began, 3),
             "startup_seconds": round(time.perf_counter() - began, 3),  # connect + place actors + start adapters
             "workers": [worker.placement for worker in workers]})
+        self._workers = workers
         return workers
 
     def _connect(self, ray, options: RunOptions, stack: contextlib.ExitStack) -> None:
@@ -167,9 +170,9 @@ def _set_environment(stack: contextlib.ExitStack, values: dict[str, str]) -> Non
 def _reload_ray_authentication() -> None:
     """Make Ray read RAY_AUTH_MODE and RAY_AUTH_TOKEN again: it caches them when first imported."""
     with contextlib.suppress(ImportError, AttributeError):  # Ray's private API; without it, the cached values
-        from ray._raylet import AuthenticationTokenLoader, Config
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
+        raylet = importlib.import_module("ray._raylet")  # looked up as it runs: its stub lacks these names
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 @contextlib.contextmanager
@@ -231,7 +234,9 @@ class RayWorker:
     def finish_start(self, refs: tuple) -> None:
         """Its node first, so that a node lost while the adapter starts is named too."""
         where, start = refs
-        self.placement.update(self._get(where, RAY_GRACE_SECONDS, "start"))
+        placed = self._get(where, RAY_GRACE_SECONDS, "start")
+        self.placement.update(placed)
+        self.niceness: int = placed["niceness"]
         reply = self._get(start, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
         if "error" in reply:
             self._failed = True
@@ -381,10 +386,11 @@ class _AdapterActor:
     def ask(self, requests: list[Request], chunk_seconds: float):
         """A Ray generator: a reply per request, in order, in chunks of about `chunk_seconds` of
         answering; the first failure's reply ends it. The Response goes back whole (passages too)."""
-        chunk, began = [], time.perf_counter()
+        chunk: list[tuple] = []
+        began = time.perf_counter()
         for request in requests:
             try:
-                response, latency = self.adapter.ask(request)
+                response, latency = self._started().ask(request)
             except AdapterError as error:
                 yield [*chunk, ("error", str(error), error.qid, error.stderr_tail)]
                 return
@@ -398,13 +404,19 @@ class _AdapterActor:
     def stop(self) -> str | None:
         """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""
         try:
-            self.adapter.__exit__(None, None, None)
+            self._started().__exit__(None, None, None)
             return None
         except AdapterError as error:
             return str(error)
         finally:
             self._remove_folder()
 
+    def _started(self) -> AdapterProcess:
+        if self.adapter is None:  # the driver asks and stops only an actor whose start succeeded
+            raise AdapterError("the adapter did not start")
+        return self.adapter
+
     def _remove_folder(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-        release_folder(self.folder)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            release_folder(self.folder)
