@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.adapter.asking import RunOutcome, ask_sets, git_commit, machine, run_from_file
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
@@ -82,7 +83,7 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
          run_file: str | Path | None = None, sets_dir: str | Path | FromLayout = FROM_LAYOUT,
          baseline: str | Path | None | FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
          policy: str | Path | None = None, offline: bool = False, progress: Progress | None = None,
-         **options: object) -> Report:
+         **options: Any) -> Report:
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
@@ -127,9 +128,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     unknown = sorted(set(options) - option_names(RunOptions) - option_names(GateOptions))
     if unknown:
         raise UsageError(f"{unknown[0]}: not an option of harness.gate (see RunOptions, GateOptions)")
-    # replace() checks each value as the record's own __post_init__ does
-    settings = dataclasses.replace(RunOptions(), **{n: v for n, v in options.items() if n in option_names(RunOptions)})
-    gating = dataclasses.replace(GateOptions(), **{n: v for n, v in options.items() if n in option_names(GateOptions)})
+    # each value (Any: a Python caller's) is checked by its record as it is built
+    settings = RunOptions(**{name: value for name, value in options.items() if name in option_names(RunOptions)})
+    gating = GateOptions(**{name: value for name, value in options.items() if name in option_names(GateOptions)})
     team = resolve_layout(sets_dir=_path_or_none(sets_dir), budgets=_path_or_none(budgets),
                           policy=_path_or_none(policy),
                           baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline),

@@ -80,11 +80,11 @@ class ArgumentParser(argparse.ArgumentParser):
         self.commands = commands
         self._argv: list[str] = []
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         self._argv = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         hint = self.hint_for(message)
         super().error(message + (f"\n{hint}" if hint else ""))
 
