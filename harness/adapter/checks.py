@@ -1,4 +1,4 @@
-"""The conformance suite `check-adapter` runs against a live adapter: the checks and their table.
+"""The conformance suite `check-adapter` runs against a live adapter (the command prints their table).
 
 Each check asks the adapter real requests through the lenient driver (harness.adapter.probe:
 each violation is attributed to its check, a dead or desynchronised adapter restarted, so one
