@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
@@ -28,9 +28,6 @@ from harness.adapter.options import RunOptions
 from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
 from harness.sets.trec_input import Run, missing_from_run, read_run, run_scores, unknown_in_run
-
-if TYPE_CHECKING:
-    from harness.adapter.ray_executor import RayWorkers
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -132,7 +129,11 @@ def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     if workers < options.workers:
         outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
                                 f"adapter{'s' if workers != 1 else ''} started")
-    executor = _executor(options) if start_workers is None else None
+    executor = None  # the Ray executor's starter, which records where its workers ran
+    if start_workers is None and options.executor == "ray":
+        from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
+        executor = ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
+                                           worker_gpus=options.worker_gpus)
     started = time.monotonic()
     run: AskingRun | None = None
     try:
@@ -151,15 +152,6 @@ def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     if executor is not None:
         outcome.executor = executor.provenance()
         outcome.warnings += executor.warnings()
-
-
-def _executor(options: RunOptions) -> RayWorkers | None:
-    """The Ray executor's worker starter for `--executor ray`; None: local adapter processes."""
-    if options.executor != "ray":
-        return None
-    from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
-    return ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
-                                   worker_gpus=options.worker_gpus)
 
 
 def tied_warning(tied: Sequence[str]) -> list[str]:

@@ -1,14 +1,10 @@
 """A precomputed TREC run read as an input (`--run-file`, in place of an adapter), and the TREC spelling of qids.
 
-Format (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
-`qid Q0 docid rank score tag`, one retrieved document a line. Query ids: with one set the
-query's own qid; with several sets in one file, `SET:QID` (e.g. `code:code-001`), so two sets
-may reuse a qid; a run's query is found under either spelling (`run_scores`). The export
-(harness/report/trec.py) writes runs and qrels with the same spelling (`trec_qid`).
-
-A run is read as pytrec_eval reads one, qid -> {docid: score}: trec_eval ignores the rank
-column and ranks by score, so the ranking is a scoring rule (`scoring.metrics.trec_eval_order`:
-single precision, ties by docno descending), applied where the run becomes answers.
+The format is trec_eval's (harness/report/trec.py writes it). A query is `SET:QID` when several
+sets share a file, else its own qid; a run's query is found under either (`run_scores`). A run
+is read as pytrec_eval reads one, qid -> {docid: score}: trec_eval ranks by score, ignoring the
+rank column, so the ranking is a scoring rule (`scoring.metrics.trec_eval_order`) applied
+where the run becomes answers.
 """
 
 from __future__ import annotations
