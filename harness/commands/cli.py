@@ -12,6 +12,7 @@ from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_block
 
+
 def main(argv: list[str] | None = None) -> int:
     """Every command's entry point: argv in, exit code out; no traceback ever reaches the user.
 
