@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return info() if args.command == "info" else prune(args.older_than)
     except BrokenPipeError:
         # `info | head -1`: the reader left; end as SIGPIPE would, as the harness's commands do
-        # (harness/commands/guard.py), with stdout pointed at devnull so the final flush is quiet.
+        # (harness/commands/crash_guard.py), with stdout pointed at devnull so the final flush is quiet.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)

@@ -8,7 +8,7 @@ wrong argument type is its subclass `harness.UsageError`). All are imported on f
 `from harness.adapter import serve` in an adapter stays light.
 """
 
-__version__ = "0.1.0"
+from harness.version import __version__ as __version__  # re-exported: harness.__version__
 
 __all__ = ["HarnessError", "Report", "UsageError", "gate", "raise_for_gates", "read_report", "report_from_json"]
 

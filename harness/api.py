@@ -19,16 +19,17 @@ removes before returning.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from harness import __version__
-from harness.adapter.asking import RunOutcome, git_commit, machine, run_from_file, run_sets
+from harness.adapter.asking import RunOutcome, ask_sets, git_commit, machine, run_from_file
 from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
-from harness.adapter.options import RunOptions
+from harness.adapter.options import RunOptions, check_types, option_names
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
 from harness.gating.baseline import Baseline, build_baseline, write_baseline
 from harness.gating.budgets import load_budgets
@@ -37,7 +38,7 @@ from harness.gating.identity import BackendCheck, BackendIdentity, check_backend
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import load_policy
 from harness.records import SetResult
-from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
+from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, exit_code_for
 from harness.report.merge import plan_merge, rescore
 from harness.report.views import baseline_view
 from harness.scoring.compare import Comparison, compare
@@ -45,20 +46,45 @@ from harness.scoring.evaluate import METRIC_DEFINITIONS, policy_metric_name, poo
 from harness.scoring.metrics import parse_metric
 from harness.scoring.what_if import what_if_min_score
 from harness.sets.fingerprint import changed_files, corpus_fingerprints, fingerprint_files, set_files
-from harness.layout import FROM_LAYOUT, Layout, _FromLayout, resolve as resolve_layout
+from harness.layout import FROM_LAYOUT, FromLayout, Layout, resolve as resolve_layout
 from harness.sets.loader import load_set
 from harness.sets.materialise import materialise_corpora
 from harness.sets.shards import parse_shard, select_shard, shard_positions
+from harness.version import __version__
 from harness.watchdog import guarded_temp_folder
 
 Progress = Callable[[str, int, int], None]
 
 
+@dataclass(frozen=True)
+class GateOptions:
+    """How a run is gated and what its report records as given: everything of a run but how the
+    backend is asked (RunOptions). The gating options are run's and `merge`'s alike."""
+
+    known_contract_failures: bool = False  # contracts the baseline records as broken: reported, not failed
+    allow_backend_change: bool = False     # gate against a baseline recorded for another backend (recorded)
+    condition: str | None = None           # "cold" or "warm", recorded as given (never inferred)
+    what_if_min_score: float | None = None  # report only: the metrics with hits scoring below it dropped
+    shard: str | None = None               # ask only shard "I/N" of every set, ungated (docs/scale.md)
+
+    def __post_init__(self) -> None:
+        check_types(self, {"known_contract_failures": (bool,), "allow_backend_change": (bool,),
+                           "condition": (str, type(None)), "what_if_min_score": (int, float, type(None)),
+                           "shard": (str, type(None))})
+        if self.shard is not None:
+            parse_shard(self.shard)
+        if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
+            # the report would carry it, and strict report JSON has no NaN or Infinity
+            raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
+        if self.condition not in (None, "cold", "warm"):
+            raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
+
+
 def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] | None = None,
-         run_file: str | Path | None = None, sets_dir: str | Path | _FromLayout = FROM_LAYOUT,
-         baseline: str | Path | None | _FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
+         run_file: str | Path | None = None, sets_dir: str | Path | FromLayout = FROM_LAYOUT,
+         baseline: str | Path | None | FromLayout = FROM_LAYOUT, budgets: str | Path | None = None,
          policy: str | Path | None = None, offline: bool = False, progress: Progress | None = None,
-         **options: object) -> Report:
+         **options: Any) -> Report:
     """Run the sets against a backend and gate the result; return the typed Report.
 
     Parameters:
@@ -77,8 +103,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         drop at most 2.0 points, overall and per category).
       offline: never fetch corpus archives.
       progress: called as progress(set name, answered, total) while asking.
-      options: any RunOptions field (harness/adapter/options.py): k (ids per query, default each
-        set's k, 1..10,000), expect_banner (fail unless the adapter prints its ready banner;
+      options: any field of RunOptions (harness/adapter/options.py) or GateOptions: k (ids per
+        query, default each set's k, 1..10,000), expect_banner (fail unless the adapter prints its ready banner;
         built-in backends always do), query_timeout / startup_timeout (seconds per answer /
         until the banner), warmup (untimed queries first), repeats (each query N times, latency
         the median), workers (N adapter processes answer shards of each set at once), condition
@@ -100,10 +126,12 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         sets = [sets]  # one set named alone, not its letters
     _check_gate_arguments(sets, backend, run_file, {"sets_dir": sets_dir, "baseline": baseline,
                                                      "budgets": budgets, "policy": policy})
-    unknown = sorted(set(options) - {field.name for field in dataclasses.fields(RunOptions)})
+    unknown = sorted(set(options) - option_names(RunOptions) - option_names(GateOptions))
     if unknown:
-        raise UsageError(f"{unknown[0]}: not an option of harness.gate (see RunOptions)")
-    settings = RunOptions(**options)  # type: ignore[arg-type]
+        raise UsageError(f"{unknown[0]}: not an option of harness.gate (see RunOptions, GateOptions)")
+    # each value (Any: a Python caller's) is checked by its record as it is built
+    settings = RunOptions(**{name: value for name, value in options.items() if name in option_names(RunOptions)})
+    gating = GateOptions(**{name: value for name, value in options.items() if name in option_names(GateOptions)})
     team = resolve_layout(sets_dir=_path_or_none(sets_dir), budgets=_path_or_none(budgets),
                           policy=_path_or_none(policy),
                           baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline),
@@ -111,10 +139,11 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
                           own_adapter=run_file is not None or not (backend is None or isinstance(backend, str)))
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
-        return run_gate(inputs, backend=backend, run_file=run_file, options=settings, progress=progress)
+        return run_gate(inputs, backend=backend, run_file=run_file, options=settings, gating=gating,
+                        progress=progress)
     # Files only where the arguments say: without log_path the log lives for this call only.
     with guarded_temp_folder("retrieval-gate-log-") as folder:
-        report = run_gate(inputs, backend=backend, run_file=run_file, progress=progress,
+        report = run_gate(inputs, backend=backend, run_file=run_file, progress=progress, gating=gating,
                           options=dataclasses.replace(settings, log_path=Path(folder) / "adapter.log"))
     adapter = dataclasses.replace(report.provenance.adapter, log=None)
     return dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, adapter=adapter))
@@ -156,27 +185,26 @@ def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k:
 
 
 def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, run_file: str | Path | None = None,
-             options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
+             options: RunOptions = RunOptions(), gating: GateOptions = GateOptions(),
+             progress: Progress | None = None) -> Report:
     """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, decide, and build the Report."""
-    options = _with_backend(options, backend, run_file, inputs)
-    checked: list[BackendCheck] = []  # the identity check, before any query (on_started)
-    options = dataclasses.replace(options, on_started=lambda banners: checked.append(_identity_check(
-        [BackendIdentity.of(banner, options.argv) for banner in banners], inputs, options)))
-    inputs, shard_record = _select_shard(inputs, options.shard)
-    outcome, drift, executor = _ask(inputs, options, run_file, progress)
+    options, label = _with_backend(options, backend, run_file, inputs)
+    inputs, shard_record = _select_shard(inputs, gating.shard)
+    outcome, checked, drift = _ask(inputs, options, gating, run_file, progress)
     error, error_code = _run_error(outcome, drift)
     # A shard is never gated alone (its query counts and latencies are a part): `merge` gates the whole.
     gated = inputs if shard_record is None else dataclasses.replace(inputs, baseline=None)
-    extra = {key: value for key, value in (("shard", shard_record), ("executor", executor)) if value is not None}
-    report = decided_report(outcome.results, gated, options, _provenance(options, inputs, outcome, run_file, extra),
-                            _answered_by(checked, outcome, options),
+    extra = {key: value for key, value in (("shard", shard_record), ("executor", outcome.executor)) if value is not None}
+    provenance = _provenance(options, label, gating.condition, inputs, outcome, run_file, extra)
+    report = decided_report(outcome.results, gated, provenance, _answered_by(checked, outcome, options.argv),
+                            k=options.k, known_contract_failures=gating.known_contract_failures,
                             warnings=inputs.notices + tuple(outcome.warnings),
                             complete=outcome.complete and not drift, error=error, error_code=error_code)
-    return _with_what_if(report, inputs, options)
+    return _with_what_if(report, inputs, gating.what_if_min_score)
 
 
 def merge_gate(shards: Sequence[tuple[str, Report]], *, layout: Layout, offline: bool = False,
-               gated: bool = True, options: RunOptions = RunOptions()) -> Report:
+               gated: bool = True, gating: GateOptions = GateOptions()) -> Report:
     """The N shard reports of one run as the report the unsharded run writes, decided exactly as a run is.
 
     The sets the shards name are loaded (their revision, corpus and judgments must match the
@@ -188,18 +216,19 @@ def merge_gate(shards: Sequence[tuple[str, Report]], *, layout: Layout, offline:
     inputs = load_inputs(plan.set_paths((layout.sets_dir, layout.shipped_sets)), layout=layout, offline=offline,
                          k=plan.k, gated=gated and layout.baseline is not None)
     results = rescore(plan, inputs.query_sets, _computed_metrics(inputs))
-    options = dataclasses.replace(options, k=plan.k)
-    identity = _identity_check(list(plan.identities), inputs, options, what="shards")
-    return decided_report(results, inputs, options, plan.provenance, identity, warnings=plan.warnings)
+    identity = _identity_check(list(plan.identities), inputs, gating.allow_backend_change, what="shards")
+    return decided_report(results, inputs, plan.provenance, identity, k=plan.k,
+                          known_contract_failures=gating.known_contract_failures, warnings=plan.warnings)
 
 
-def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: RunOptions, provenance: Provenance,
-                   identity: BackendCheck | None, *, warnings: Sequence[str] = (), complete: bool = True,
-                   error: str | None = None, error_code: int | None = None) -> Report:
+def decided_report(results: Sequence[SetResult], inputs: GateInputs, provenance: Provenance,
+                   identity: BackendCheck | None, *, k: int | None, known_contract_failures: bool = False,
+                   warnings: Sequence[str] = (), complete: bool = True, error: str | None = None,
+                   error_code: int | None = None) -> Report:
     """The Report of evaluated sets: the gates from `decide` (none when the run failed or has no
     baseline), the verdict, and what provenance records of the inputs and the identity check."""
-    decision = decide(results, inputs, k=options.k, latency_gated=provenance.run_file is None,
-                      known_contract_failures=options.known_contract_failures) if error_code is None else None
+    decision = decide(results, inputs, k=k, latency_gated=provenance.run_file is None,
+                      known_contract_failures=known_contract_failures) if error_code is None else None
     extra = dict(provenance.extra)
     extra["baseline"] = (inputs.baseline.gated_against([r.name for r in results])
                          if inputs.baseline is not None else None)
@@ -211,7 +240,7 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, options: Ru
     gated = decision if decision is not None and decision.gates else None  # no gates: no flips, no latency either
     gates = gated.gates if gated is not None else ()
     return Report(provenance=dataclasses.replace(provenance, extra=extra), sets=tuple(results), gates=gates,
-                  complete=complete, error=error, exit_code=verdict(error_code, gates),
+                  complete=complete, error=error, exit_code=exit_code_for(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
                   pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
                   baseline_latency=gated.baseline_latency if gated is not None else None)
@@ -231,8 +260,9 @@ def check_executable(argv: Sequence[str]) -> None:
 # -- the run's stages ------------------------------------------------------------------------------
 
 def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_file: str | Path | None,
-                  inputs: GateInputs) -> RunOptions:
-    """The options with what answers filled in: argv, label, whether to wait for a banner, the policy's metrics."""
+                  inputs: GateInputs) -> tuple[RunOptions, str]:
+    """The options with what answers filled in (argv, whether to wait for a banner, the policy's metrics),
+    and the backend's label for the report."""
     if backend is not None and run_file is not None:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
     expect = options.expect_banner
@@ -250,8 +280,8 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
     # untimed query first, so its banner (or its lack of one, exit 2 at once) is known before any other.
     named = inputs.baseline is not None and run_file is None and any(
         inputs.baseline.identity_for(s.name).name is not None for s in inputs.query_sets)
-    return dataclasses.replace(options, argv=argv, label=label, expect_banner=expect,
-                               identify_first=named and not expect, metrics=_computed_metrics(inputs))
+    return dataclasses.replace(options, argv=argv, expect_banner=expect, identify_first=named and not expect,
+                               metrics=_computed_metrics(inputs)), label
 
 
 def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
@@ -259,13 +289,13 @@ def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
     return tuple(m for m in inputs.policy.metrics if not parse_metric(m).nullable)
 
 
-def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, options: RunOptions,
+def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, allow_change: bool,
                     what: str = "workers") -> BackendCheck:
     """The run's backend against every backend the baseline records for the run's sets (one per set)."""
     baseline = inputs.baseline
     recorded = None if baseline is None else {s.name: baseline.identity_for(s.name) for s in inputs.query_sets}
     return check_backend(identities, recorded, str(baseline.path) if baseline is not None else "",
-                         allow_change=options.allow_backend_change, what=what)
+                         allow_change=allow_change, what=what)
 
 
 def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, int | None]:
@@ -277,23 +307,22 @@ def _run_error(outcome: RunOutcome, drift: Sequence[str]) -> tuple[str | None, i
     return None, None
 
 
-def _answered_by(checked: Sequence[BackendCheck], outcome: RunOutcome, options: RunOptions) -> BackendCheck | None:
+def _answered_by(check: BackendCheck | None, outcome: RunOutcome, argv: Sequence[str]) -> BackendCheck | None:
     """Who answered: the identity checked at start, named from the banner when the start did not wait for it
     (no --expect-banner and no named baseline)."""
-    check = checked[0] if checked else None
     if outcome.banner is None or (check is not None and check.identity.name is not None):
         return check
-    identity = BackendIdentity.of(outcome.banner, options.argv)
+    identity = BackendIdentity.of(outcome.banner, argv)
     return BackendCheck(identity) if check is None else dataclasses.replace(check, identity=identity)
 
 
-def _with_what_if(report: Report, inputs: GateInputs, options: RunOptions) -> Report:
+def _with_what_if(report: Report, inputs: GateInputs, min_score: float | None) -> Report:
     """--what-if-min-score: the metrics each set would have with the low-scoring hits dropped (report only)."""
-    if options.what_if_min_score is None:
+    if min_score is None:
         return report
     by_name = {s.name: s for s in inputs.query_sets}
     return dataclasses.replace(report, what_if={
-        r.name: what_if_min_score(r, by_name[r.name], options.what_if_min_score) for r in report.sets if r.queries})
+        r.name: what_if_min_score(r, by_name[r.name], min_score) for r in report.sets if r.queries})
 
 
 def _select_shard(inputs: GateInputs, shard_text: str | None) -> tuple[GateInputs, dict[str, object] | None]:
@@ -312,52 +341,45 @@ def _select_shard(inputs: GateInputs, shard_text: str | None) -> tuple[GateInput
     return dataclasses.replace(inputs, query_sets=sets), record
 
 
-def _ask(inputs: GateInputs, options: RunOptions, run_file: str | Path | None,
-         progress: Progress | None) -> tuple[RunOutcome, list[str], dict[str, object] | None]:
-    """Ask every query (or read the run file): the outcome, what changed while it ran, the executor's record."""
+def _ask(inputs: GateInputs, options: RunOptions, gating: GateOptions, run_file: str | Path | None,
+         progress: Progress | None) -> tuple[RunOutcome, BackendCheck | None, list[str]]:
+    """Ask every query (or read the run file): the outcome, the backend identity checked once the workers
+    started and before any query (a refusal raises, exit 2), and what changed while it ran."""
     Path(options.log_path).parent.mkdir(parents=True, exist_ok=True)
     if not any(s.queries for s in inputs.query_sets):
         options = dataclasses.replace(options, warmup=0)  # a shard may hold no query: nothing to warm up with
     drift: list[str] = []
-    executor = None
+    checked = None
     if run_file is not None:
         outcome = run_from_file(inputs.query_sets, options, Path(run_file))
     else:
         with guarded_temp_folder("retrieval-gate-corpus-") as corpus_dir:
             materialise_corpora(inputs.query_sets, Path(corpus_dir))
             corpus_files = corpus_fingerprints(Path(corpus_dir))
-            start_workers = _start_workers(options)
-            outcome = run_sets(inputs.query_sets, options, Path(corpus_dir), progress, start_workers)
-            if start_workers is not None:
-                executor = start_workers.provenance()
-                outcome.warnings += start_workers.warnings()
+            with ask_sets(inputs.query_sets, options, Path(corpus_dir)) as run:
+                banners = run.start().banners  # every worker started, no query asked yet
+                checked = _identity_check([BackendIdentity.of(banner, options.argv) for banner in banners], inputs,
+                                          gating.allow_backend_change)  # a wrong backend stops the run here
+                run.ask(progress)
+            outcome = run.outcome
             drift += changed_files(corpus_files, corpus_fingerprints(Path(corpus_dir)), "materialised corpus file")
     drift += changed_files(inputs.fingerprints, fingerprint_files(inputs.fingerprints), "set file")
-    return outcome, drift, executor
+    return outcome, checked, drift
 
 
-def _start_workers(options: RunOptions):
-    """The executor's worker starter for run_sets; None: local adapter processes."""
-    if options.executor != "ray":
-        return None
-    from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
-    return ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
-                                   worker_gpus=options.worker_gpus)
-
-
-def _provenance(options: RunOptions, inputs: GateInputs, outcome: RunOutcome, run_file: str | Path | None,
-                extra: Mapping[str, object]) -> Provenance:
+def _provenance(options: RunOptions, label: str, condition: str | None, inputs: GateInputs, outcome: RunOutcome,
+                run_file: str | Path | None, extra: Mapping[str, object]) -> Provenance:
     """Who ran what, where: built once, from the options, the sets and what asking recorded."""
     settings = {**options.settings(), "workers": outcome.workers, "latency_under_concurrency": outcome.workers > 1}
     if outcome.tied_order_changed:
         extra = {**extra, "tied_order_changed": list(outcome.tied_order_changed)}
     return Provenance(
         harness_version=__version__, started=outcome.started, git_commit=git_commit(),
-        backend=Backend(options.label, tuple(options.argv)),
+        backend=Backend(label, tuple(options.argv)),
         adapter=AdapterStart(expect_banner=options.expect_banner, banner=outcome.banner,
                              startup_seconds=outcome.startup_seconds, warmup_seconds=outcome.warmup_seconds,
                              log=str(options.log_path)),
-        condition=options.condition, metric_definitions=METRIC_DEFINITIONS, settings=settings,
+        condition=condition, metric_definitions=METRIC_DEFINITIONS, settings=settings,
         sets={s.name: SetSource(revision=s.revision, corpus_hash=s.corpus_hash, path=s.path, source=s.corpus_source,
                                 documents=len(s.documents), judgments_hash=s.judgments_hash)
               for s in inputs.query_sets},

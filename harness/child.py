@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -88,7 +88,7 @@ class ChildProcess:
         self._stderr_thread: threading.Thread | None = None
         self._wake_read = self._wake_write = -1
         self._stdin_fd = self._stdout_fd = -1
-        if process.stdout is not None:
+        if process.stdin is not None and process.stdout is not None:
             self._stdin_fd = process.stdin.fileno()
             self._stdout_fd = process.stdout.fileno()
             os.set_blocking(self._stdin_fd, False)   # a stuck child must not block our write
@@ -96,7 +96,7 @@ class ChildProcess:
             self._read_poll.register(self._stdout_fd, _POLL_IN)
             self._write_poll = select.poll()
             self._write_poll.register(self._stdin_fd, _POLL_OUT)
-        if stderr_thread:
+        if stderr_thread and process.stderr is not None:
             self._stderr_fd = process.stderr.fileno()
             os.set_blocking(self._stderr_fd, False)  # drained under a lock, until EAGAIN
             self._stderr_eof = False
@@ -281,9 +281,10 @@ class ChildProcess:
                 self._signal_group(signal.SIGTERM)
                 self.exit_status(term_grace_seconds)
 
-        steps = [(waiting, False), (lambda: self._signal_group(signal.SIGKILL), True),
-                 (lambda: release_group(self.pid), True), (self._process.wait, True), (self._finish_stderr, True),
-                 (lambda: unread.extend(self._unread_stdout()), False), (self._close, True)]
+        steps: list[tuple[Callable[[], object], bool]] = [  # (step, must finish)
+            (waiting, False), (lambda: self._signal_group(signal.SIGKILL), True), (lambda: release_group(self.pid), True),
+            (self._process.wait, True), (self._finish_stderr, True),
+            (lambda: unread.extend(self._unread_stdout()), False), (self._close, True)]
         with stop_signals_blocked():
             with self._stop_lock:
                 if self._finished:
@@ -374,8 +375,9 @@ class ChildProcess:
         """Bring the log up to date with what the child has written to stderr so far."""
         if self._stderr_thread is None:
             return
+        stderr = self._process.stderr
         with self._stderr_lock:
-            if not self._stderr_eof and not self._process.stderr.closed:
+            if not self._stderr_eof and stderr is not None and not stderr.closed:
                 self._pump_stderr(limit=MAX_LINE_BYTES)
 
     def _finish_stderr(self) -> None:
@@ -388,7 +390,8 @@ class ChildProcess:
             thread.join()
         self._sync_stderr()
         with self._stderr_lock:
-            self._process.stderr.close()
+            if self._process.stderr is not None:
+                self._process.stderr.close()
             self._stderr_eof = True
 
     def stderr_tail(self, max_lines: int = TAIL_LINES) -> str:

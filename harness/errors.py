@@ -7,7 +7,7 @@ EXIT_GATE_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_BACKEND = 3
 # A bug of ours (sysexits.h EX_SOFTWARE): an unexpected exception, never 0-3 so CI cannot mistake it
-# for a verdict or a config error (harness.commands.guard).
+# for a verdict or a config error (harness.commands.crash_guard).
 EXIT_INTERNAL = 70
 
 

@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from harness.errors import UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
@@ -42,14 +43,25 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
 PATH_KEYS = ("sets", "baseline", "budgets", "policy")
 
 
-class _FromLayout:
+class Config(TypedDict, total=False):
+    """A config file's keys (CONFIG_KEYS), as `read_config` checked them."""
+
+    sets: str
+    baseline: str
+    budgets: str
+    policy: str
+    backend: str
+    workers: int
+
+
+class FromLayout:
     """The API's default for a path argument: whatever the layout resolves (not None, which means "none")."""
 
     def __repr__(self) -> str:
         return "<the team layout's>"
 
 
-FROM_LAYOUT = _FromLayout()
+FROM_LAYOUT = FromLayout()
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ class Layout:
         return "shipped" if same_folder(folder.parent, self.shipped_sets) else str(self.sets_dir)
 
 
-def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout = FROM_LAYOUT,
+def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout = FROM_LAYOUT,
             budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None,
             backend: str | None = None, own_adapter: bool = False) -> Layout:
     """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder.
@@ -110,20 +122,20 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
     `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes."""
     here = Path.cwd() if cwd is None else cwd
     config = find_config(here)
-    values = read_config(config) if config is not None else {}
+    values: Config = read_config(config) if config is not None else {}
     # Paths relative to the team's folder: the config's, else the working folder (kept relative there).
     base = Path() if config is None or same_folder(config.parent, here) else config.parent
     if cwd is not None and base == Path():
         base = cwd
 
-    def configured(key: str) -> Path | None:
+    def configured(key: Literal["sets", "baseline", "budgets", "policy"]) -> Path | None:
         return base / values[key] if key in values else None
 
     def conventional(name: Path) -> Path | None:
         return base / name if (base / name).exists() else None
 
     team_sets = sets_dir if sets_dir is not None else configured("sets") or base / DEFAULT_SETS_DIR
-    if not isinstance(baseline, _FromLayout):
+    if not isinstance(baseline, FromLayout):
         chosen_baseline = baseline
     else:
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
@@ -136,7 +148,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | _FromLayout
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
-                  baseline_given=not isinstance(baseline, _FromLayout) and baseline is not None)
+                  baseline_given=not isinstance(baseline, FromLayout) and baseline is not None)
 
 
 def find_config(start: Path) -> Path | None:
@@ -155,7 +167,7 @@ def find_config(start: Path) -> Path | None:
         folder = folder.parent
 
 
-def read_config(path: Path) -> dict[str, object]:
+def read_config(path: Path) -> Config:
     """The config's keys, checked: an unknown key or a wrong type is one UsageError `FILE: KEY: expected ...`."""
     document = _parse(path)
     where = f"{path}: {PYPROJECT_TABLE}." if path.name == "pyproject.toml" else f"{path}: "
@@ -171,7 +183,7 @@ def read_config(path: Path) -> dict[str, object]:
             raise UsageError(f"{where}{key}: expected one of {', '.join(sorted(BACKENDS))}, got {value!r:.60}")
         if key == "workers" and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024):
             raise UsageError(f"{where}{key}: expected an integer from 1 to 1024, got {value!r:.60}")
-    return dict(values)
+    return Config(**values)
 
 
 def _parse(path: Path) -> dict:

@@ -30,6 +30,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 TERM_GRACE_SECONDS = 2.0  # SIGTERM sent to a group -> SIGKILL (the harness's stop sequence and the guard's alike)
 
@@ -68,7 +69,7 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pipe = None
+        self._pipe: IO[bytes] | None = None
         self._owner = -1           # the pid that started the guard: a forked child must not write to it
         self._guarded: set[tuple[str, object]] = set()
 

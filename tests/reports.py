@@ -14,7 +14,7 @@ from harness.gating.budgets import Budgets
 from harness.gating.gates import decide
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
-from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, verdict
+from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, exit_code_for
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
@@ -74,7 +74,7 @@ def gated_report(answers=None) -> Report:
     result = tiny_result(CURRENT_ANSWERS if answers is None else answers)
     decision = decide([result], tiny_inputs())
     return Report(provenance=provenance(), sets=(result,), gates=decision.gates,
-                  exit_code=verdict(None, decision.gates), flips=decision.flips,
+                  exit_code=exit_code_for(None, decision.gates), flips=decision.flips,
                   baseline_latency=decision.baseline_latency)
 
 

@@ -1,4 +1,4 @@
-"""Run sets against one adapter process: materialise corpora, warm up, ask, time, evaluate."""
+"""Ask every query of the sets over the run's adapter workers (or read a run file): warm up, ask, time, evaluate."""
 
 from __future__ import annotations
 
@@ -16,16 +16,19 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
+from harness.scoring.metrics import trec_eval_order
 from harness.adapter.protocol import Request, Response
 from harness.measured import Latency
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
-from harness.adapter.process import CORPUS_DIR_ENV
+from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
+from harness.sets.trec_input import Run, missing_from_run, read_run, run_scores, unknown_in_run
 
 Progress = Callable[[str, int, int], None]  # (set name, queries answered, queries in the set)
 
@@ -39,6 +42,7 @@ class RunOutcome:
     error: HarnessError | None = None  # AdapterError, or Interrupted by a signal
     workers: int = 1
     banner: dict | None = None
+    executor: dict[str, object] | None = None  # provenance.executor (Ray's record); None: local processes
     startup_seconds: float | None = None
     warmup_seconds: float | None = None
     asking_seconds: float | None = None
@@ -52,18 +56,73 @@ class RunOutcome:
         return self.error is None and all(r.complete for r in self.results)
 
 
-def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
-             progress: Progress | None = None, start_workers: StartWorkers | None = None) -> RunOutcome:
-    """Ask every query of every set; on backend failure return what was answered plus the error.
+@dataclass(frozen=True)
+class Started:
+    """The run's workers, started, before any query is timed: each one's ready banner (None for an
+    adapter that printed none), in worker order; the caller checks who answers from these."""
 
-    With `workers` > 1, that many adapter processes answer disjoint shards of each set at once
-    (query i goes to worker i mod N); results are put back in set order, so ids and metrics do
-    not depend on scheduling, but latencies are measured under concurrency (the report says so).
-    No more workers are started than the largest set has queries (a warning says so): a worker
-    that is never asked would leave its banner unread.
+    banners: tuple[dict[str, object] | None, ...]
 
-    `start_workers` (default `local_workers`) starts the `workers` adapter workers inside the
-    run's ExitStack; another executor (harness.adapter.ray_executor) passes its own.
+
+@dataclass
+class AskingRun:
+    """One run's workers between their start and their stop (`ask_sets`): `start()`, then `ask()`."""
+
+    query_sets: Sequence[QuerySet]
+    options: RunOptions
+    corpus_dir: Path
+    start_workers: StartWorkers
+    stack: contextlib.ExitStack  # the workers' stop: the run's end
+    outcome: RunOutcome
+    pending: list[QuerySet]  # the sets not asked yet: a run cut short reports them unanswered
+    workers: Sequence[Worker] = ()
+
+    def start(self) -> Started:
+        """Start the workers and return their banners. A banner not awaited (`expect_banner` off) shows
+        with the first answer: with `identify_first`, one untimed query each shows it first."""
+        options = self.options
+        self.workers = self.start_workers(options, self.corpus_dir, self.stack)
+        if options.identify_first and not options.expect_banner and any(s.queries for s in self.query_sets):
+            for worker in self.workers:
+                _warm_up(worker, self.query_sets, dataclasses.replace(options, warmup=1))
+        return Started(tuple(worker.banner for worker in self.workers))
+
+    def ask(self, progress: Progress | None = None) -> None:
+        """Warm up, then ask every query of every set, each set evaluated as it ends."""
+        options, adapters, outcome = self.options, self.workers, self.outcome
+        outcome.warmup_seconds = max(_warm_up(adapter, self.query_sets, options) for adapter in adapters)
+        asking_started = time.monotonic()
+        # One stream of replies per worker over every set, so a Ray actor goes on answering
+        # the next set while this one is evaluated (no round trip where each set starts).
+        streams = [_replies(adapter, _requests(self.query_sets, worker, len(adapters), options))
+                   for worker, adapter in enumerate(adapters)]
+        while self.pending:
+            query_set = self.pending[0]
+            answers: dict[str, Answer] = {}
+            try:
+                _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
+            finally:
+                outcome.results.append(evaluate_set(query_set, answers, options.k or query_set.k, options.metrics))
+                self.pending.pop(0)
+        outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
+        outcome.banner = adapters[0].banner
+        startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
+        outcome.startup_seconds = max(startups) if startups else None
+
+
+@contextlib.contextmanager
+def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Path,
+             start_workers: StartWorkers | None = None) -> Iterator[AskingRun]:
+    """The run's workers, asked in two steps so the caller checks who answers before any query:
+    `run.start()` returns their banners (raise then: the workers stop, nothing is asked), `run.ask()`.
+
+    A backend failure (AdapterError) or an interrupt in the block is not raised: the workers stop
+    and `run.outcome.error` holds it, with what was answered (sets not reached: no answers).
+    With `workers` > 1, that many adapters answer disjoint shards of each set at once (query i to
+    worker i mod N), put back in set order; latencies are then measured under concurrency. No
+    more workers start than the largest set has queries (a warning says so): one never asked
+    would leave its banner unread. `start_workers` (default `options.executor`'s: `local_workers`
+    or harness.adapter.ray_executor's) starts them inside the run's ExitStack.
     """
     largest = max((len(query_set.queries) for query_set in query_sets), default=0)
     workers = max(1, min(options.workers, largest))
@@ -71,45 +130,29 @@ def run_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     if workers < options.workers:
         outcome.warnings.append(f"--workers {options.workers}: the largest set has {workers} queries, so {workers} "
                                 f"adapter{'s' if workers != 1 else ''} started")
-    results = outcome.results
+    executor = None  # the Ray executor's starter, which records where its workers ran
+    if start_workers is None and options.executor == "ray":
+        from harness.adapter import ray_executor  # optional extra [ray]: imported only when asked for
+        executor = ray_executor.RayWorkers(address=options.ray_address, worker_cpus=options.worker_cpus,
+                                           worker_gpus=options.worker_gpus)
     started = time.monotonic()
-    pending = list(query_sets)
+    run: AskingRun | None = None
     try:
         with contextlib.ExitStack() as stack:
-            adapters = (start_workers or local_workers)(dataclasses.replace(options, workers=workers), corpus_dir, stack)
-            if options.identify_first and not options.expect_banner and any(s.queries for s in query_sets):
-                for adapter in adapters:  # the banner, if any, comes before this first answer
-                    _warm_up(adapter, query_sets, dataclasses.replace(options, warmup=1))
-            if options.on_started is not None:
-                options.on_started([adapter.banner for adapter in adapters])
-            outcome.warmup_seconds = max(_warm_up(adapter, query_sets, options) for adapter in adapters)
-            asking_started = time.monotonic()
-            # One stream of replies per worker over every set, so a Ray actor goes on answering
-            # the next set while this one is evaluated (no round trip where each set starts).
-            streams = [_replies(adapter, _requests(query_sets, worker, len(adapters), options))
-                       for worker, adapter in enumerate(adapters)]
-            while pending:
-                query_set = pending[0]
-                k = options.k or query_set.k
-                answers: dict[str, Answer] = {}
-                try:
-                    _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
-                finally:
-                    results.append(evaluate_set(query_set, answers, k, options.metrics))
-                    pending.pop(0)
-            outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
-            outcome.banner = adapters[0].banner
-            startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
-            outcome.startup_seconds = max(startups) if startups else None
+            run = AskingRun(query_sets, dataclasses.replace(options, workers=workers), corpus_dir,
+                            start_workers or executor or local_workers, stack, outcome, list(query_sets))
+            yield run
     except KeyboardInterrupt:
         outcome.error = Interrupted(signal.SIGINT)
     except (AdapterError, Interrupted) as error:
         outcome.error = error
-    for query_set in pending:  # a run cut short: the sets not reached are present, with no answers
-        results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
+    for query_set in run.pending if run is not None else query_sets:  # a run cut short: unanswered
+        outcome.results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     outcome.duration_seconds = round(time.monotonic() - started, 3)
     outcome.warnings += tied_warning(outcome.tied_order_changed)
-    return outcome
+    if executor is not None:
+        outcome.executor = executor.provenance()
+        outcome.warnings += executor.warnings()
 
 
 def tied_warning(tied: Sequence[str]) -> list[str]:
@@ -121,19 +164,28 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
             f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
 
 
+class Worker(Protocol):
+    """What the run needs of a started worker (an AdapterProcess, a Ray actor's handle): `ask` times one
+    request; optionally `ask_stream(requests)` yields (Response, latency_seconds) in request order,
+    raising at the first failure after the replies before it (Ray: no round trip per query)."""
+
+    argv: list[str]
+    banner: dict | None
+    startup_seconds: float | None
+
+    def ask(self, request: Request) -> tuple[Response, float]: ...
+
+
 # The executor seam: (options, corpus_dir, stack) -> `options.workers` started workers, each
-# entered into `stack` (stopped when the run ends) and offering what AdapterProcess offers the
-# run: `ask(Request) -> (Response, latency_seconds)`, `banner`, `startup_seconds`; and, optionally,
-# `ask_stream(requests) -> iterator of (Response, latency_seconds)` in request order, raising at
-# the first failure after yielding the replies before it (Ray: no round trip per query).
-StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], list]
+# entered into `stack` (stopped when the run ends).
+StartWorkers = Callable[[RunOptions, Path, contextlib.ExitStack], Sequence[Worker]]
 
 
 def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitStack) -> list[AdapterProcess]:
     """`options.workers` adapter processes on this machine, reading the corpora in `corpus_dir`."""
     env = {CORPUS_DIR_ENV: str(corpus_dir)}
     return [stack.enter_context(AdapterProcess(
-        options.argv, log_path=worker_log(options.log_path, index, options.workers), env=env,
+        list(options.argv), log_path=options.worker_log(index), env=env,
         expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
         query_timeout=options.query_timeout, startup_limit=options.startup_limit,
         on_progress=options.on_startup_progress)) for index in range(options.workers)]
@@ -145,9 +197,8 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
     A run none of whose query ids is a query of the sets raises UsageError (exit 2); a partial
     match warns with counts.
     """
-    from harness.report import trec
-    run = trec.read_run(run_path)
-    missing_by_set = {query_set.name: trec.missing_from_run(run, query_set) for query_set in query_sets}
+    run = read_run(run_path)
+    missing_by_set = {query_set.name: missing_from_run(run, query_set) for query_set in query_sets}
     if run and all(len(missing_by_set[s.name]) == len(s.queries) for s in query_sets):
         # A run of another set would score every query as empty: a configuration error, not a result.
         names = ", ".join(s.name for s in query_sets)
@@ -161,20 +212,29 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
                             f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        result = evaluate_set(query_set, trec.answers_from_run(run, query_set, k), k, options.metrics)
+        result = evaluate_set(query_set, answers_from_run(run, query_set, k), k, options.metrics)
         results.append(dataclasses.replace(result, latency=Latency()))
-    unknown = trec.unknown_in_run(run, query_sets)
+    unknown = unknown_in_run(run, query_sets)
     if unknown:
         warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "
                         f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
     return RunOutcome(results, _now(), warnings=warnings)
 
 
-def worker_log(log_path: Path, index: int, workers: int) -> Path:
-    """One stderr log per worker; a single worker keeps the plain name."""
-    if workers == 1:
-        return log_path
-    return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
+def answers_from_run(run: Run, query_set: QuerySet, k: int) -> dict[str, Answer]:
+    """An Answer per query of `query_set` from a run read by `read_run`, for `--run-file`.
+
+    A query is found under `SET:QID` first, then under its bare qid. Ids are in trec_eval's
+    order of the run's scores (`trec_eval_order`), cut at k, with those scores. A query missing
+    from the run gets an empty answer (`missing_from_run` warns about them). Latency is 0.0:
+    nothing was timed, so latency gates do not apply.
+    """
+    answers: dict[str, Answer] = {}
+    for query in query_set.queries:
+        scores = run_scores(run, query_set.name, query.qid) or {}
+        top = trec_eval_order(scores)[:k]
+        answers[query.qid] = Answer(ids=tuple(top), scores=tuple(scores[doc_id] for doc_id in top), latency_seconds=0.0)
+    return answers
 
 
 def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options: RunOptions) -> list[Request]:
@@ -185,7 +245,7 @@ def _requests(query_sets: Sequence[QuerySet], worker: int, workers: int, options
             for _ in range(options.repeats)]
 
 
-def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
+def _ask_set(adapters: Sequence[Worker], streams: list[Iterator[tuple[Response, float]]], query_set: QuerySet,
              options: RunOptions, answers: dict[str, Answer], outcome: RunOutcome, progress: Progress | None) -> None:
     """Fill `answers` (qid -> Answer) from each worker's stream (`_requests`' order), and `outcome`'s
     queries whose repeats changed; raise the first AdapterError after every shard has stopped."""
@@ -232,7 +292,7 @@ def _ask_set(adapters: list[AdapterProcess], streams: list[Iterator[tuple[Respon
         raise errors[0]
 
 
-def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
+def _warm_up(adapter: Worker, query_sets: Sequence[QuerySet], options: RunOptions) -> float:
     """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
     if options.warmup <= 0:
         return 0.0
@@ -244,7 +304,7 @@ def _warm_up(adapter: AdapterProcess, query_sets: Sequence[QuerySet], options: R
     return round(time.perf_counter() - start, 6)
 
 
-def _replies(adapter, requests: list[Request]) -> Iterator[tuple[Response, float]]:
+def _replies(adapter: Worker, requests: list[Request]) -> Iterator[tuple[Response, float]]:
     """(response, latency) per request, in order: through the worker's `ask_stream` when it has one (a
     Ray actor takes them in one call and streams its replies, harness.adapter.ray_executor), else one `ask` at a time."""
     stream = getattr(adapter, "ask_stream", None)

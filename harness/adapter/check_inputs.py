@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.adapter.process import CORPUS_DIR_ENV
+from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.errors import UsageError
 from harness.sets.corpus import corpus_ids
 

@@ -1,4 +1,4 @@
-"""The conformance suite `check-adapter` runs against a live adapter: the checks and their table.
+"""The conformance suite `check-adapter` runs against a live adapter (the command prints their table).
 
 Each check asks the adapter real requests through the lenient driver (harness.adapter.probe:
 each violation is attributed to its check, a dead or desynchronised adapter restarted, so one
@@ -16,7 +16,6 @@ from harness.adapter.protocol import Request, decode_response
 from harness.adapter.probe import Exchange, LiveAdapter, shorten
 from harness.adapter.check_inputs import CORPUS_TEXTS, UNICODE_QUERIES, Corpus, long_query
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
-from harness.report.escape import terminal_line
 from harness.scoring.evaluate import ranking_change
 
 PROG = "python -m harness check-adapter"
@@ -237,12 +236,12 @@ def _named(queries: list[str]) -> str:
 
 def check_ids(suite: Suite) -> None:
     """Protocol rules on every JSON answer seen by any check; passes only on answers that carry ids."""
-    answered = [e for e in suite.adapter.exchanges if e.line is not None]
+    answered = [(e, e.line) for e in suite.adapter.exchanges if e.line is not None]
     problems = []
     with_ids = 0
-    for exchange in answered:
+    for exchange, line in answered:
         try:
-            response = decode_response(exchange.line, qid=exchange.label, k=exchange.request.k)
+            response = decode_response(line, qid=exchange.label, k=exchange.request.k)
         except ProtocolError as exc:
             problems.append(str(exc))
             continue
@@ -361,14 +360,6 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
     check_timeout(suite, timeout)
     check_banner(suite)
     return [suite.results[name] for name, _ in CHECKS]
-
-
-def render_table(results: list[CheckResult]) -> str:
-    """The check-adapter table; a detail may quote the adapter (banner, error replies): shown inert."""
-    width = max(len("check"), *(len(r.name) for r in results))
-    lines = [f"{'check':<{width}}  result  detail"]
-    lines += [f"{r.name:<{width}}  {r.result:<6}  {terminal_line(r.detail)}" for r in results]
-    return "\n".join(lines)
 
 
 def _join_problems(problems: list[str], labels: list[str]) -> str:

@@ -1,7 +1,7 @@
 """AdapterProcess: start, feed, time and stop one adapter; every failure becomes an AdapterError.
 
 The process mechanics are `harness.child.ChildProcess`'s, start-up progress lines are read past
-by `harness.adapter.process.read_startup_line`; this module is the strict policy on top: the
+by `harness.adapter.startup.read_startup_line`; this module is the strict policy on top: the
 first violation is terminal, and worded with the query, argv, log and stderr tail.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import AdapterError, Interrupted, ProtocolError, UsageError
-from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+from harness.adapter.startup import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
                                      ProgressCallback, StartupTimeout, read_startup_line)
 from harness.adapter.protocol import (Request, Response, decode_banner, decode_progress, decode_response,
                                       encode_request)
@@ -68,16 +68,16 @@ class AdapterProcess:
             try:
                 self._await_banner()
             except BaseException:
-                self._child.stop(0.0)
+                self._running.stop(0.0)
                 raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         interrupted = exc_type is not None and issubclass(exc_type, (Interrupted, KeyboardInterrupt))
         if self._failure is not None or interrupted:
-            self._child.stop(0.0)  # it already failed, or the user wants it stopped now
+            self._running.stop(0.0)  # it already failed, or the user wants it stopped now
             return
-        unread = self._child.stop(STOP_GRACE_SECONDS)
+        unread = self._running.stop(STOP_GRACE_SECONDS)
         lines = self._unasked_lines(unread)
         if exc_type is None and lines:
             # Lines nobody asked for, found once it exited: its answers were one (or more) off,
@@ -106,7 +106,7 @@ class AdapterProcess:
         """The first line that is no progress line; every failure an AdapterError."""
         allowed = self._allowed(stage)
         try:
-            return read_startup_line(self._child, spawned_at=self._spawned_at, silent_since=silent_since,
+            return read_startup_line(self._running, spawned_at=self._spawned_at, silent_since=silent_since,
                                      silence_seconds=allowed, limit_seconds=self.startup_limit,
                                      waiting="banner" if stage == _BANNER else "answer",
                                      silent_message=self._no_answer(stage), on_progress=self.on_progress)
@@ -191,7 +191,7 @@ class AdapterProcess:
         on its own after the last answer is caught too, not read as the next query's answer.
         """
         try:
-            stray = self._child.pending()
+            stray = self._running.pending()
         except StreamFailure:
             raise self._ended(label, _ANSWER) from None
         if stray:
@@ -231,13 +231,13 @@ class AdapterProcess:
     def _give_up(self, label: str | None, text: str) -> AdapterError:
         """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
-        self._child.stop(0.0)
+        self._running.stop(0.0)
         return self._error(label, f"{text}; its process group was killed")
 
     def _ended(self, label: str | None, stage: str) -> AdapterError:
         """stdout hit EOF or stdin broke: report how the adapter ended, if it did."""
         waiting_for = "printing the ready banner" if stage == _BANNER else "answering"
-        status = self._child.how_it_ended()
+        status = self._running.how_it_ended()
         return self._failed(label, f"{status} before {waiting_for}" if status is not None
                             else f"closed its stdout before {waiting_for} (still running)")
 
@@ -257,6 +257,13 @@ class AdapterProcess:
         else:
             lines.append("adapter stderr: (empty)")
         return AdapterError("\n".join(lines), argv=self.argv, qid=label, stderr_tail=tail)
+
+    @property
+    def _running(self) -> ChildProcess:
+        """The adapter's process, once `_start` spawned it."""
+        if self._child is None:
+            raise RuntimeError("the adapter was never started")
+        return self._child
 
     @property
     def pid(self) -> int | None:

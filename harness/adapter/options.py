@@ -1,23 +1,22 @@
-"""The options of a run: one record from the command line (or `harness.gate(**options)`) down to the asking stage.
+"""How a run asks its backend: one record from the command line (or `harness.gate(**options)`) to the asking stage.
 
 The command line builds it from argv, the API from keyword arguments; `harness.api` fills in
-what follows from the backend and the policy once (`argv`, `label`, `expect_banner`,
-`metrics`, `on_started`), and the asking stage and the executors read it as it is.
+what follows from the backend and the policy once (`argv`, `expect_banner`, `metrics`,
+`identify_first`), and the asking stage and the executors read it as it is. How the answers
+are gated and what the report records as given travel apart (`harness.api.GateOptions`).
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from harness.adapter.process import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
+from harness.adapter.startup import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
                                      ProgressCallback, check_waits)
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.errors import UsageError
-from harness.sets.shards import parse_shard
 
 DEFAULT_LOG = Path(".retrieval-gate/report.adapter.log")
 MAX_K = 10_000  # a response may hold at most k ids: this bounds every response the harness accepts
@@ -26,7 +25,7 @@ EXECUTORS = ("local", "ray")
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to ask and gate; every field has the command line's default (`harness.gate` documents each)."""
+    """How to ask; every field has the command line's default (`harness.gate` documents each)."""
 
     k: int | None = None
     expect_banner: bool = False
@@ -36,39 +35,24 @@ class RunOptions:
     warmup: int = 0
     repeats: int = 1
     workers: int = 1
-    condition: str | None = None
-    known_contract_failures: bool = False
-    allow_backend_change: bool = False
-    what_if_min_score: float | None = None
     max_window: int = DEFAULT_MAX_WINDOW  # characters a shown passage may span (docs/sets.md, evidence)
     log_path: Path = DEFAULT_LOG
     # Each start-up progress line of each worker's adapter, as it arrives (from the thread reading it).
     on_startup_progress: ProgressCallback | None = None
-    # Scale-out (docs/scale.md): ask only shard "I/N" of every set; run the workers on an executor.
-    shard: str | None = None
+    # Scale-out (docs/scale.md): run the workers on an executor.
     executor: str = "local"
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
     # Filled in by harness.api from the backend and the policy, once:
     argv: Sequence[str] = ()
-    label: str = ""
     metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
-    identify_first: bool = False   # ask one untimed query before on_started when the banner is not awaited
-    # Called with every worker's ready banner (None without one) once all have started, before any
-    # query (warm-up included): the identity check. It may raise a HarnessError to stop the run.
-    on_started: Callable[[list[dict | None]], None] | None = None
+    identify_first: bool = False   # ask one untimed query when the banner is not awaited, so start() shows it
 
     def __post_init__(self) -> None:
-        for name, kinds in _OPTION_TYPES.items():
-            value = getattr(self, name)
-            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-                wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
-                raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+        check_types(self, _OPTION_TYPES)
         if self.on_startup_progress is not None and not callable(self.on_startup_progress):
             raise UsageError("on_startup_progress: must be callable or None")
-        if self.shard is not None:
-            parse_shard(self.shard)
         if self.executor not in EXECUTORS:
             raise UsageError(f"--executor: one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         for name, value in (("--worker-cpus", self.worker_cpus), ("--worker-gpus", self.worker_gpus)):
@@ -78,16 +62,12 @@ class RunOptions:
             raise UsageError("--ray-address, --worker-cpus and --worker-gpus need --executor ray")
         if self.k is not None and self.k > MAX_K:
             raise UsageError(f"--k: at most {MAX_K} ids per query, got {self.k}")
-        for name, value, low in (("--k", self.k, 1), ("--repeats", self.repeats, 1), ("--warmup", self.warmup, 0),
-                                 ("--workers", self.workers, 1), ("--max-window", self.max_window, 1)):
-            if value is not None and value < low:
+        for name, value, low in (("--k", 1 if self.k is None else self.k, 1), ("--repeats", self.repeats, 1),
+                                 ("--warmup", self.warmup, 0), ("--workers", self.workers, 1),
+                                 ("--max-window", self.max_window, 1)):
+            if value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         check_waits(self.query_timeout, self.startup_timeout, self.startup_limit)
-        if self.what_if_min_score is not None and not math.isfinite(self.what_if_min_score):
-            # the report would carry it, and strict report JSON has no NaN or Infinity
-            raise UsageError(f"--what-if-min-score: must be a finite number, got {self.what_if_min_score}")
-        if self.condition not in (None, "cold", "warm"):
-            raise UsageError(f"--condition: 'cold' or 'warm', got {self.condition!r}")
 
     def settings(self) -> dict[str, object]:
         """What a report records of these options (provenance.settings): what changes a metric or a latency."""
@@ -96,14 +76,33 @@ class RunOptions:
                 "workers": self.workers, "latency_under_concurrency": self.workers > 1,
                 "max_window": self.max_window}
 
+    def worker_log(self, index: int) -> Path:
+        """Worker `index`'s stderr log: one per worker; a single worker keeps the plain name."""
+        log_path = Path(self.log_path)
+        if self.workers == 1:
+            return log_path
+        return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
 
-# The types a Python caller may give each option (the command line's parser gives these), so
-# `workers="2"` is one UsageError line and not a TypeError deep in the run.
+
+def option_names(record_type: type) -> frozenset[str]:
+    """The fields of an options record: what `harness.gate(**options)` may name."""
+    return frozenset(field.name for field in fields(record_type))
+
+
+def check_types(record: object, types: Mapping[str, tuple[type, ...]]) -> None:
+    """UsageError naming the option whose value (from a Python caller) is not of its types, so
+    `workers="2"` is one line and not a TypeError deep in the run; a bool is no int here."""
+    for name, kinds in types.items():
+        value = getattr(record, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise UsageError(f"{name}: must be {wanted}, got {type(value).__name__} {value!r:.60}")
+
+
+# The types a Python caller may give each option (the command line's parser gives these).
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "k": (int, type(None)), "expect_banner": (bool,), "query_timeout": (int, float),
     "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
-    "condition": (str, type(None)), "known_contract_failures": (bool,),
-    "what_if_min_score": (int, float, type(None)), "log_path": (str, os.PathLike),
-    "allow_backend_change": (bool,), "startup_limit": (int, float), "shard": (str, type(None)),
-    "executor": (str,), "ray_address": (str, type(None)), "worker_cpus": (int, float),
-    "worker_gpus": (int, float), "max_window": (int,)}
+    "log_path": (str, os.PathLike), "startup_limit": (int, float), "executor": (str,),
+    "ray_address": (str, type(None)), "worker_cpus": (int, float), "worker_gpus": (int, float),
+    "max_window": (int,)}

@@ -4,7 +4,7 @@ Unlike `harness.adapter.driver.AdapterProcess`, which rightly turns the first vi
 terminal error, this driver hands back each raw line so every violation can be attributed
 to the right check, and restarts an adapter whose stream can no longer be trusted. The
 process mechanics are `harness.child.ChildProcess`'s (stderr straight to the log file, no
-thread); start-up progress lines are read past by `harness.adapter.process.read_startup_line`.
+thread); start-up progress lines are read past by `harness.adapter.startup.read_startup_line`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
-from harness.adapter.process import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
+from harness.adapter.startup import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
 from harness.adapter.protocol import BANNER_TEXT_FIELDS, PROTOCOL_VERSION, Request, decode_banner, encode_request
 from harness.quoting import preview
 from harness.watchdog import TERM_GRACE_SECONDS
@@ -43,9 +43,9 @@ class Exchange:
     def label(self) -> str:
         return self.request.qid or "?"
 
-    def reply(self) -> dict | None:
-        """The answer as a JSON object, or None when there was no usable line."""
-        return None if self.line is None else json.loads(self.line)
+    def reply(self) -> dict:
+        """The answer as a JSON object (the line was checked to be one); {} when there was no usable line."""
+        return {} if self.line is None else json.loads(self.line)
 
     def outcome(self) -> str | None:
         """Why this exchange did not give a usable answer (failure, error reply, no id list), or None."""
@@ -222,7 +222,7 @@ class LiveAdapter:
         while True:
             try:
                 return read_startup_line(
-                    self._child, spawned_at=self._spawned_at, silent_since=silent_since, silence_seconds=allowed,
+                    self._running, spawned_at=self._spawned_at, silent_since=silent_since, silence_seconds=allowed,
                     limit_seconds=self.startup_limit, waiting="banner or answer", on_progress=self.on_progress,
                     silent_message=f"no banner, progress or answer within {allowed:g} s (start-up included)")
             except ProtocolError as exc:
@@ -241,7 +241,7 @@ class LiveAdapter:
 
     def _read_object(self, deadline: float) -> bytes:
         try:
-            line = self._child.read_line(deadline)
+            line = self._running.read_line(deadline)
         except StreamFailure as failure:
             raise self._lost(failure, f"no answer within {self.query_timeout:g} s") from None
         if _json_object(line) is None:
@@ -254,14 +254,21 @@ class LiveAdapter:
             return _Lost(late, timed_out=True)
         if failure.reason == StreamFailure.TOO_LONG:
             return _Lost(f"answer line longer than {MAX_LINE_BYTES} bytes")
-        return _Lost(self._child.how_it_ended() or "closed its stdout (still running)")
+        return _Lost(self._running.how_it_ended() or "closed its stdout (still running)")
 
     def _write(self, data: bytes, deadline: float) -> None:
         try:
-            self._child.write(data, deadline)
+            self._running.write(data, deadline)
         except StreamFailure as failure:
             raise self._lost(failure, f"could not write the request within {self.query_timeout:g} s "
                                       "(adapter not reading stdin)") from None
+
+    @property
+    def _running(self) -> ChildProcess:
+        """The adapter's process, started by `_ensure_started` and not stopped since."""
+        if self._child is None:
+            raise _Lost("not asked: the adapter is not running")
+        return self._child
 
     def _forget(self) -> None:
         self._child = None

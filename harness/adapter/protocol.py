@@ -106,7 +106,7 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     raises ProtocolError naming the query.
     """
     obj = _load_object(line, qid)
-    if (SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else SURROGATE_ESCAPE_TEXT).search(line):
+    if SURROGATE_ESCAPE_BYTES.search(line) if isinstance(line, bytes) else SURROGATE_ESCAPE_TEXT.search(line):
         where = lone_surrogate_at(obj)
         if where is not None:
             raise ProtocolError(f"query {qid}: {where} holds a lone surrogate escape (\\ud800-\\udfff), "
@@ -130,8 +130,8 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     if len(ids) > k:
         raise ProtocolError(f"query {qid}: 'ids' has {len(ids)} entries, more than k={k}")
     if len(set(ids)) != len(ids):
-        seen: set[str] = set()
-        repeated = next(doc_id for doc_id in ids if doc_id in seen or seen.add(doc_id))
+        first: dict[str, int] = {}  # the first id seen a second time
+        repeated = next(doc_id for index, doc_id in enumerate(ids) if first.setdefault(doc_id, index) != index)
         raise ProtocolError(f"query {qid}: 'ids' repeats {repeated!r}")
     scores = obj.get("scores")
     if scores is not None:

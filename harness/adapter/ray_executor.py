@@ -32,6 +32,7 @@ adapter.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import shutil
@@ -43,7 +44,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.adapter import ray_instance
-from harness.adapter.asking import CORPUS_DIR_ENV, RunOptions, worker_log
+from harness.adapter.options import RunOptions
+from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.driver import AdapterProcess
 from harness.child import STOP_GRACE_SECONDS, TERM_GRACE_SECONDS
 from harness.adapter.protocol import Request, Response
@@ -59,6 +61,7 @@ RAY_GRACE_SECONDS = 60.0           # beyond the adapter's own time-outs: Ray sch
 CHUNK_SECONDS = 0.1
 INSTALL_HINT = "--executor ray needs Ray: pip install 'retrieval-gate[ray]' (or pip install ray)"
 
+
 def _import_ray():
     try:
         import ray
@@ -67,9 +70,8 @@ def _import_ray():
     return ray
 
 
-
 class RayWorkers:
-    """The worker starter run_sets calls: connect to Ray, place `workers` actors, start their adapters.
+    """The worker starter `ask_sets` calls for `--executor ray`: connect to Ray, place `workers` actors, start their adapters.
 
     `address` None starts a local Ray instance (stopped at the end of the run); an address joins
     that cluster (`ray://host:10001` or a GCS `host:6379`). A process that has already called
@@ -83,6 +85,7 @@ class RayWorkers:
         self.worker_gpus = float(worker_gpus)
         self._record: dict[str, object] = {"name": "ray", "address": address, "worker_cpus": self.worker_cpus,
                                            "worker_gpus": self.worker_gpus}
+        self._workers: list[RayWorker] = []
 
     def provenance(self) -> dict[str, object]:
         """provenance.executor: Ray's version, where each worker ran, what starting Ray cost."""
@@ -91,8 +94,8 @@ class RayWorkers:
     def warnings(self) -> list[str]:
         """Workers at a higher niceness than this run: on a busy node their adapters wait behind
         other processes, so their latencies are longer than a local run's (docs/scale.md)."""
-        mine, workers = os.nice(0), self._record.get("workers", [])
-        nicer = sorted({worker["niceness"] for worker in workers if worker["niceness"] > mine})
+        mine = os.nice(0)
+        nicer = sorted({worker.niceness for worker in self._workers if worker.niceness > mine})
         return [f"--executor ray: workers at niceness {', '.join(map(str, nicer))} (this run: {mine}), and their "
                 f"adapters with them, answer later on a busy node than a local run's; start the cluster's nodes "
                 f"with {ray_instance.WORKER_NICENESS_ENV}={mine}"] if nicer else []
@@ -122,6 +125,7 @@ class RayWorkers:
             "connect_seconds": round(connected - began, 3),
             "startup_seconds": round(time.perf_counter() - began, 3),  # connect + place actors + start adapters
             "workers": [worker.placement for worker in workers]})
+        self._workers = workers
         return workers
 
     def _connect(self, ray, options: RunOptions, stack: contextlib.ExitStack) -> None:
@@ -166,9 +170,9 @@ def _set_environment(stack: contextlib.ExitStack, values: dict[str, str]) -> Non
 def _reload_ray_authentication() -> None:
     """Make Ray read RAY_AUTH_MODE and RAY_AUTH_TOKEN again: it caches them when first imported."""
     with contextlib.suppress(ImportError, AttributeError):  # Ray's private API; without it, the cached values
-        from ray._raylet import AuthenticationTokenLoader, Config
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
+        raylet = importlib.import_module("ray._raylet")  # looked up as it runs: its stub lacks these names
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 @contextlib.contextmanager
@@ -200,7 +204,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayWorker:
-    """The driver's handle on one actor: what run_sets needs from a worker (`ask`, `banner`, `startup_seconds`)."""
+    """The driver's handle on one actor: what the run needs of a worker (`asking.Worker`: `ask`, `banner`, ...)."""
 
     def __init__(self, ray, actor, index: int, options: RunOptions, *, resources: str) -> None:
         self._ray = ray
@@ -208,11 +212,12 @@ class RayWorker:
         self._actor = actor
         self.index = index
         self.options = options
+        self.argv = list(options.argv)
         self.banner: dict | None = None
         self.startup_seconds: float | None = None
         self.placement: dict[str, object] = {"worker": index + 1}
         self._failed = False
-        self._log_path = worker_log(Path(options.log_path).resolve(), index, options.workers)
+        self._log_path = options.worker_log(index).resolve()
         # A first answer may pay the adapter's start-up; Ray gets a grace on top of the adapter's time-outs.
         self._reply_seconds = options.startup_timeout + options.query_timeout + RAY_GRACE_SECONDS
 
@@ -229,11 +234,13 @@ class RayWorker:
     def finish_start(self, refs: tuple) -> None:
         """Its node first, so that a node lost while the adapter starts is named too."""
         where, start = refs
-        self.placement.update(self._get(where, RAY_GRACE_SECONDS, "start"))
+        placed = self._get(where, RAY_GRACE_SECONDS, "start")
+        self.placement.update(placed)
+        self.niceness: int = placed["niceness"]
         reply = self._get(start, self.options.startup_timeout + RAY_GRACE_SECONDS, "start")
         if "error" in reply:
             self._failed = True
-            raise AdapterError(reply["error"], argv=list(self.options.argv), stderr_tail=reply.get("stderr_tail", ""))
+            raise AdapterError(reply["error"], argv=self.argv, stderr_tail=reply.get("stderr_tail", ""))
         self.banner = reply["banner"]
         self.startup_seconds = reply["startup_seconds"]
         self.placement["adapter_pid"] = reply["adapter_pid"]
@@ -275,7 +282,7 @@ class RayWorker:
         if reply[0] == "error":
             self._failed = True
             _, message, qid, tail = reply
-            raise AdapterError(message, argv=list(self.options.argv), qid=qid, stderr_tail=tail)
+            raise AdapterError(message, argv=self.argv, qid=qid, stderr_tail=tail)
         _, response, latency = reply
         return response, latency
 
@@ -285,7 +292,7 @@ class RayWorker:
                               STOP_GRACE_SECONDS + TERM_GRACE_SECONDS + RAY_GRACE_SECONDS, "stop")
             self._kill()
             if reply is not None:
-                raise AdapterError(reply, argv=list(self.options.argv))
+                raise AdapterError(reply, argv=self.argv)
             return
         # The run failed or was interrupted: the actor may be inside a long query, so kill it at
         # once; its guard (harness/watchdog.py) stops the adapter's process group on its node.
@@ -316,7 +323,7 @@ class RayWorker:
             self._failed = True
             raise AdapterError(f"query {label}: {self._where()} died: {_first_line(exc)} "
                                f"[adapter: {' '.join(self.options.argv)}; log on its node: {self._log_path}]",
-                               argv=list(self.options.argv), qid=label) from None
+                               argv=self.argv, qid=label) from None
 
     def _timed_out(self, timeout: float, label: str) -> AdapterError:
         self._failed = True
@@ -324,7 +331,7 @@ class RayWorker:
         return AdapterError(f"query {label}: {self._where()} sent no reply within {timeout:g} s "
                             f"(node lost, or no node offers {self._resources}); "
                             f"the actor was killed [adapter: {' '.join(self.options.argv)}]",
-                            argv=list(self.options.argv), qid=label)
+                            argv=self.argv, qid=label)
 
 
 def _interruptibly(call):
@@ -379,10 +386,11 @@ class _AdapterActor:
     def ask(self, requests: list[Request], chunk_seconds: float):
         """A Ray generator: a reply per request, in order, in chunks of about `chunk_seconds` of
         answering; the first failure's reply ends it. The Response goes back whole (passages too)."""
-        chunk, began = [], time.perf_counter()
+        chunk: list[tuple] = []
+        began = time.perf_counter()
         for request in requests:
             try:
-                response, latency = self.adapter.ask(request)
+                response, latency = self._started().ask(request)
             except AdapterError as error:
                 yield [*chunk, ("error", str(error), error.qid, error.stderr_tail)]
                 return
@@ -396,13 +404,19 @@ class _AdapterActor:
     def stop(self) -> str | None:
         """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""
         try:
-            self.adapter.__exit__(None, None, None)
+            self._started().__exit__(None, None, None)
             return None
         except AdapterError as error:
             return str(error)
         finally:
             self._remove_folder()
 
+    def _started(self) -> AdapterProcess:
+        if self.adapter is None:  # the driver asks and stops only an actor whose start succeeded
+            raise AdapterError("the adapter did not start")
+        return self.adapter
+
     def _remove_folder(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-        release_folder(self.folder)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            release_folder(self.folder)

@@ -87,10 +87,12 @@ def _answer(search: SearchFunction, line: bytes) -> bytes:
 
 
 def _window(window: object) -> tuple[int, int] | None:
+    """A hit's window as two ints (a list from JSON too); None: the whole document."""
     if window is None:
         return None
-    start, end = window  # type: ignore[misc]
-    return int(start), int(end)
+    if not isinstance(window, Sequence) or len(window) != 2:
+        raise ProtocolError(f"a hit's window must be (start, end) or None, got {window!r:.60}")
+    return int(window[0]), int(window[1])
 
 
 def _write(writer: BinaryIO, data: bytes) -> None:

@@ -80,11 +80,11 @@ class ArgumentParser(argparse.ArgumentParser):
         self.commands = commands
         self._argv: list[str] = []
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         self._argv = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         hint = self.hint_for(message)
         super().error(message + (f"\n{hint}" if hint else ""))
 
@@ -269,7 +269,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
 def add_timeout_options(group, *, answer_help: str = "seconds to wait for each answer") -> None:
     """--timeout, --startup-timeout and --startup-limit, worded once for every command that starts an adapter."""
-    from harness.adapter.process import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
+    from harness.adapter.startup import QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS
 
     group.add_argument("--timeout", type=float, default=QUERY_TIMEOUT_SECONDS, metavar="S",
                        help=f"{answer_help} (default: {QUERY_TIMEOUT_SECONDS:g})")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.adapter.check_inputs import DEFAULT_KIND, PLAIN_QUERY_COUNT, prepare_corpus
-from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, Suite,
-                                    render_table, run_suite)
-from harness.adapter.process import CORPUS_DIR_ENV, check_waits, describe_progress
+from harness.adapter.checks import (CHECKS, DEFAULT_LOG, DEFAULT_QUERIES, EXIT_CHECK_FAILED, FAIL, PROG, CheckResult,
+                                    Suite, run_suite)
+from harness.adapter.startup import CORPUS_DIR_ENV, check_waits, describe_progress
 from harness.adapter.probe import LiveAdapter
 from harness.adapter.protocol import Progress
 from harness.child import log_tail
@@ -81,6 +81,14 @@ def main(argv: list[str]) -> int:
         # By now the adapter's group is killed and the temp corpus folder removed (unwinding did both).
         print(f"harness: error: {interrupted}; adapter stopped, temp folder removed", file=sys.stderr)
         return interrupted.exit_code
+
+
+def render_table(results: list[CheckResult]) -> str:
+    """The check-adapter table; a detail may quote the adapter (banner, error replies): shown inert."""
+    width = max(len("check"), *(len(r.name) for r in results))
+    lines = [f"{'check':<{width}}  result  detail"]
+    lines += [f"{r.name:<{width}}  {r.result:<6}  {terminal_line(r.detail)}" for r in results]
+    return "\n".join(lines)
 
 
 def _check(args: argparse.Namespace, command: list[str]) -> int:

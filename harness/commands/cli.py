@@ -6,22 +6,23 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.commands import guard, run
+from harness.commands import crash_guard, run
 from harness.commands.arguments import SUBCOMMANDS
 from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_block
 
+
 def main(argv: list[str] | None = None) -> int:
     """Every command's entry point: argv in, exit code out; no traceback ever reaches the user.
 
     A HarnessError is one `harness: error:` line and its code; SIGINT outside a command's own
-    handling is 130; a reader closing stdout ends quietly (harness.commands.guard); anything
+    handling is 130; a reader closing stdout ends quietly (harness.commands.crash_guard); anything
     else is a bug: one line, the traceback in a file, EXIT_INTERNAL.
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
-    with guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:
+    with crash_guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:
         code = _guarded(command, args_list)
     # A bug in a helper thread (stderr drain, a worker) may have cost results: never a verdict then.
     return EXIT_INTERNAL if thread_bugs and code < 128 else code
@@ -48,27 +49,27 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         print("harness: error: interrupted by SIGINT", file=sys.stderr)
         return 130
     except BrokenPipeError as error:
-        if not guard.stdout_is_closed():
-            return guard.report_internal_error(error, _traceback_path(command, args_list))
+        if not crash_guard.stdout_is_closed():
+            return crash_guard.report_internal_error(error, _traceback_path(command, args_list))
         # A subcommand's output is its result: cut short, it ends as a process killed by SIGPIPE
         # would (128 + 13), so `set -o pipefail` still sees it. The run command never gets here:
         # its verdict was decided and its report written before it printed (run.main).
-        guard.silence_closed_stdout()
+        crash_guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
-        refused = guard.stdout_refused(error)
+        refused = crash_guard.stdout_refused(error)
         if refused is not None:  # stdout read-only, closed or full: the environment, exit 2
             print(f"harness: error: {refused}", file=sys.stderr)
             return EXIT_CONFIG
-        return guard.report_internal_error(error, _traceback_path(command, args_list))
+        return crash_guard.report_internal_error(error, _traceback_path(command, args_list))
 
 
 def _traceback_path(command: str | None, args_list: list[str]) -> Path:
     """`.retrieval-gate/<command>.traceback.txt` for a subcommand; beside --out for the run command."""
     if command is not None:
-        return guard.TRACEBACK_FOLDER / f"{command}.traceback.txt"
+        return crash_guard.TRACEBACK_FOLDER / f"{command}.traceback.txt"
     try:
         out = run.parse(args_list)[0].out
     except Exception:  # noqa: BLE001 - the bug may be in parsing itself: use the default place
         out = run.DEFAULT_OUT
-    return guard.run_traceback_path(out)
+    return crash_guard.run_traceback_path(out)

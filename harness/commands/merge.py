@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness import api
-from harness.commands import guard
+from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, add_gating_options, command_parser, parse_arguments,
                                        resolve_layout)
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
@@ -51,10 +51,10 @@ def main(argv: list[str]) -> int:
                    "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
                    "--baseline": None if args.update_baseline else args.baseline})
     gated = not args.no_gate and not args.update_baseline
-    options = api.RunOptions(known_contract_failures=args.known_contract_failures,
+    gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
-                            offline=args.offline, gated=gated, options=options)
+                            offline=args.offline, gated=gated, gating=gating)
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
             for gate in report.failed_gates:
                 print(f"FAIL {gate.gate} {terminal_line(gate.message)}")
     except BrokenPipeError:
-        guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
+        crash_guard.silence_closed_stdout()  # `| head`: the merged report is written; its verdict stays the exit code
     if args.update_baseline:
         return update_baseline(args, report)
     return report.exit_code

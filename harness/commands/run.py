@@ -8,11 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from harness import __version__, api
+from harness import api
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
-from harness.commands import guard
+from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentParser, add_gating_options,
                                        add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        program_name, resolve_layout, split_adapter_command)
@@ -28,6 +28,7 @@ from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
 from harness.sets.loader import protected_files
+from harness.version import __version__
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
 EXAMPLES = """\
@@ -119,7 +120,7 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
-    log_path = guard.beside_out(args.out, ".adapter.log")
+    log_path = crash_guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
     if args.backend is None and not args.adapter and args.run_file is None:
         args.backend = team.backend
@@ -127,12 +128,14 @@ def main(args_list: list[str]) -> int:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
-        warmup=args.warmup, repeats=args.repeats, workers=args.workers, condition=args.condition,
-        known_contract_failures=args.known_contract_failures, what_if_min_score=args.what_if_min_score,
-        log_path=log_path, allow_backend_change=args.allow_backend_change, startup_limit=args.startup_limit,
+        warmup=args.warmup, repeats=args.repeats, workers=args.workers, log_path=log_path,
+        startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
-        max_window=args.max_window, shard=args.shard, executor=args.executor, ray_address=args.ray_address,
+        max_window=args.max_window, executor=args.executor, ray_address=args.ray_address,
         worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus)
+    gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
+                             allow_backend_change=args.allow_backend_change, condition=args.condition,
+                             what_if_min_score=args.what_if_min_score, shard=args.shard)
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
     # Every output checked before the first query: a typo must not cost a whole run.
@@ -145,7 +148,7 @@ def main(args_list: list[str]) -> int:
     report: Report | None = None
     try:
         report = api.run_gate(inputs, backend=adapter_argv if args.adapter else args.backend,
-                              run_file=args.run_file, options=options, progress=progress)
+                              run_file=args.run_file, options=options, gating=gating, progress=progress)
         if progress:
             progress.finish()
         write_outputs(report, args)
@@ -159,7 +162,7 @@ def main(args_list: list[str]) -> int:
         _print_run(report, args, log_path)
     except BrokenPipeError:
         # `... | head -1`: the reader has gone, the report is written; the run's verdict stays its exit code.
-        guard.silence_closed_stdout()
+        crash_guard.silence_closed_stdout()
     if report.error is not None:
         return report.exit_code
     if args.update_baseline:
@@ -172,7 +175,7 @@ def _write_crash_report(error: Exception, args: argparse.Namespace, inputs: Gate
     """The partial report of a run a bug stopped: its results when the run had finished (the bug was
     in an output), else the sets loaded and no results; `complete: false`, `error` the internal-error
     line, `exit_code` EXIT_INTERNAL. Best effort: it must not mask the bug."""
-    line = guard.internal_error_line(error, guard.run_traceback_path(args.out))
+    line = crash_guard.internal_error_line(error, crash_guard.run_traceback_path(args.out))
     if report is None:
         label = (" ".join(adapter_argv) if args.adapter else f"run-file {args.run_file}" if args.run_file
                  else args.backend or DEFAULT_BACKEND)

@@ -18,7 +18,7 @@ from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems,
                                     change_text, improvement_text, improvements, ordered_gates, plural, startup_text,
-                                    value_text, verdict)
+                                    value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -59,7 +59,7 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     lines.append("")
     if written:
         lines.append("  ".join(f"{what}: {path}" for what, path in written))
-    final = verdict(report)
+    final = verdict_of(report)
     lines.append(style.paint(final.status, terminal_line(final.line)))
     return "\n".join(lines) + "\n"
 

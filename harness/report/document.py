@@ -127,7 +127,7 @@ class Report:
 
     `complete` is False when the backend failed or the run was interrupted (`error` says how);
     such a report can never become a baseline. `exit_code` is the run's verdict: 0 pass, 1 a
-    gate failed, 2/3/128+n an error (see `verdict`).
+    gate failed, 2/3/128+n an error (see `exit_code_for`).
     """
 
     provenance: Provenance
@@ -170,7 +170,7 @@ class Report:
         return strict_json_dumps(self.to_dict(), what="report", indent=1, ensure_ascii=False) + "\n"
 
 
-def verdict(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
+def exit_code_for(error_exit_code: int | None, gates: Sequence[GateResult]) -> int:
     """The exit code of a run: its error's code if it failed, else 1 when any gate failed, else 0."""
     if error_exit_code is not None:
         return error_exit_code

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.errors import EXIT_OK, GatesFailed
 from harness.report.document import Report
-from harness.report.verdict import error_parts, ordered_gates, verdict
+from harness.report.verdict import error_parts, ordered_gates, verdict_of
 
 GATES_SHOWN = 10  # failed gates listed; the rest are counted (the report has them all)
 
@@ -16,7 +16,7 @@ def failure_text(report: Report, report_path: str | Path | None = None) -> str:
 
     Never the Report's repr: thousands of characters in a test log that say less than these lines.
     """
-    lines = [verdict(report).line]
+    lines = [verdict_of(report).line]
     if report.error:
         lines.append(f"  error: {error_parts(report.error)[0]}")
     failed = [gate for gate in ordered_gates(report) if gate.status == "fail"]

@@ -15,7 +15,7 @@ from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (REBASELINE_HINT, Verdict, backend_identity, baseline_identity, baseline_text,
                                     change_text, counts_line, error_parts, improvement_text, improvements,
                                     ordered_gates, short_message, startup_text, value_text)
-from harness.report.verdict import verdict as run_verdict
+from harness.report.verdict import verdict_of
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
@@ -36,7 +36,7 @@ def render_run_html(report: Report) -> str:
     the verdict, the gate counts, who answered and the baseline file (`provenance.extra["baseline"]`).
     """
     backend = report.provenance.backend.label
-    final = run_verdict(report)
+    final = verdict_of(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
     if report.error:  # its first line, then the adapter's stderr tail (if any) preformatted

@@ -22,7 +22,7 @@ from harness.report.document import Report
 from harness.report.escape import markdown_code, markdown_fence, markdown_text
 from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems, change_text,
                                     counts_line, error_parts, improvement_text, improvements, plural, set_level,
-                                    value_text, verdict)
+                                    value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
 MAX_QUERIES_LISTED = 10  # per failed gate; the rest are counted
@@ -31,7 +31,7 @@ STATUS_WORDS = {"fail": "❌ FAIL", "warn": "⚠️ WARN", "pass": "✅ pass"}
 
 def render_markdown(report: Report) -> str:
     """The summary, from the report alone: the gates' numbers fill the baseline and change columns."""
-    final = verdict(report)
+    final = verdict_of(report)
     lines = [f"### retrieval-gate: {final.word}", "", f"**{markdown_text(final.line)}**"]
     if report.gates:
         lines += ["", f"Gates: {counts_line(report)}."]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
-                                     ReportError, SetSource, verdict)
+                                     ReportError, SetSource, exit_code_for)
 from harness.scoring.flips import Flip
 from harness.measured import StrictReader, read_aggregates, read_latency, read_scope
 from harness.strict_json import read_json_file
@@ -65,7 +65,7 @@ def _read_report(reader: StrictReader) -> Report:
     error = reader.get("error", required=False).optional_text()
     return Report(
         provenance=_read_provenance(reader.get("provenance")), sets=sets, gates=gates, complete=complete,
-        error=error, exit_code=reader.get("exit_code").integer() if reader.has("exit_code") else verdict(None, gates),
+        error=error, exit_code=reader.get("exit_code").integer() if reader.has("exit_code") else exit_code_for(None, gates),
         warnings=reader.get("warnings").strings() if reader.has("warnings") else (),
         what_if=_mapping_or_none(reader.get("what_if", required=False)),
         previous_baseline=_mapping_or_none(reader.get("previous_baseline", required=False)),

@@ -1,12 +1,9 @@
-"""TREC interchange: write a report's rankings as a run file and a set's gold as qrels; read both back.
+"""TREC export: a report's rankings as a run file and its sets' gold as qrels, for trec_eval.
 
 Formats (what trec_eval reads; fields separated by any whitespace, so no id may contain any):
   run:   `qid Q0 docid rank score tag`, one retrieved document a line;
   qrels: `qid 0 docid grade`, one judgment a line.
-
-Query ids: with one set the query's own qid; with several sets in one file, `SET:QID`
-(e.g. `code:code-001`), so two sets may reuse a qid. `answers_from_run` accepts either
-spelling back.
+Query ids are spelled as `--run-file` reads them back (harness/sets/trec_input.py `trec_qid`).
 
 What trec_eval will and will not reproduce of a report:
 - per query, every reported metric (recall@5/10 = recall_5/10, precision@10 = P_10,
@@ -17,7 +14,7 @@ What trec_eval will and will not reproduce of a report:
   both), except that trec_eval re-sorts by score and breaks ties by docno descending, so a
   tied document that would move is nudged just below the one before it (`write_run` returns
   how many, `ExportNotes`); a query without usable scores is written n, n-1, ..., 1.
-  `read_run` orders as trec_eval 9.0.8 does and keeps the scores as written;
+  `--run-file` ranks as trec_eval 9.0.8 does (`scoring.metrics.trec_eval_order`);
 - judged coverage: grade 0 judgments are written as qrels lines with grade 0;
 - a query that returned nothing has no run line: give `trec_eval -c` so it counts as 0;
 - negative probes (`no_relevant`) have no qrels line, so trec_eval skips them; xfail and
@@ -31,27 +28,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.sets.corpus import _label
-from harness.errors import SetError, UsageError
-from harness.scoring.evaluate import Answer
-from harness.scoring.metrics import trec_eval_order, trec_eval_score
-from harness.fsutil import atomic_write_text, open_regular
+from harness.errors import UsageError
+from harness.scoring.metrics import trec_eval_score
+from harness.fsutil import atomic_write_text
 from harness.strict_json import is_finite_number
 from harness.records import QuerySet
 from harness.sets.loader import load_set
+from harness.sets.trec_input import trec_qid
 from harness.report.document import Report
 from harness.report.verdict import plural
 
 DEFAULT_RUN_TAG = "retrieval-gate"
-SET_SEPARATOR = ":"  # between set name and qid when a file holds several sets
-
-
-def trec_qid(set_name: str, qid: str, prefixed: bool) -> str:
-    """The query id written to a TREC file: `SET:QID` when several sets share the file."""
-    return f"{set_name}{SET_SEPARATOR}{qid}" if prefixed else qid
 
 
 def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str], ExportNotes]:
@@ -110,97 +100,6 @@ def write_qrels(query_sets: list[QuerySet], path: Path) -> None:
             for doc_id, grade in query.relevant.items():
                 lines.append(f"{qid} 0 {_check_token(doc_id, f'{where}: relevant')} {grade}\n")
     atomic_write_text(path, "".join(lines))
-
-
-def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
-    """Parse a TREC run: qid -> [(docid, score)] in the order trec_eval ranks them.
-
-    trec_eval ignores the rank column and sorts by score descending, breaking ties by
-    docno descending (byte order, which for UTF-8 is code-point order); so do we. The Q0
-    and tag columns are ignored too. A malformed line, a non-finite score or a docid
-    listed twice for one query raises UsageError naming file:line:field.
-    """
-    label = _label(path)
-    found: dict[str, dict[str, tuple[float, int]]] = {}
-    for number, fields in _fields(path, label, UsageError):
-        where = f"{label}:{number}"
-        if len(fields) != 6:
-            raise UsageError(f"{where}: expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}")
-        qid, _, doc_id, rank, score_text, _ = fields
-        try:
-            int(rank)
-        except ValueError:
-            raise UsageError(f"{where}: rank: {rank!r} is not an integer") from None
-        try:
-            score = float(score_text)
-        except ValueError:
-            raise UsageError(f"{where}: score: {score_text!r} is not a number") from None
-        if not math.isfinite(score):
-            raise UsageError(f"{where}: score: {score_text!r} is not finite")
-        docs = found.setdefault(qid, {})
-        if doc_id in docs:
-            raise UsageError(f"{where}: docid: {doc_id!r} already listed for query {qid!r} on line {docs[doc_id][1]}")
-        docs[doc_id] = (score, number)
-    return {qid: [(doc_id, docs[doc_id][0]) for doc_id in trec_eval_order({d: s for d, (s, _) in docs.items()})]
-            for qid, docs in found.items()}
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Parse TREC qrels: qid -> {docid: grade}, grades as written (0 and negatives kept).
-
-    The iteration column is ignored. A malformed line, a non-integer grade or a docid
-    judged twice for one query raises SetError naming file:line:field.
-    """
-    label = _label(path)
-    grades: dict[str, dict[str, int]] = {}
-    lines: dict[tuple[str, str], int] = {}
-    for number, fields in _fields(path, label, SetError):
-        where = f"{label}:{number}"
-        if len(fields) != 4:
-            raise SetError(f"{where}: expected 4 fields 'qid iteration docid grade', got {len(fields)}")
-        qid, _, doc_id, grade_text = fields
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise SetError(f"{where}: grade: {grade_text!r} is not an integer") from None
-        if (qid, doc_id) in lines:
-            raise SetError(f"{where}: docid: {doc_id!r} already judged for query {qid!r} on line {lines[qid, doc_id]}")
-        lines[qid, doc_id] = number
-        grades.setdefault(qid, {})[doc_id] = grade
-    return grades
-
-
-def answers_from_run(run: dict[str, list[tuple[str, float]]], query_set: QuerySet, k: int) -> dict[str, Answer]:
-    """An Answer per query of `query_set` from a parsed run (`read_run`), for `--run-file`.
-
-    A query is found under `SET:QID` first, then under its bare qid. Ids keep the run's
-    (trec_eval) order, cut at k, with the run's scores. A query missing from the run gets
-    an empty answer (see `missing_from_run` to warn about them). Latency is 0.0: nothing
-    was timed, so latency gates do not apply.
-    """
-    answers: dict[str, Answer] = {}
-    for query in query_set.queries:
-        top = (_run_entry(run, query_set.name, query.qid) or [])[:k]
-        answers[query.qid] = Answer(ids=tuple(doc_id for doc_id, _ in top),
-                                    scores=tuple(score for _, score in top), latency_seconds=0.0)
-    return answers
-
-
-def missing_from_run(run: Mapping[str, object], query_set: QuerySet) -> list[str]:
-    """qids of `query_set` the run has no line for, under either spelling (set order)."""
-    return [q.qid for q in query_set.queries if _run_entry(run, query_set.name, q.qid) is None]
-
-
-def unknown_in_run(run: Mapping[str, object], query_sets: Sequence[QuerySet]) -> list[str]:
-    """Run qids that match no query of `query_sets` under either spelling (sorted)."""
-    known = {spelling for query_set in query_sets for query in query_set.queries
-             for spelling in (query.qid, trec_qid(query_set.name, query.qid, True))}
-    return sorted(qid for qid in run if qid not in known)
-
-
-def _run_entry(run: Mapping, set_name: str, qid: str):
-    entry = run.get(trec_qid(set_name, qid, True))
-    return entry if entry is not None else run.get(qid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,19 +195,6 @@ def _check_token(value: object, what: str) -> str:
         raise UsageError(f"{what}: {value!r} is empty or contains whitespace, which the TREC format "
                          f"uses as its separator")
     return value
-
-
-def _fields(path: Path, label: str, error: type[Exception]) -> Iterator[tuple[int, list[str]]]:
-    """(line number, whitespace-separated fields) of each non-blank line; blank lines are skipped."""
-    with open_regular(path, error, label) as handle:  # a FIFO or device is refused, not read forever
-        for number, raw in enumerate(handle, start=1):
-            try:
-                # bytes.split() cuts at ASCII whitespace only, as trec_eval does.
-                fields = [field.decode("utf-8") for field in raw.split()]
-            except UnicodeDecodeError:
-                raise error(f"{label}:{number}: line is not valid UTF-8") from None
-            if fields:
-                yield number, fields
 
 
 # -- a report's sets, for export -------------------------------------------------------------------

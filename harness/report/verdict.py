@@ -117,7 +117,7 @@ def worst_failure(report: Report) -> str | None:
     return short_message(failed[0])
 
 
-def verdict(report: Report) -> Verdict:
+def verdict_of(report: Report) -> Verdict:
     """The run's one-line verdict, e.g. `FAILED: 3 of 27 gates (worst: dedupe overall recall@10 -19.8 points)`."""
     warned = len(report.warned_gates)
     warning_note = f", {plural(warned, 'warning')}" if warned else ""

@@ -68,7 +68,7 @@ def is_current_evidence(span: EvidenceSpan) -> bool:
     return span.label == "current" and span.supports_answer
 
 
-def verdict(windows: Sequence[Window], spans: Sequence[EvidenceSpan]) -> int | None:
+def exposure_verdict(windows: Sequence[Window], spans: Sequence[EvidenceSpan]) -> int | None:
     """1 current evidence exposed; None only unjudgeable evidence exposed; 0 otherwise."""
     shown = [span for window in windows for span in exposed(window, spans)]
     if any(is_current_evidence(span) for span in shown):
@@ -112,8 +112,8 @@ def canonical_figures(ids: Sequence[str], canonical: Sequence[str]) -> dict[str,
 
 def exposure_figures(windows: Sequence[Window], spans: Sequence[EvidenceSpan], prefix: str = "") -> dict[str, float | None]:
     """answer_hit@1/5/10, ku@1 and the two before-current figures for one list of windows."""
-    values = {f"{prefix}answer_hit@{depth}": _float(verdict(windows[:depth], spans)) for depth in ANSWER_HIT_DEPTHS}
-    values[f"{prefix}ku@1"] = _float(verdict(windows[:1], spans)) if windows else 0.0
+    values = {f"{prefix}answer_hit@{depth}": _float(exposure_verdict(windows[:depth], spans)) for depth in ANSWER_HIT_DEPTHS}
+    values[f"{prefix}ku@1"] = _float(exposure_verdict(windows[:1], spans)) if windows else 0.0
     values[f"{prefix}stale_before_current"] = _float(before_current(windows, spans, "stale"))
     values[f"{prefix}mixed_before_current"] = _float(before_current(windows, spans, "mixed"))
     return values

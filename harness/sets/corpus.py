@@ -13,22 +13,24 @@ from harness.fsutil import open_regular
 from harness.strict_json import SURROGATE_ESCAPE_BYTES, lone_surrogate_at
 from harness.records import Document
 
+Loader = Callable[[dict, Path, str, bool], list[Document]]
 MAX_LINE_BYTES = 1 << 20  # a committed corpus or queries line over 1 MiB is a mistake, not data
 
 
 def load_corpus(spec: object, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
     """Documents of the set's `corpus` spec, in a stable order; SetError on any problem."""
-    check_corpus_source(spec, where)
-    return _LOADERS[spec["source"]](spec, set_dir, where, offline)  # type: ignore[index]
+    checked = check_corpus_source(spec, where)
+    return _LOADERS[checked["source"]](checked, set_dir, where, offline)
 
 
-def check_corpus_source(spec: object, where: str) -> None:
-    """SetError unless `spec` is an object naming a known `source` (checked without loading anything)."""
+def check_corpus_source(spec: object, where: str) -> dict:
+    """`spec`, an object naming a known `source` (checked without loading anything); else SetError."""
     if not isinstance(spec, dict):
         raise SetError(f"{where}: corpus: must be an object with a 'source'")
     source = spec.get("source")
     if not isinstance(source, str) or source not in _LOADERS:
         raise SetError(f"{where}: corpus.source: {source!r} is not one of {sorted(_LOADERS)}")
+    return spec
 
 
 def corpus_hash(documents: Sequence[Document]) -> str:
@@ -142,12 +144,10 @@ def contained_path_problem(folder: Path, relative: str) -> str | None:
     return None
 
 
-def _load_from(module_name: str) -> Callable[[dict, Path, str, bool], list[Document]]:
+def _imported(module_name: str) -> Loader:
+    """The `load_documents` of a source's own module, imported when a set first uses that source."""
     def load(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
-        module = importlib.import_module(module_name)
-        if module_name.endswith("sdist_source"):
-            return module.load_documents(spec, set_dir, where, offline=offline)
-        return module.load_documents(spec, set_dir, where)
+        return importlib.import_module(module_name).load_documents(spec, set_dir, where, offline=offline)
     return load
 
 
@@ -159,8 +159,10 @@ def _label(path: Path) -> str:
         return str(path)
 
 
-_LOADERS: dict[str, Callable[[dict, Path, str, bool], list[Document]]] = {
+# source -> its loader, one signature: (spec, set_dir, where, offline) -> documents. `offline`
+# forbids fetching; only pypi-sdist fetches (jsonl and git read files already on the machine).
+_LOADERS: dict[str, Loader] = {
     "jsonl": _load_jsonl,
-    "pypi-sdist": _load_from("harness.sets.sdist_source"),
-    "git": _load_from("harness.sets.git_source"),
+    "pypi-sdist": _imported("harness.sets.sdist_source"),
+    "git": _imported("harness.sets.git_source"),
 }

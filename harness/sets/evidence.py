@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
+from typing import TypedDict
 
 from harness.errors import SetError
 from harness.records import Document, EvidenceSpan, Query
@@ -21,7 +22,16 @@ QUERY_FIELDS = ("evidence", "intent", "canonical", "forbid_stale_before_current"
 _ISO_DATE = re.compile(r"(?<!\d)(\d{4}-\d{2}-\d{2})(?!\d)")
 
 
-def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], where: str) -> dict[str, object]:
+class QueryEvidence(TypedDict):
+    """The evidence fields of a Query, as its keyword arguments."""
+
+    evidence: tuple[EvidenceSpan, ...]
+    intent: str | None
+    canonical: tuple[str, ...]
+    forbid_stale_before_current: bool
+
+
+def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], where: str) -> QueryEvidence:
     """The Query keyword arguments for the evidence fields of one queries.jsonl object.
 
     Checks shapes and the rules that need no corpus: labels, offsets, intent with its ISO date,
@@ -30,7 +40,7 @@ def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], w
     spans = _spans(obj.get("evidence", []), where)
     intent = obj.get("intent")
     if intent is not None:
-        if intent not in INTENTS:
+        if not isinstance(intent, str) or intent not in INTENTS:
             raise SetError(f"{where}: intent: {intent!r} is not one of {', '.join(INTENTS)}")
         if intent == "historical" and not query_dates(str(obj.get("query", ""))):
             raise SetError(f"{where}: intent: historical queries must name an ISO date (YYYY-MM-DD) in the query text")
@@ -47,8 +57,8 @@ def parse_query_fields(obj: Mapping[str, object], relevant: Mapping[str, int], w
         raise SetError(f"{where}: forbid_stale_before_current: must be true or false")
     if forbid and not any(span.label == "stale" for span in spans):
         raise SetError(f"{where}: forbid_stale_before_current: the query has no span labelled stale")
-    return {"evidence": spans, "intent": intent, "canonical": tuple(canonical),
-            "forbid_stale_before_current": forbid}
+    return QueryEvidence(evidence=spans, intent=intent, canonical=tuple(canonical),
+                         forbid_stale_before_current=forbid)
 
 
 def passage_hint(meta: Mapping[str, object], where: str) -> dict[str, int] | None:

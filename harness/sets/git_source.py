@@ -10,6 +10,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -27,19 +28,19 @@ _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MODE_KINDS = {b"100644": FILE, b"100755": FILE, b"120000": SYMLINK, b"160000": SUBMODULE}
 
 
-def load_documents(spec: dict, set_dir: Path, where: str) -> list[Document]:
+def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = False) -> list[Document]:
     """Documents of a `git` corpus spec, sorted by id (repository paths).
 
-    `repo` is absolute or relative to `set_dir`. Only regular blobs (modes 100644 and
-    100755) become documents; symlinks and submodules are skipped. Raises `SetError`
-    on any problem, including a commit that is not in the repository.
+    `repo` is absolute or relative to `set_dir`. Only regular blobs (modes 100644 and 100755)
+    become documents; symlinks and submodules are skipped. Raises `SetError` on any problem,
+    including a commit that is not in the repository. `offline` changes nothing (a local
+    repository is never fetched from); it is the corpus sources' one signature (sets/corpus.py).
     """
     repo, commit, selection = _parse_spec(spec, set_dir, where)
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
     with _BlobReader(repo, where) as blobs:
-        # A lazy read per blob; its size comes from `ls-tree -l`, so the Selector checked the limit before.
-        members = [Member(path, kind, size, lambda limit, oid=oid, path=path: blobs.read(oid, path))
+        members = [Member(path, kind, size, blobs.reader(oid, path))
                    for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
         return selector.finish()
@@ -147,6 +148,10 @@ class _BlobReader:
         self._watchdog.daemon = True
         self._watchdog.start()
         return self._process
+
+    def reader(self, oid: str, path: str) -> Callable[[int], bytes]:
+        """A Member's lazy read of blob `oid`: its size came from `ls-tree -l`, so the limit was checked before."""
+        return lambda limit: self.read(oid, path)
 
     def read(self, oid: str, path: str) -> bytes:
         """The bytes of blob `oid` (the same blob under two paths is read once)."""

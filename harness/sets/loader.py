@@ -45,9 +45,9 @@ def safe_name_problem(value: object) -> str | None:
 def safe_name(value: object, field: str, where: str = "") -> str:
     """`value` when it is a safe file name (see SAFE_NAME), else SetError `where: field: why`."""
     problem = safe_name_problem(value)
-    if problem:
-        raise SetError(f"{where + ': ' if where else ''}{field}: {problem}")
-    return value  # type: ignore[return-value]
+    if problem is None and isinstance(value, str):  # the first rule: a non-empty string
+        return value
+    raise SetError(f"{where + ': ' if where else ''}{field}: {problem}")
 
 
 def check_sets_dir(sets_dir: Path) -> None:
@@ -325,7 +325,7 @@ def _parse_query(obj: dict, where: str, line: int) -> Query:
         rank_before=_rank_rules(obj.get("rank_before"), where), no_relevant=no_relevant,
         xfail=outcome == "xfail", measure_only=_flag(obj, "measure_only", where),
         max_score=float(max_score) if max_score is not None else None, line=line,
-        **evidence.parse_query_fields(obj, relevant, where),  # type: ignore[arg-type]
+        **evidence.parse_query_fields(obj, relevant, where),
     )
 
 

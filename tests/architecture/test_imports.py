@@ -12,8 +12,7 @@ from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
 BASE = {"child", "errors", "fsutil", "interrupts", "measured", "quoting", "records", "shipped", "strict_json", "text",
-        "watchdog",
-        "__init__"}
+        "version", "watchdog", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),
@@ -22,7 +21,7 @@ ALLOWED = {
     "scoring": set(),
     "gating": {"scoring"},
     "report": {"scoring", "gating", "sets"},
-    "adapter": {"sets", "scoring", "report"},
+    "adapter": {"sets", "scoring"},
     "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
     "layout": {"sets", "adapter", "gating"},  # harness/layout.py: the team's folders, config and defaults
     "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
@@ -57,7 +56,7 @@ def package_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "facade"
-    if parts[1] in BASE or parts[1] == "__version__":
+    if parts[1] in BASE:
         return "base"
     return parts[1]
 
@@ -133,6 +132,17 @@ def test_imports_point_one_way():
             there = package_of(module)
             if there not in (here, "base") and there not in ALLOWED[here]:
                 offenders.append(f"{path.relative_to(HARNESS)}:{line}: {here} imports {module}")
+    assert offenders == []
+
+
+def test_only_the_package_facade_imports_from_it_and_only_modules():
+    """`from harness import NAME` in harness/ names a module, never a name the facade (harness/__init__.py)
+    defines: the facade imports the API, so a name taken from it would close a circle (the version lives in
+    harness/version.py for this)."""
+    modules = {dotted for _, dotted in harness_files()}
+    offenders = [f"{path.relative_to(HARNESS)}:{line}: {module}" for path, dotted in harness_files()
+                 for line, module in imported_modules(path)
+                 if module.count(".") == 1 and module.startswith("harness.") and module not in modules]
     assert offenders == []
 
 

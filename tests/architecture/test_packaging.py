@@ -40,3 +40,14 @@ def test_the_shipped_sets_and_baselines_travel_whole():
     data = setuptools_config()["package-data"]
     assert data == {"harness._shipped.sets": ["**/*"], "harness._shipped.baselines": ["**/*.json"]}
     assert not [path for path in (REPO_ROOT / "baselines").rglob("*") if path.is_file() and path.suffix != ".json"]
+
+
+def test_the_version_has_one_home():
+    """harness/version.py: the wheel's version is read from it, and `harness.__version__` is it."""
+    import harness
+    from harness import version
+    with (REPO_ROOT / "pyproject.toml").open("rb") as handle:
+        project = tomllib.load(handle)["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert setuptools_config()["dynamic"]["version"] == {"attr": "harness.version.__version__"}
+    assert harness.__version__ == version.__version__

@@ -329,7 +329,7 @@ def test_a_banner_nobody_asked_for_is_not_an_answer_out_of_step(tmp_path):
 
 
 def test_more_workers_than_queries_run_correctly(tmp_path):
-    from harness.adapter.asking import run_sets
+    from harness.adapter.asking import ask_sets
     from harness.adapter.options import RunOptions
     from harness.sets.materialise import materialise_corpora
     from harness.sets.loader import load_set
@@ -339,12 +339,40 @@ def test_more_workers_than_queries_run_correctly(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     materialise_corpora([tiny], corpus)
-    options = RunOptions(argv=[sys.executable, str(FIXTURES / "good.py"), "--banner"], label="good",
+    options = RunOptions(argv=[sys.executable, str(FIXTURES / "good.py"), "--banner"],
                          log_path=tmp_path / "logs" / "adapter.log", workers=len(tiny.queries) + 3, **FAST)
-    outcome = run_sets([tiny], options, corpus)
+    with ask_sets([tiny], options, corpus) as run:
+        run.start()
+        run.ask()
+    outcome = run.outcome
     assert outcome.error is None, outcome.error
     assert outcome.complete
     assert [row.qid for row in outcome.results[0].queries] == [q.qid for q in tiny.queries]
     assert outcome.warnings == [f"--workers {len(tiny.queries) + 3}: the largest set has {len(tiny.queries)} "
                                 f"queries, so {len(tiny.queries)} adapters started"]
     assert outcome.workers == len(tiny.queries)
+
+
+@pytest.mark.parametrize("expect_banner, identify_first, name", [(True, False, "good"), (False, False, None),
+                                                                 (False, True, "good")])
+def test_start_gives_each_workers_banner_before_any_timed_query(tmp_path, expect_banner, identify_first, name):
+    """A banner awaited is read at start; one not awaited shows with the first answer, so identify_first asks
+    one untimed query per worker in start() (the API's identity check needs it); otherwise start() has None."""
+    from harness.adapter.asking import ask_sets
+    from harness.adapter.options import RunOptions
+    from harness.sets.materialise import materialise_corpora
+    from harness.sets.loader import load_set
+    from tests.conftest import TINY_SET
+
+    tiny = load_set(TINY_SET)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    materialise_corpora([tiny], corpus)
+    options = RunOptions(argv=[sys.executable, str(FIXTURES / "good.py"), "--banner"], workers=2,
+                         log_path=tmp_path / "adapter.log", expect_banner=expect_banner,
+                         identify_first=identify_first, **FAST)
+    with ask_sets([tiny], options, corpus) as run:
+        assert [banner and banner["name"] for banner in run.start().banners] == [name, name]
+        run.ask()
+    assert run.outcome.error is None and run.outcome.complete
+    assert run.outcome.banner["name"] == "good"

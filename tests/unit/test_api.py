@@ -30,6 +30,11 @@ def test_harness_error_and_usage_error_are_importable_from_harness():
     ({"sets_dir": None}, "sets_dir: must be a path"),
     ({"query_timeout": 1e10}, "--timeout: must be a positive number of seconds up to 1e+06, got 1e+10"),
     ({"no_such_option": 1}, "no_such_option: not an option of harness.gate"),
+    # the gating and report options (GateOptions), checked alike
+    ({"known_contract_failures": "yes"}, "known_contract_failures: must be bool, got str 'yes'"),
+    ({"condition": "hot"}, "--condition: 'cold' or 'warm', got 'hot'"),
+    ({"what_if_min_score": float("nan")}, "--what-if-min-score: must be a finite number, got nan"),
+    ({"shard": "5/4"}, "--shard: I must be 1..4"),
 ])
 def test_wrong_types_are_one_usage_error_line(arguments, message):
     arguments = {"baseline": None, **arguments}

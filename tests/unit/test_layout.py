@@ -163,3 +163,9 @@ def test_sets_list_marks_a_shadowed_shipped_set(team, monkeypatch, capsys):
     assert [line.split()[0] for line in lines] == ["memory", *SHIPPED]
     assert " sets " in lines[0] and "shipped, shadowed by sets/memory" in lines[1 + SHIPPED.index("memory")]
     assert lines[1].split()[4] == "shipped" and "shadowed" not in lines[1]
+
+
+def test_the_config_record_types_every_key_the_config_may_hold():
+    import typing
+    from harness.layout import CONFIG_KEYS, Config
+    assert typing.get_type_hints(Config) == {key: type(default) for key, (_, default) in CONFIG_KEYS.items()}

@@ -72,3 +72,16 @@ def test_index_for_names_the_kinds_served():
     assert index_for(indexes, "code") == "code-index"
     replies = run_serve(lambda kind, query, k: [index_for(indexes, kind)], ['{"kind":"dedupe","query":"q","k":1}'])
     assert replies[0]["error"] == "unknown kind 'dedupe': this adapter serves ['code', 'memory']"
+
+
+def test_hit_windows_from_a_tuple_or_a_json_list_and_a_malformed_one_named():
+    import pytest
+    from harness.errors import ProtocolError
+
+    def search(kind, query, k):
+        return [("a", 2.0, (0, 5)), ("b", 1.0, [3, 9]), ("c", 0.5, None)] if query == "ok" else [("a", 1.0, (1, 2, 3))]
+    replies = run_serve(search, ['{"kind":"c","query":"ok","k":3}'])
+    assert replies == [{"ids": ["a", "b", "c"], "scores": [2.0, 1.0, 0.5],
+                        "passages": [{"start": 0, "end": 5}, {"start": 3, "end": 9}, None]}]
+    with pytest.raises(ProtocolError, match=r"a hit's window must be \(start, end\) or None, got \(1, 2, 3\)"):
+        run_serve(search, ['{"kind":"c","query":"bad","k":1}'])

@@ -1,12 +1,16 @@
-"""run_sets gives each worker one stream of requests over every set (harness.adapter.asking), so an
-executor that batches (Ray) goes on answering across a set's end; workers are stand-ins, no process."""
+"""The asking stage (harness.adapter.asking `ask_sets`) with stand-in workers, no process: each worker gets one
+stream of requests over every set, so an executor that batches (Ray) goes on answering across a set's end; the
+workers' banners come back from start() before any query is asked."""
 
 import dataclasses
 from pathlib import Path
 
-from harness.adapter.asking import run_sets
+import pytest
+
+from harness.adapter.asking import ask_sets
 from harness.adapter.options import RunOptions
 from harness.adapter.protocol import Response
+from harness.errors import AdapterError, Interrupted, UsageError
 from harness.sets.loader import load_set
 from tests.conftest import TINY_SET
 
@@ -32,8 +36,11 @@ def test_each_worker_gets_one_stream_of_its_shard_of_every_set_in_set_order(tmp_
     tiny = load_set(TINY_SET)
     other = dataclasses.replace(tiny, name="tiny-again", k=5)
     workers = [_StreamingWorker(), _StreamingWorker()]
-    options = RunOptions(argv=["x"], label="x", log_path=Path(tmp_path / "log"), workers=2, repeats=2)
-    outcome = run_sets([tiny, other], options, tmp_path, start_workers=lambda options, corpus, stack: workers)
+    options = RunOptions(argv=["x"], log_path=Path(tmp_path / "log"), workers=2, repeats=2)
+    with ask_sets([tiny, other], options, tmp_path, start_workers=lambda options, corpus, stack: workers) as run:
+        assert run.start().banners == (None, None) and workers[0].streams == []  # nothing asked yet
+        run.ask()
+    outcome = run.outcome
     assert outcome.error is None and outcome.complete
     for index, worker in enumerate(workers):
         mine = [query.qid for query in tiny.queries][index::2]
@@ -43,3 +50,44 @@ def test_each_worker_gets_one_stream_of_its_shard_of_every_set_in_set_order(tmp_
     for result in outcome.results:  # answers land in their own set, in set order
         assert [row.qid for row in result.queries] == [query.qid for query in tiny.queries]
         assert all(row.ids == (row.qid,) for row in result.queries)
+
+
+class _NamedWorker(_StreamingWorker):
+    def __init__(self, name):
+        super().__init__()
+        self.banner = {"ready": True, "name": name}
+
+
+def test_start_returns_the_banners_and_a_refusal_after_it_asks_nothing_and_propagates(tmp_path):
+    """The API checks who answers between start() and ask(): what it raises (a UsageError here, as the
+    identity check raises a HarnessError) stops the run before any query and reaches the caller."""
+    tiny = load_set(TINY_SET)
+    workers = [_NamedWorker("a"), _NamedWorker("b")]
+    options = RunOptions(argv=["x"], log_path=Path(tmp_path / "log"), workers=2)
+    with pytest.raises(UsageError, match="not the recorded backend"):
+        with ask_sets([tiny], options, tmp_path, start_workers=lambda options, corpus, stack: workers) as run:
+            banners = run.start().banners
+            assert [banner["name"] for banner in banners] == ["a", "b"]
+            raise UsageError("not the recorded backend")
+    assert [worker.streams for worker in workers] == [[], []]
+
+
+@pytest.mark.parametrize("failure", [AdapterError("the adapter crashed at start"), KeyboardInterrupt()],
+                         ids=["backend failure", "interrupt"])
+def test_a_failed_start_is_the_outcome_not_an_exception_and_nothing_after_it_runs(tmp_path, failure):
+    tiny = load_set(TINY_SET)
+
+    def start_workers(options, corpus, stack):
+        raise failure
+
+    after_start = []
+    with ask_sets([tiny], RunOptions(argv=["x"], log_path=Path(tmp_path / "log")), tmp_path, start_workers) as run:
+        run.start()
+        after_start.append("reached")
+    assert after_start == []
+    error = run.outcome.error
+    assert (error is failure) if isinstance(failure, AdapterError) else (isinstance(error, Interrupted)
+                                                                         and error.exit_code == 130)
+    # the set not reached is present, with no answer: 0 of its 7 queries
+    assert [(r.name, len(r.queries), r.query_count) for r in run.outcome.results] == [("tiny", 0, 7)]
+    assert not run.outcome.complete

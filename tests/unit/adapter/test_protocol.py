@@ -65,6 +65,11 @@ def test_bad_responses_name_the_query_and_rule(line, message):
     assert message in str(caught.value)
 
 
+def test_a_repeated_id_named_is_the_first_one_seen_twice():
+    with pytest.raises(ProtocolError, match="repeats 'a'"):  # 'a' repeats at position 3, before 'b' does at 4
+        decode_response(b'{"ids": ["b", "a", "a", "b"]}', qid="q", k=10)
+
+
 def test_banner_detection():
     banner = encode_banner(name="bm25", version="1")
     assert decode_banner(banner) == {"ready": True, "protocol": 1, "name": "bm25", "version": "1"}

@@ -67,7 +67,7 @@ class _FakeRay:
 def test_an_interrupt_out_of_rays_connect_stays_an_interrupt_not_a_backend_failure(tmp_path):
     workers = ray_executor.RayWorkers.__new__(ray_executor.RayWorkers)
     workers.address, workers.worker_cpus = "127.0.0.1:1", 1.0
-    options = RunOptions(argv=["x"], label="x", log_path=Path(tmp_path / "log"))
+    options = RunOptions(argv=["x"], log_path=Path(tmp_path / "log"))
     with contextlib.ExitStack() as stack:
         with pytest.raises(Interrupted):
             workers._connect(_FakeRay(Interrupted(signal.SIGINT)), options, stack)
@@ -159,7 +159,7 @@ class _StreamingActor:
 
 
 def _worker(ray, actor, tmp_path):
-    return ray_executor.RayWorker(ray, actor, 0, RunOptions(argv=["x"], label="x", log_path=Path(tmp_path / "log")),
+    return ray_executor.RayWorker(ray, actor, 0, RunOptions(argv=["x"], log_path=Path(tmp_path / "log")),
                                   resources="cpus=1")
 
 

@@ -15,7 +15,7 @@ class StandInAPI(types.SimpleNamespace):
     """Records load_inputs / run_gate calls; returns `report`."""
 
     def __init__(self, report, load_error=None):
-        super().__init__(RunOptions=real_api.RunOptions, calls=[], report=report, load_error=load_error, written=[])
+        super().__init__(RunOptions=real_api.RunOptions, GateOptions=real_api.GateOptions, calls=[], report=report, load_error=load_error, written=[])
 
     def load_inputs(self, sets, **kwargs):
         self.calls.append(("load_inputs", list(sets), kwargs))

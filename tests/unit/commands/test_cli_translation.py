@@ -27,9 +27,9 @@ def test_options_reach_the_api_as_given(stand_in, tmp_path):
     (_, sets, load), (_, run) = fake.calls
     assert sets == ["code", "memory"] and load["layout"].baseline == tmp_path / "b.json" and load["gated"] and load["k"] == 20
     assert run["backend"] == ["./mine", "--x"] and run["run_file"] is None
-    options = run["options"]
+    options, gating = run["options"], run["gating"]
     assert (options.k, options.query_timeout, options.workers, options.warmup, options.repeats) == (20, 4.0, 2, 3, 2)
-    assert options.condition == "cold" and options.known_contract_failures
+    assert gating.condition == "cold" and gating.known_contract_failures and not gating.allow_backend_change
     assert options.log_path == tmp_path / "r.adapter.log"
 
 

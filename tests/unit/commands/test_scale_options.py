@@ -16,7 +16,7 @@ def test_scale_options_reach_the_api(stand_in, tmp_path):  # noqa: F811
               "--ray-address", "head:6379", "--worker-cpus", "0.5", "--worker-gpus", "1", "--workers", "3"])
     (_, _, load), (_, run) = fake.calls
     options = run["options"]
-    assert (options.shard, options.executor, options.ray_address, options.worker_cpus, options.worker_gpus,
+    assert (run["gating"].shard, options.executor, options.ray_address, options.worker_cpus, options.worker_gpus,
             options.workers) == ("2/4", "ray", "head:6379", 0.5, 1.0, 3)
     assert load["gated"] is False  # a shard is gated by `merge`, never alone
 
@@ -24,8 +24,8 @@ def test_scale_options_reach_the_api(stand_in, tmp_path):  # noqa: F811
 def test_defaults_are_unsharded_and_local(stand_in, tmp_path):  # noqa: F811
     fake = stand_in(gated_report())
     cli.main(["--out", str(tmp_path / "r.json"), "--quiet"])
-    options = fake.calls[1][1]["options"]
-    assert (options.shard, options.executor, options.ray_address) == (None, "local", None)
+    options, gating = fake.calls[1][1]["options"], fake.calls[1][1]["gating"]
+    assert (gating.shard, options.executor, options.ray_address) == (None, "local", None)
 
 
 @pytest.mark.parametrize("argv, message", [

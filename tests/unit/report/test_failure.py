@@ -4,7 +4,7 @@ import pytest
 
 from harness.errors import GatesFailed
 from harness.report.failure import GATES_SHOWN, failure_text, raise_for_gates
-from harness.report.verdict import verdict
+from harness.report.verdict import verdict_of
 from tests.reports import BASE_ANSWERS, crashed_report, gated_report
 
 
@@ -20,7 +20,7 @@ def test_failed_gates_are_the_verdict_line_one_line_each_and_the_report_path():
     lines = str(raised.value).splitlines()
     failed = report.failed_gates
     assert raised.value.exit_code == 1 and len(failed) >= 2
-    assert lines[0] == verdict(report).line
+    assert lines[0] == verdict_of(report).line
     assert sorted(lines[1:-1]) == sorted(f"  FAIL {g.gate} {g.message}" for g in failed)
     assert lines[-1] == "report: out/report.json"
 
@@ -29,7 +29,7 @@ def test_a_failed_backend_shows_its_error_and_exit_code():
     with pytest.raises(GatesFailed) as raised:
         raise_for_gates(crashed_report())
     assert raised.value.exit_code == 3
-    assert str(raised.value).splitlines() == [verdict(crashed_report()).line,
+    assert str(raised.value).splitlines() == [verdict_of(crashed_report()).line,
                                               "  error: query tiny-04: adapter exited with status 7 before answering"]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK
 from harness.records import GateResult
-from harness.report.document import REPORT_FORMAT, Report, ReportError, verdict
+from harness.report.document import REPORT_FORMAT, Report, ReportError, exit_code_for
 from harness.report.reading import read_document, read_report, report_from_json
 from tests.conftest import FIXTURES
 from tests.reports import crashed_report, gated_report
@@ -136,8 +136,8 @@ def test_report_json_is_strict_json():
 
 def test_exit_code_of_a_run():
     passed, failed = GateResult("s", "recall", True, ""), GateResult("s", "recall", False, "")
-    assert verdict(None, []) == EXIT_OK
-    assert verdict(None, [passed]) == EXIT_OK
-    assert verdict(None, [passed, failed]) == EXIT_GATE_FAILED
-    assert verdict(3, [passed]) == 3 and verdict(143, []) == 143
+    assert exit_code_for(None, []) == EXIT_OK
+    assert exit_code_for(None, [passed]) == EXIT_OK
+    assert exit_code_for(None, [passed, failed]) == EXIT_GATE_FAILED
+    assert exit_code_for(3, [passed]) == 3 and exit_code_for(143, []) == 143
     assert crashed_report().exit_code == 3 and not crashed_report().complete

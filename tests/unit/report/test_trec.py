@@ -1,20 +1,20 @@
-"""TREC run/qrels export and parsing: round trip to the same metrics, trec_eval's own reading, ties, errors."""
+"""TREC run/qrels export: round trip to the same metrics (through --run-file's reading), trec_eval's own reading, errors."""
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
 from harness.commands import export as export_command
 from harness.sets.beir import convert_beir
-from harness.errors import SetError, UsageError
+from harness.errors import UsageError
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.scoring.evaluate import REPORTED_METRICS, Answer, evaluate_set
-from harness.scoring.metrics import parse_metric
+from harness.scoring.metrics import parse_metric, trec_eval_order
 from harness.sets.loader import load_set
-from harness.report.trec import (answers_from_run, missing_from_run, read_qrels, read_run, unknown_in_run, write_qrels,
-                          write_run)
+from harness.adapter.asking import answers_from_run
+from harness.report.trec import write_qrels, write_run
+from harness.sets.trec_input import read_run
 from tests.conftest import FIXTURES, TINY_SET
 
 try:  # pytrec_eval embeds trec_eval 9.x; optional outside CI (pip install pytrec-eval-terrier).
@@ -101,6 +101,15 @@ def test_qrels_lines(tmp_path, tiny):
                      "tiny-04 0 doc-05 1", "tiny-05 0 doc-07 1", "tiny-06 0 doc-06 1"]
 
 
+def read_qrels(path):
+    """qid -> {docid: grade} of a qrels file, read here: the harness writes qrels, it never reads them."""
+    qrels = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc_id, grade = line.split()
+        qrels.setdefault(qid, {})[doc_id] = int(grade)
+    return qrels
+
+
 def _round_trip(tmp_path, report, query_sets):
     write_run(report, tmp_path / "run.txt")
     write_qrels(query_sets, tmp_path / "qrels.txt")
@@ -120,7 +129,7 @@ def test_round_trip_recomputes_the_reports_metrics(tmp_path, tiny, two_sets, wit
     for set_report in report.to_dict()["sets"]:
         for row in set_report["queries"]:
             qid = _trec_qid(report, set_report["name"], row["qid"])
-            ranked = [doc_id for doc_id, _ in run.get(qid, [])]
+            ranked = trec_eval_order(run.get(qid, {}))
             if row["scores"] is None or all(a > b for a, b in zip(row["scores"], row["scores"][1:])):
                 assert ranked == row["ids"]  # the order survived the file
             for name in REPORTED_METRICS if "recall@10" in row["metrics"] else ():  # a judged query
@@ -168,73 +177,6 @@ def test_trec_eval_reads_our_files_and_agrees(tmp_path, tiny, two_sets, with_bei
     assert "tiny-03" not in trec and "tiny:tiny-03" not in trec  # the empty answer
 
 
-def test_tie_order_is_score_then_docno_descending(tmp_path):
-    path = tmp_path / "run.txt"
-    path.write_text("q Q0 d-a 1 1.0 t\nq Q0 d-c 2 2 t\nq Q0 d-b 3 1.0 t\n"
-                    "q Q0 d-z 4 1 t\nq Q0 d-x 5 10 t\nq Q0 d-y 6 9.5 t\n")
-    # Numbers compare as numbers (10 > 9.5 > 2), ties by docno descending (z > b > a); the rank
-    # column (here in file order) is ignored, as trec_eval ignores it.
-    assert read_run(path) == {"q": [("d-x", 10.0), ("d-y", 9.5), ("d-c", 2.0), ("d-z", 1.0),
-                                    ("d-b", 1.0), ("d-a", 1.0)]}
-
-
-@needs_trec_eval
-def test_tie_order_matches_trec_eval(tmp_path):
-    # trec_eval itself: with only d-b relevant among tied d-a, d-b, d-z behind d-c, its
-    # recip_rank is 1 / (position of d-b in its order); ours must put d-b at that position.
-    path = tmp_path / "run.txt"
-    path.write_text("q Q0 d-a 1 1.0 t\nq Q0 d-c 2 2 t\nq Q0 d-b 3 1.0 t\nq Q0 d-z 4 1 t\n")
-    with open(path) as handle:
-        run = pytrec_eval.parse_run(handle)
-    for relevant in ("d-a", "d-b", "d-c", "d-z"):
-        trec = pytrec_eval.RelevanceEvaluator({"q": {relevant: 1}}, {"recip_rank"}).evaluate(run)["q"]
-        ours = [doc_id for doc_id, _ in read_run(path)["q"]]
-        assert 1 / (ours.index(relevant) + 1) == pytest.approx(trec["recip_rank"]), relevant
-
-
-@pytest.mark.parametrize("text, message", [
-    ("q Q0 d1 1 1.0\n", "run.txt:2: expected 6 fields 'qid Q0 docid rank score tag', got 5"),
-    ("q Q0 d1 1 high t\n", "run.txt:2: score: 'high' is not a number"),
-    ("q Q0 d1 1 nan t\n", "run.txt:2: score: 'nan' is not finite"),
-    ("q Q0 d1 1 inf t\n", "run.txt:2: score: 'inf' is not finite"),
-    ("q Q0 d1 first 1.0 t\n", "run.txt:2: rank: 'first' is not an integer"),
-    ("q Q0 d0 2 1.0 t\n", "run.txt:2: docid: 'd0' already listed for query 'q' on line 1"),
-    (b"q Q0 d\xff 2 1.0 t\n", "run.txt:2: line is not valid UTF-8"),
-])
-def test_malformed_run_lines_name_file_line_and_field(tmp_path, monkeypatch, text, message):
-    monkeypatch.chdir(tmp_path)
-    body = b"q Q0 d0 1 2.0 t\n" + (text if isinstance(text, bytes) else text.encode())
-    (tmp_path / "run.txt").write_bytes(body)
-    with pytest.raises(UsageError) as error:
-        read_run(Path("run.txt"))
-    assert str(error.value) == message
-
-
-def test_blank_lines_and_tabs_are_whitespace_like_any_other(tmp_path):
-    path = tmp_path / "run.txt"
-    path.write_text("\nq\tQ0\td1\t1\t0.5\tt\n\n  q Q0 d2 2 0.25 t  \n")
-    assert read_run(path) == {"q": [("d1", 0.5), ("d2", 0.25)]}
-
-
-@pytest.mark.parametrize("text, message", [
-    ("q 0 d1\n", "qrels.txt:2: expected 4 fields 'qid iteration docid grade', got 3"),
-    ("q 0 d1 yes\n", "qrels.txt:2: grade: 'yes' is not an integer"),
-    ("q 0 d0 2\n", "qrels.txt:2: docid: 'd0' already judged for query 'q' on line 1"),
-])
-def test_malformed_qrels_lines_name_file_line_and_field(tmp_path, monkeypatch, text, message):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "qrels.txt").write_text("q 0 d0 1\n" + text)
-    with pytest.raises(SetError) as error:
-        read_qrels(Path("qrels.txt"))
-    assert str(error.value) == message
-
-
-def test_qrels_keep_zero_and_negative_grades(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("q1 0 a 2\nq1 0 b 0\nq2 Q0 c -1\n")
-    assert read_qrels(path) == {"q1": {"a": 2, "b": 0}, "q2": {"c": -1}}
-
-
 @pytest.mark.parametrize("field, value", [("ids", ["doc 01"]), ("qid", "tiny 01"), ("ids", [""])])
 def test_ids_the_format_cannot_hold_are_refused(tmp_path, tiny, field, value):
     report = _report([(tiny, {"tiny-01": (("doc-01",), None)})])
@@ -249,18 +191,6 @@ def test_ids_the_format_cannot_hold_are_refused(tmp_path, tiny, field, value):
 def test_run_tag_must_be_one_token(tmp_path, tiny):
     with pytest.raises(UsageError, match="run tag: 'my run'"):
         write_run(_report([(tiny, TINY_ANSWERS)]), tmp_path / "run.txt", run_tag="my run")
-
-
-def test_answers_from_run_matches_either_spelling_and_lists_the_missing(tiny):
-    run = {"tiny:tiny-01": [("doc-01", 2.0), ("doc-02", 1.0)], "tiny-02": [("doc-02", 5.0)],
-           "tiny-01": [("doc-08", 9.0)], "other:x": [("doc-01", 1.0)], "stray": [("doc-01", 1.0)]}
-    answers = answers_from_run(run, tiny, k=1)
-    assert set(answers) == {q.qid for q in tiny.queries}
-    assert answers["tiny-01"] == Answer(ids=("doc-01",), scores=(2.0,), latency_seconds=0.0)  # prefixed wins, cut at k
-    assert answers["tiny-02"] == Answer(ids=("doc-02",), scores=(5.0,), latency_seconds=0.0)
-    assert answers["tiny-03"] == Answer(ids=(), scores=(), latency_seconds=0.0)
-    assert missing_from_run(run, tiny) == ["tiny-03", "tiny-04", "tiny-05", "tiny-06", "tiny-07"]
-    assert unknown_in_run(run, [tiny]) == ["other:x", "stray"]
 
 
 # ---------------------------------------------------------------- export command

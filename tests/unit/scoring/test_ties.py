@@ -13,9 +13,10 @@ from harness.adapter.asking import _answer, tied_warning
 from harness.adapter.protocol import Response
 from harness.report.reading import report_from_json
 from harness.report.document import Backend, Provenance, Report
-from harness.report.trec import _strict_scores, read_run, write_qrels, write_run
+from harness.report.trec import _strict_scores, write_qrels, write_run
+from harness.sets.trec_input import read_run
 from harness.scoring.evaluate import Answer, evaluate_query, evaluate_set, ranking_change, tied_positions
-from harness.scoring.metrics import trec_eval_score
+from harness.scoring.metrics import trec_eval_order, trec_eval_score
 from harness.sets.loader import load_set
 from tests.conftest import FIXTURES, TINY_SET
 
@@ -110,8 +111,8 @@ def test_a_nudged_tie_reads_in_one_order_under_double_and_single_precision_compa
     assert written == {"doc-a": "1", "doc-c": "0.9999999403953552", "doc-b": "0.9999999403953552"}
     # trec_eval 10.x: doubles, ties by docno descending
     as_doubles = sorted(written, key=lambda doc: (-float(written[doc]), [-ord(ch) for ch in doc]))
-    # trec_eval 9.0.8 and pytrec_eval: single precision, ties by docno descending (read_run)
-    as_singles = [doc for doc, _ in read_run(tmp_path / "run.txt")["tiny-01"]]
+    # trec_eval 9.0.8 and pytrec_eval: single precision, ties by docno descending (--run-file's order)
+    as_singles = trec_eval_order(read_run(tmp_path / "run.txt")["tiny-01"])
     assert as_doubles == as_singles == ids
     assert _reciprocal_rank(as_doubles, "doc-c") == _reciprocal_rank(as_singles, "doc-c") == 0.5
     if pytrec_eval is not None:
@@ -152,7 +153,7 @@ def test_trec_eval_scores_the_exported_run_as_the_report_did(tmp_path, seed):
     again = read_run(tmp_path / "run.txt")
     for row in result.queries:
         if row.ids:
-            assert tuple(doc_id for doc_id, _ in again[row.qid]) == row.ids
+            assert tuple(trec_eval_order(again[row.qid])) == row.ids
     assert notes.nudged_scores >= 0
 
 

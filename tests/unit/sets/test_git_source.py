@@ -227,3 +227,16 @@ def test_non_utf8_path_is_rejected(tmp_path, git_env):
 
     with pytest.raises(SetError, match=r"path is not valid UTF-8"):
         load(spec(path, commit, ["*"]))
+
+
+def test_the_corpus_loader_reads_a_git_source_online_or_offline(repo):
+    """Through sets/corpus.py's registry (one signature for every source): offline changes nothing for a
+    local repository."""
+    from harness.sets.corpus import load_corpus
+    path, first, _ = repo
+    expected = [(doc.id, doc.sha256) for doc in load(spec(path, first, ["src/*.py"]))]
+
+    for offline in (False, True):
+        documents = load_corpus(spec(path, first, ["src/*.py"]), Path("sets/mine"), WHERE, offline=offline)
+        assert [(doc.id, doc.sha256) for doc in documents] == expected == [
+            ("src/a.py", sha(b"A = 1\n")), ("src/b.py", sha(b"B = 2\n")), ("src/same.py", sha(b"B = 2\n"))]

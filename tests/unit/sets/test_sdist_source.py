@@ -466,3 +466,12 @@ def test_pip_timeout_is_reported(cache, monkeypatch):
     with pytest.raises(SetError, match=r"pip download of demo==1.0 timed out after 0.5 s"):
         load(spec_for("a" * 64, ["*"]))
     assert list((cache / "archives").iterdir()) == []
+
+
+def test_the_corpus_loader_hands_offline_to_the_sdist_source(cache, monkeypatch):
+    """Through sets/corpus.py's registry, as a set is loaded: `offline` reaches the one source that fetches."""
+    from harness.sets.corpus import load_corpus
+    monkeypatch.setattr(sdist_source, "fetch_archive", lambda *args: pytest.fail("must not fetch offline"))
+
+    with pytest.raises(SetError, match="offline mode"):
+        load_corpus(spec_for("cd" * 32, ["*"]), Path("."), WHERE, offline=True)

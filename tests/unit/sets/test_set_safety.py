@@ -211,7 +211,7 @@ def test_a_beir_grade_above_the_bound_is_refused_at_its_qrels_line(tmp_path):
 
 def test_a_fifo_run_file_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "run.txt")
-    code = "import sys; from pathlib import Path; from harness.report.trec import read_run; read_run(Path(sys.argv[1]))"
+    code = "import sys; from pathlib import Path; from harness.sets.trec_input import read_run; read_run(Path(sys.argv[1]))"
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run.txt")], capture_output=True, text=True,
                           timeout=60, cwd=REPO)
     assert done.returncode != 0 and "run.txt: is a FIFO, not a regular file" in done.stderr
