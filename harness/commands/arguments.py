@@ -316,7 +316,7 @@ SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets
 
 def resolve_layout(args: argparse.Namespace) -> Layout:
     """The team's layout (harness/layout.py) from the options given; the path options (`sets_dir`,
-    `baseline`, `budgets`, `policy`, those the command has) are set to what it resolved."""
+    `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what it resolved."""
     from harness.layout import FROM_LAYOUT, resolve
 
     given = vars(args)
@@ -326,4 +326,6 @@ def resolve_layout(args: argparse.Namespace) -> Layout:
     for name in ("sets_dir", "baseline", "budgets", "policy"):
         if name in given:
             setattr(args, name, getattr(team, name))
+    if "history" in given and given["history"] is None:  # the option, else the config's key
+        args.history = team.history
     return team

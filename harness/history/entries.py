@@ -78,9 +78,8 @@ def entries_from_baseline(text: bytes, label: str, *, accepted: str | None = Non
             name=name, revision=entry["revision"], corpus_hash=entry["corpus_hash"],
             judgments_hash=entry.get("judgments_hash"), k=entry["k"], query_count=entry["query_count"],
             numbers=set_numbers(entry, _baseline_metrics(entry))))
-    digest = hashlib.sha256(text).hexdigest()
-    path = label.rsplit("@", 1)[0]
-    return [Entry(source=source_key(BASELINE, path, digest, backend), kind=BASELINE,
+    digest = hashlib.sha256(text).hexdigest()  # the same file wherever it was read: the same baseline
+    return [Entry(source=source_key(BASELINE, digest, backend), kind=BASELINE,
                   time=utc_time(accepted) or utc_time(document.get("created")),
                   git_commit=document.get("git_commit") if isinstance(document.get("git_commit"), str) else None,
                   backend=backend, sets=tuple(records), identity=identities[backend],
