@@ -169,3 +169,22 @@ def step(seed: int, *, before: int = 20, points: float = 3.0, after: int = 10,
     for _ in range(after):
         history.run()
     return history
+
+
+def store_entries(history: History, *, backend: str = "bm25", start: str = "2026-01-01") -> list:
+    """The history's runs as the store's entries (one a day from `start`, each at its commit), so a
+    store can be filled with them: `for entry in store_entries(h): store.append(entry)`."""
+    from datetime import date, timedelta
+
+    from harness.history.store import OVERALL, RUN, Entry, SetNumbers, SetRecord, source_key
+
+    first = date.fromisoformat(start)
+    entries = []
+    for index, (commit, values) in enumerate(history.runs):
+        mean = sum(values.values()) / len(values)
+        numbers = SetNumbers({(OVERALL, "recall@10"): (mean, len(values))}, {"recall@10": dict(values)})
+        record = SetRecord(SET_NAME, 1, "corpus", None, 10, len(values), numbers)
+        time = f"{first + timedelta(days=index)}T00:00:00+00:00"
+        entries.append(Entry(source_key(RUN, history.seed, index), RUN, time, commit.ljust(40, "0"), backend,
+                             (record,)))
+    return entries

@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "baselines": "harness.commands.baselines",
     "merge": "harness.commands.merge",
     "init": "harness.commands.init",
+    "history": "harness.commands.history",
 }
 
 
@@ -172,6 +173,13 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="merge"),
         "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
     },
+    "history": {
+        "0": "shown, imported, or (drift) no figure drifted over its limit, or one did without --fail",
+        "1": "history drift --fail: a figure drifted over its limit",
+        "2": "usage error, or a history store, report or baseline that cannot be read (a store is never rewritten)",
+        "70": INTERNAL.format(command="history"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
     "init": {
         "0": "every starter file was written or, existing, kept",
         "2": "usage error, or a folder that cannot be written",
@@ -232,6 +240,10 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
     "merge": ("python -m harness merge shard-1.json shard-2.json --out merged.json",
               "combines the reports of `--shard 1/2 --out shard-1.json` and `--shard 2/2 --out shard-2.json` "
               "into the report the unsharded run writes, then gates it"),
+    "history": ("python -m harness history import memory.json --history history.sqlite",
+                "appends the run report memory.json to the history store history.sqlite (created when missing); "
+                "`history --history history.sqlite --html history.html` then shows each series with its change "
+                "points, `history drift` the drift of the accepted baselines"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
              "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),

@@ -114,6 +114,8 @@ def test_every_example_works_in_the_readmes_order(tmp_path):
         elif command == "sets list":  # the team's two, then the shipped ones (two of them shadowed)
             shipped = sorted(path.parent.name for path in (REPO_ROOT / "sets").glob("*/set.json"))
             assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == ["dedupe", "memory", *shipped]
+        elif command == "history":
+            assert done.stdout == "history.sqlite: 1 run and 0 accepted baselines added\n"
         elif command == "init":
             assert (work / "my-team" / "retrieval-gate.toml").is_file()
             assert (work / "my-team" / "sets" / "example" / "set.json").is_file()
