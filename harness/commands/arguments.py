@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "merge": "harness.commands.merge",
     "init": "harness.commands.init",
     "history": "harness.commands.history",
+    "bisect": "harness.commands.bisect",
 }
 
 
@@ -180,6 +181,13 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="history"),
         "128+n": f"{SIGNALS}; {PIPE}",
     },
+    "bisect": {
+        "0": "answered: the first bad commit, the range it is in, or no change detectable",
+        "2": "usage error, GOOD or BAD not commits (GOOD not an ancestor of BAD), or a set problem",
+        "3": "the backend failed at GOOD or at BAD (a commit between where it fails is skipped)",
+        "70": INTERNAL.format(command="bisect"),
+        "128+n": f"{SIGNALS}: adapter stopped, worktree and temp folders removed; {PIPE}",
+    },
     "init": {
         "0": "every starter file was written or, existing, kept",
         "2": "usage error, or a folder that cannot be written",
@@ -244,6 +252,10 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
                 "appends the run report memory.json to the history store history.sqlite (created when missing); "
                 "`history --history history.sqlite --html history.html` then shows each series with its change "
                 "points, `history drift` the drift of the accepted baselines"),
+    "bisect": ("python -m harness bisect HEAD~1 HEAD --set memory -- python -m adapters.bm25",
+               "measures the memory set at both commits, each in a git worktree of its own with the adapter started "
+               "there; here BM25 did not move, so it answers that no change is detectable and how large a change "
+               "the set could detect"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
              "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
