@@ -11,7 +11,7 @@ documents), and `ranking.json`, rewritten by each of COMMITS commits:
   and every later one also miss DROP_QUERIES more queries: a 5-point recall@10 drop.
 
 The first commit is GOOD and the last BAD, as `bisect GOOD BAD` is given them. Used by the bisect
-benchmark and the bisect contract test.
+benchmark (benchmarks/history.py) and the bisect contract test.
 """
 
 from __future__ import annotations
