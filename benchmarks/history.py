@@ -22,7 +22,8 @@ the size a change would need.
 
 With --otava PYTHON (an interpreter where `apache-otava` is installed, kept out of ours: it pins
 its own numpy and scipy), Apache Otava's E-Divisive runs on the same series' run values beside ours:
-its change points (default settings: window 30, max p-value 0.001; no outliers, no per-query test).
+its change points (its defaults: hunter's split-and-merge E-Divisive, window 50, max p-value 0.001; it
+has no outliers and sees no per-query values).
 
     python -m benchmarks.history [--seeds 100] [--bisect-seeds 20] [--part changes|bisect|all]
 """
@@ -54,8 +55,8 @@ import json, sys
 from otava.analysis import compute_change_points
 for line in sys.stdin:
     values = json.loads(line)
-    points, _ = compute_change_points(values, window_len=30, max_pvalue=0.001, min_magnitude=0.0)
-    print(json.dumps([point.index for point in points]), flush=True)
+    points, _ = compute_change_points(values)  # its defaults: window 50, max p-value 0.001
+    print(json.dumps([int(point.index) for point in points]), flush=True)
 """
 
 
