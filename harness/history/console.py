@@ -27,7 +27,8 @@ def render_trends(trends: Sequence[Trend]) -> str:
 def trend_text(trend: Trend) -> str:
     points = trend.points
     kind = "runs" if trend.key.kind == "run" else "accepted baselines"
-    dates = f", {points[0].time[:10]} .. {points[-1].time[:10]}" if points and points[0].time and points[-1].time else ""
+    dated = points and points[0].time and points[-1].time
+    dates = f", {points[0].time[:10]} .. {points[-1].time[:10]}" if dated else ""
     lines = [f"{terminal_line(trend.key.label())}: {plural(len(points), 'run') if kind == 'runs' else len(points)}"
              f"{'' if kind == 'runs' else ' ' + kind}{dates}"]
     if not points:
@@ -105,7 +106,8 @@ def bisect_text(outcome: Outcome, describe: Callable[[str], str]) -> str:
         lines.append(f"  it flipped {len(outcome.flips)} queries against the last good commit "
                      f"({len(lost)} lost a relevant document)" + (":" if outcome.flips else ""))
         for flip in outcome.flips[:FLIPS_SHOWN]:
-            lines.append(f"  {terminal_line(flip.set_name)} {terminal_line(flip.qid)}: {terminal_line(flip.change_text())}")
+            lines.append(f"  {terminal_line(flip.set_name)} {terminal_line(flip.qid)}: "
+                         f"{terminal_line(flip.change_text())}")
         if len(outcome.flips) > FLIPS_SHOWN:
             lines.append(f"  ... and {len(outcome.flips) - FLIPS_SHOWN} more (--json lists them all)")
     lines.append(f"gate runs: {outcome.gate_runs}")

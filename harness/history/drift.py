@@ -67,8 +67,8 @@ class Drift:
         first, last = self.window[0], self.window[-1]
         since = f" since {first.time[:10]}" if first.time else ""
         largest = max(self.steps, key=abs)
-        return (f"{self.key.set_name} {self.key.metric} moved {points(self.change)} points over {len(self.window)} accepted baselines"
-                f"{since} ({first.value:.3f} -> {last.value:.3f}; largest step {points(largest)}); "
+        return (f"{self.key.set_name} {self.key.metric} moved {points(self.change)} points over {len(self.window)} "
+                f"accepted baselines{since} ({first.value:.3f} -> {last.value:.3f}; largest step {points(largest)}); "
                 f"limit over {self.policy.window_text()}: {self.policy.limit_points:.1f} points")
 
     def gate(self) -> GateResult:

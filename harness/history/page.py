@@ -16,8 +16,8 @@ from harness.history.console import render_drifts
 from harness.history.drift import Drift
 from harness.history.trend import Trend
 from harness.report.charts import _chart_box, _line, _svg_open
-from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COLOURS, WORSE, _anchor, _exact, _page, _px,
-                                     _table, _text)
+from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COLOURS, WORSE, _anchor, _exact, _page,
+                                     _px, _table, _text)
 
 LEFT, RIGHT, TOP, BOTTOM = 64, CHART_WIDTH - 16, 44, 196
 
@@ -57,7 +57,8 @@ def _findings(trend: Trend) -> list[str]:
             rows.append(('<span class="status warn">OUTLIER</span>', ("num", _text(trend.size_text(outlier.size))),
                          ("num", "-"), ("ids", _text(stretch.name(outlier.index))),
                          _text("the latest run, off its level so far" if outlier.latest
-                               else f"{trend.value_text(outlier.value)}, back to {trend.value_text(outlier.level)} after")))
+                               else f"{trend.value_text(outlier.value)}, back to "
+                                    f"{trend.value_text(outlier.level)} after")))
     if not rows:
         return ["<p>No change point.</p>"]
     return [_table(("finding", "size", "95% CI", "commits", "levels"), rows, "queries")]
@@ -96,8 +97,9 @@ def trend_svg(trend: Trend) -> str:
     offset = 0
     for number, stretch in enumerate(trend.stretches):
         if number:
-            out.append(f'<line class="version" x1="{_px(x_of(offset - 0.5))}" y1="{TOP}" x2="{_px(x_of(offset - 0.5))}" '
-                       f'y2="{BOTTOM}" stroke="#8a939c" stroke-dasharray="3 3"><title>set version changed: '
+            x = _px(x_of(offset - 0.5))
+            out.append(f'<line class="version" x1="{x}" y1="{TOP}" x2="{x}" y2="{BOTTOM}" stroke="#8a939c" '
+                       f'stroke-dasharray="3 3"><title>set version changed: '
                        f"{_text(stretch.points[0].comparable)}</title></line>")
         out += _stretch_marks(trend, stretch, offset, x_of, y_of)
         offset += len(stretch.points)

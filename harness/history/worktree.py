@@ -118,7 +118,8 @@ def _git(repository: Path, *args: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"bisect: cannot run git in {repository}: {exc}") from None
     if done.returncode != 0:
-        raise UsageError(f"bisect: git {args[0]} in {repository}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+        last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise UsageError(f"bisect: git {args[0]} in {repository}: {last}")
     return done.stdout.strip()
 
 
