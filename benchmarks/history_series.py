@@ -89,6 +89,12 @@ class History:
             values = self._shifted(values, offset)
         self.runs.append((f"c{len(self.runs):03d}", values))
 
+    def runs_more(self, count: int) -> History:
+        """`count` more runs, each at a new commit that changes nothing; the history itself, to chain."""
+        for _ in range(count):
+            self.run()
+        return self
+
     def _shifted(self, values: dict[str, float], points: float) -> dict[str, float]:
         """This run only: relevant ids dropped from random queries until its mean moved by `points` (< 0)."""
         found = {qid: round(value * self.relevant[qid]) for qid, value in values.items()}
@@ -129,46 +135,32 @@ def staircase(seed: int, *, before: int = 20, steps: int = 5, step_points: float
               after: int = 5, rows: list[QueryRow] | None = None) -> History:
     """`before` runs, then `steps` drops of `step_points`, each followed by `runs_per_step` runs (the
     last step's runs count in `after`), then up to `after` runs at the final level."""
-    history = History(rows or real_rows(), seed)
-    for _ in range(before):
-        history.run()
+    history = History(rows or real_rows(), seed).runs_more(before)
     for step in range(steps):
         history.degrade(step_points)
-        for _ in range(after if step == steps - 1 else runs_per_step):
-            history.run()
+        history.runs_more(after if step == steps - 1 else runs_per_step)
     return history
 
 
 def aa(seed: int, runs: int = 60, rows: list[QueryRow] | None = None) -> History:
-    history = History(rows or real_rows(), seed)
-    for _ in range(runs):
-        history.run()
-    return history
+    return History(rows or real_rows(), seed).runs_more(runs)
 
 
 def blip(seed: int, *, before: int = 30, after: int = 10, points: float = 4.0,
          rows: list[QueryRow] | None = None) -> History:
     """`before` runs, one run `points` lower (one run only: a flaky run, nothing committed), then `after`."""
-    history = History(rows or real_rows(), seed)
-    for _ in range(before):
-        history.run()
+    history = History(rows or real_rows(), seed).runs_more(before)
     history.run(offset=-points)
     history.steps.append(before)
-    for _ in range(after):
-        history.run()
-    return history
+    return history.runs_more(after)
 
 
 def step(seed: int, *, before: int = 20, points: float = 3.0, after: int = 10,
          rows: list[QueryRow] | None = None) -> History:
     """One commit dropping `points` at run `before`."""
-    history = History(rows or real_rows(), seed)
-    for _ in range(before):
-        history.run()
+    history = History(rows or real_rows(), seed).runs_more(before)
     history.degrade(points)
-    for _ in range(after):
-        history.run()
-    return history
+    return history.runs_more(after)
 
 
 def store_entries(history: History, *, backend: str = "bm25", start: str = "2026-01-01") -> list:

@@ -45,7 +45,7 @@ MERGE_RUNS = 5          # changes the same way fewer runs apart than this are on
 OUTLIER_SIGMAS = 4.0    # an isolated run this many noise sigmas from both neighbours is an outlier
 RAMP_RUNS = 12          # the widest ramp (runs between the old level's last and the new level's first)
 RANGE_CHI2 = 3.84       # chi-square(1 df) at 0.95: the ramps a commit range covers (see `_ramp`); at 5.99
-                        # (2 df) a clean 3-point step was named alone in 71 of 100 histories, here in 90
+                        # (2 df) a clean 3-point step was named alone in 71 of 100 histories, here in 87
 CI_RESAMPLES = 2000     # the per-query bootstrap of a change's size (the CI bounds move < 0.1 points past it)
 CONFIRM_CONFIDENCE = 0.99  # a change or an outlier is kept when this CI excludes 0 (at 0.95: 2 false changes
                            # in 200 noisy histories of benchmarks/history.py, in the blip and step cases)

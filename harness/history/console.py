@@ -29,8 +29,9 @@ def trend_text(trend: Trend) -> str:
     kind = "runs" if trend.key.kind == "run" else "accepted baselines"
     dated = points and points[0].time and points[-1].time
     dates = f", {points[0].time[:10]} .. {points[-1].time[:10]}" if dated else ""
+    cut = f" (the last {len(points)} of {trend.total})" if trend.total > len(points) else ""
     lines = [f"{terminal_line(trend.key.label())}: {plural(len(points), 'run') if kind == 'runs' else len(points)}"
-             f"{'' if kind == 'runs' else ' ' + kind}{dates}"]
+             f"{'' if kind == 'runs' else ' ' + kind}{cut}{dates}"]
     if not points:
         return lines[0]
     shown = [p.value for p in points[-SPARK_RUNS:]]

@@ -39,6 +39,7 @@ class Stretch:
 class Trend:
     key: SeriesKey
     stretches: tuple[Stretch, ...]
+    total: int = 0  # the series' runs in the store (more than its points when cut to the last N)
 
     @property
     def points(self) -> list[Point]:
@@ -68,9 +69,8 @@ class Trend:
 
 def trend(store: HistoryStore, key: SeriesKey, *, last: int | None = None, seed: int = 0) -> Trend:
     """The series `key` (its `last` runs when given), cut at set-version changes and analysed."""
-    points = store.series(key)
-    if last is not None:
-        points = points[-last:]
+    every = store.series(key)
+    points = every[-last:] if last is not None else every
     stretches = []
     for part in _comparable_parts(points):
         per_query = None
@@ -78,7 +78,7 @@ def trend(store: HistoryStore, key: SeriesKey, *, last: int | None = None, seed:
             found = store.per_query([p.run for p in part], key.set_name, key.metric)
             per_query = [found.get(p.run) for p in part] if found else None
         stretches.append(Stretch(tuple(part), analyse([p.value for p in part], per_query, seed=seed)))
-    return Trend(key, tuple(stretches))
+    return Trend(key, tuple(stretches), len(every))
 
 
 def _comparable_parts(points: Sequence[Point]) -> list[list[Point]]:

@@ -47,6 +47,11 @@ def test_history_filters_and_says_when_there_is_nothing(synthetic_store, capsys)
     assert capsys.readouterr().out.startswith("onnx: code-agent recall@10: 41 runs")
     assert cli.main(["history", "--history", str(synthetic_store), "--baselines"]) == 0
     assert capsys.readouterr().out.startswith("no series in ")
+    assert cli.main(["history", "--history", str(synthetic_store), "--backend", "bm25", "--last", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()  # the step (run 20) is not among the last 8 runs
+    assert lines[0] == "bm25: code-agent recall@10: 8 runs (the last 8 of 30), 2026-01-23 .. 2026-01-30"
+    assert lines[-1] == "  no change point"
+    assert cli.main(["history", "--history", str(synthetic_store), "--last", "0"]) == 2
 
 
 def test_a_store_that_is_not_one_is_exit_2_and_one_line(tmp_path, capsys):
