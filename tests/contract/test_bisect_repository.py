@@ -102,3 +102,16 @@ def test_a_killed_bisect_leaves_nothing_once_its_guard_has_run(tmp_path):
     process.kill()
     process.communicate(timeout=120)
     assert wait_for(lambda: not alive(adapter) and _nothing_left(fixture, scratch), 60)
+
+
+def test_a_backend_that_fails_at_good_is_exit_3_and_one_line(tmp_path):
+    fixture = bisect_fixture.build(tmp_path / "fixture", seed=6, commits=4)
+    scratch = tmp_path / "scratch"
+    process = _harness(["bisect", fixture.good, fixture.bad, "--set", str(fixture.set_folder), "--",
+                        sys.executable, "-c", "import sys; sys.exit('no index at this commit')"], fixture.repository,
+                       scratch)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 3
+    [line] = [line for line in err.splitlines() if line.startswith("harness: error:")]
+    assert line.startswith(f"harness: error: at {fixture.good[:12]}: ") and err.endswith(line + "\n")
+    assert _nothing_left(fixture, scratch)
