@@ -56,10 +56,6 @@ class SetMeasure:
     found: Mapping[str, tuple[str, ...]]
     queries: Mapping[str, str]
 
-    @property
-    def mean(self) -> float:
-        return sum(self.values.values()) / len(self.values) if self.values else 0.0
-
 
 Measure = Callable[[str, Sequence[str]], Mapping[str, SetMeasure]]  # commit, set names -> per set
 

@@ -131,3 +131,31 @@ def test_a_damaged_history_store_stops_the_run_before_it_starts(stand_in, tmp_pa
     assert [call[0] for call in fake.calls] == ["load_inputs"]  # never run
     assert store.read_text() == "not a database\n"
     assert "left as it is" in capsys.readouterr().err
+
+
+def test_import_from_git_takes_every_accepted_version_and_skips_one_it_cannot_read(tmp_path, monkeypatch, capsys):
+    import subprocess
+    repository = tmp_path / "team"
+    (repository / "baselines").mkdir(parents=True)
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=repository,
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    for answers in (BASE_ANSWERS, {**BASE_ANSWERS, "tiny-01": ((), 1.0)}):
+        document = build_baseline([tiny_result(answers)], provenance().to_dict())
+        (repository / "baselines" / "current.json").write_text(baseline_text(document))
+        git("add", "-A")
+        git("commit", "-qm", "re-baseline")
+    (repository / "baselines" / "broken.json").write_text("{not json")
+    git("add", "-A")
+    git("commit", "-qm", "a broken one")
+    monkeypatch.chdir(repository)
+    store = tmp_path / "h.sqlite"
+    assert cli.main(["history", "import", "--from-git", "--history", str(store)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"{store}: 0 runs and 2 accepted baselines added; 1 skipped\n"
+    assert captured.err.startswith("skipped baselines/broken.json@") and "corrupt baseline" in captured.err
+    assert cli.main(["history", "drift", "--history", str(store)]) == 0
+    assert capsys.readouterr().out.startswith("DRIFT bm25: tiny recall@10 moved -20.0 points over 2 accepted")
