@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.fsutil import _current_umask
 from harness.records import SetResult
 
 HISTORY_FORMAT = "retrieval-gate-history"
@@ -403,6 +404,7 @@ def _create(path: Path) -> None:
     appeared meanwhile (a concurrent first append), which is then the one used."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".new", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_current_umask())  # the mode a plain open() would give, as every output has
     os.close(fd)
     try:
         connection = sqlite3.connect(temp, isolation_level=None)

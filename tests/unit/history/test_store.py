@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -164,6 +165,9 @@ def test_reading_needs_a_store_and_appending_makes_one_with_its_folder(tmp_path)
     path = tmp_path / "ci" / "artifacts" / "history.sqlite"
     HistoryStore.for_append(path).close()
     assert path.is_file() and [p.name for p in path.parent.iterdir()] == ["history.sqlite"]  # no temp file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as any file a plain open() makes, not mkstemp's 0600
 
 
 # -- baselines -------------------------------------------------------------------------------------
