@@ -33,14 +33,15 @@ class Recorded:
 
 def record_run(path: Path, report: Report, *, baseline: Path | None, policy: DriftPolicy | None = None) -> Recorded:
     """Append `report` (when it is a whole run) and the baseline file it was gated against to the store
-    at `path` (created when missing), then add the drift gates of the report's sets."""
+    at `path` (created when missing), then add the drift gates of the report's sets. A run gated
+    against no baseline (--no-gate, --update-baseline) is appended and gains no gate."""
     problem = report_problem(report)
     with HistoryStore.for_append(path) as store:
         labels = _append_baseline(store, baseline) if baseline is not None else {}
         if problem is not None:
             return Recorded(report, (), (f"history: {path}: this run is not appended: {problem}",))
         store.append(entry_from_report(report))
-        found = _drifts(store, report, labels, policy)
+        found = _drifts(store, report, labels, policy) if baseline is not None else []
     return Recorded(with_drift_gates(report, found), tuple(found), (f"history: run appended to {path}",))
 
 

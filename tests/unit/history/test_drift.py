@@ -87,6 +87,12 @@ def test_a_recorded_run_brings_its_baseline_and_the_drift_of_the_baselines_accep
         assert opened.run_count() == {BASELINE: 2, RUN: 1}
     incomplete = record_run(store, dataclasses.replace(report, complete=False), baseline=baseline)
     assert incomplete.report.gates == report.gates and "not appended" in incomplete.notes[0]
+    later = dataclasses.replace(report, provenance=dataclasses.replace(report.provenance,
+                                                                       started="2026-12-03T00:00:00+00:00"))
+    ungated = record_run(store, later, baseline=None)  # --no-gate: appended, and no drift gate added
+    assert ungated.drifts == () and ungated.report.gates == report.gates
+    with HistoryStore.for_reading(store) as opened:
+        assert opened.run_count() == {BASELINE: 2, RUN: 2}
 
 
 def test_a_re_baseline_that_makes_a_drift_warns(tmp_path):
