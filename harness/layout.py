@@ -39,8 +39,10 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "policy": ("the gate policy file (the defaults when absent)", str(DEFAULT_POLICY_FILE)),
     "backend": ("the built-in backend a run uses without --backend, --adapter or --run-file", DEFAULT_BACKEND),
     "workers": ("adapter processes per run without --workers", DEFAULT_WORKERS),
+    "history": ("the history store each run and re-baseline is appended to without --history (docs/history.md); "
+                "none when unset, e.g.", ".retrieval-gate/history.sqlite"),
 }
-PATH_KEYS = ("sets", "baseline", "budgets", "policy")
+PATH_KEYS = ("sets", "baseline", "budgets", "policy", "history")
 
 
 class Config(TypedDict, total=False):
@@ -52,6 +54,7 @@ class Config(TypedDict, total=False):
     policy: str
     backend: str
     workers: int
+    history: str
 
 
 class FromLayout:
@@ -77,6 +80,7 @@ class Layout:
     config: Path | None = None
     backend: str | None = None
     workers: int | None = None
+    history: Path | None = None  # the history store runs append to (docs/history.md); None: none
     baseline_given: bool = False  # named on the command line (or to the API): repeated in the notice's command
 
     @property
@@ -128,7 +132,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
     if cwd is not None and base == Path():
         base = cwd
 
-    def configured(key: Literal["sets", "baseline", "budgets", "policy"]) -> Path | None:
+    def configured(key: Literal["sets", "baseline", "budgets", "policy", "history"]) -> Path | None:
         return base / values[key] if key in values else None
 
     def conventional(name: Path) -> Path | None:
@@ -148,6 +152,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
+                  history=configured("history"),
                   baseline_given=not isinstance(baseline, FromLayout) and baseline is not None)
 
 

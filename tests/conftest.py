@@ -52,6 +52,7 @@ SLOW_GROUPS = (
     "tests/contract/test_runner.py::test_slow_progress_keeps_each_silence_under_the_timeout_and_succeeds",
     "tests/contract/test_watchdog.py::test_a_sigkilled_harness_has_its_adapter_group_stopped_and_its_folder_removed",
     "tests/contract/test_watchdog.py::test_guards_running_sees_the_guard_of_its_own_run_and_no_other",
+    "tests/contract/test_bisect_repository.py::test_a_killed_bisect_leaves_nothing_once_its_guard_has_run",
     # Ray starting instances of its own: a simulated two-node cluster (about 40 s), and runs that start
     # their own local instance (about 10-15 s each)
     "tests/contract/test_ray_cluster.py",

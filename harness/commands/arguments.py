@@ -27,6 +27,8 @@ SUBCOMMANDS = {
     "baselines": "harness.commands.baselines",
     "merge": "harness.commands.merge",
     "init": "harness.commands.init",
+    "history": "harness.commands.history",
+    "bisect": "harness.commands.bisect",
 }
 
 
@@ -172,6 +174,20 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="merge"),
         "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
     },
+    "history": {
+        "0": "shown, imported, or (drift) no figure drifted over its limit, or one did without --fail",
+        "1": "history drift --fail: a figure drifted over its limit",
+        "2": "usage error, or a history store, report or baseline that cannot be read (a store is never rewritten)",
+        "70": INTERNAL.format(command="history"),
+        "128+n": f"{SIGNALS}; {PIPE}",
+    },
+    "bisect": {
+        "0": "answered: the first bad commit, the range it is in, or no change detectable",
+        "2": "usage error, GOOD or BAD not commits (GOOD not an ancestor of BAD), or a set problem",
+        "3": "the backend failed at GOOD or at BAD (a commit between where it fails is skipped)",
+        "70": INTERNAL.format(command="bisect"),
+        "128+n": f"{SIGNALS}: adapter stopped, worktree and temp folders removed; {PIPE}",
+    },
     "init": {
         "0": "every starter file was written or, existing, kept",
         "2": "usage error, or a folder that cannot be written",
@@ -232,6 +248,14 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
     "merge": ("python -m harness merge shard-1.json shard-2.json --out merged.json",
               "combines the reports of `--shard 1/2 --out shard-1.json` and `--shard 2/2 --out shard-2.json` "
               "into the report the unsharded run writes, then gates it"),
+    "history": ("python -m harness history import memory.json --history history.sqlite",
+                "appends the run report memory.json to the history store history.sqlite (created when missing); "
+                "`history --history history.sqlite --html history.html` then shows each series with its change "
+                "points, `history drift` the drift of the accepted baselines"),
+    "bisect": ("python -m harness bisect HEAD~1 HEAD --set memory -- python -m adapters.bm25",
+               "measures the memory set at both commits, each in a git worktree of its own with the adapter started "
+               "there; here BM25 did not move, so it answers that no change is detectable and how large a change "
+               "the set could detect"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
              "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
@@ -316,7 +340,7 @@ SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets
 
 def resolve_layout(args: argparse.Namespace) -> Layout:
     """The team's layout (harness/layout.py) from the options given; the path options (`sets_dir`,
-    `baseline`, `budgets`, `policy`, those the command has) are set to what it resolved."""
+    `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what it resolved."""
     from harness.layout import FROM_LAYOUT, resolve
 
     given = vars(args)
@@ -326,4 +350,6 @@ def resolve_layout(args: argparse.Namespace) -> Layout:
     for name in ("sets_dir", "baseline", "budgets", "policy"):
         if name in given:
             setattr(args, name, getattr(team, name))
+    if "history" in given and given["history"] is None:  # the option, else the config's key
+        args.history = team.history
     return team

@@ -78,10 +78,13 @@ BASELINES_README = """\
 Baselines: `python -m harness --set all --update-baseline` writes current.json here; committing it accepts the numbers.
 """
 INSTALL = "python -m pip install 'retrieval-gate[bm25]'"
+HISTORY = ".retrieval-gate/history.sqlite"  # each gated run appended (docs/history.md); kept from job to job
 GATE = ("python -m harness --set all --out .retrieval-gate/report.json --summary .retrieval-gate/summary.md "
-        "--junit .retrieval-gate/junit.xml")
+        f"--junit .retrieval-gate/junit.xml --history {HISTORY}")
 AKURAI = f"""\
 # The retrieval gate (written by `retrieval-gate init`): gates every push against baselines/current.json.
+# Each run is appended to {HISTORY}: restore it from the last job's artifact before the gate, and
+# `python -m harness history` shows its series and change points (docs/history.md).
 jobs:
   retrieval-gate:
     on: [push, pull_request]
@@ -104,6 +107,12 @@ jobs:
         with:
           python-version: "3.12"
       - run: {INSTALL}
+      # the history of every gated run (docs/history.md): the newest saved store, kept as a new one after
+      - uses: actions/cache@v4
+        with:
+          path: {HISTORY}
+          key: retrieval-gate-history-${{{{ github.run_id }}}}
+          restore-keys: retrieval-gate-history-
       # --summary is also appended to the job's page ($GITHUB_STEP_SUMMARY)
       - run: {GATE}
       - uses: actions/upload-artifact@v4

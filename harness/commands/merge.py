@@ -10,7 +10,8 @@ from harness import api
 from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, add_gating_options, command_parser, parse_arguments,
                                        resolve_layout)
-from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
+from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
+                                      write_outputs)
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
@@ -50,11 +51,13 @@ def main(argv: list[str]) -> int:
                   {**{f"shard report {path}": path for path in args.reports},
                    "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
                    "--baseline": None if args.update_baseline else args.baseline})
+    check_history(args)
     gated = not args.no_gate and not args.update_baseline
     gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
                             offline=args.offline, gated=gated, gating=gating)
+    report = record_history(report, args, args.baseline if gated else None)
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:

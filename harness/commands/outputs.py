@@ -15,8 +15,11 @@ from pathlib import Path
 from harness import api
 from harness.errors import EXIT_OK
 from harness.fsutil import append_output, step_summary_target, write_output
+from harness.history.recording import record_baseline, record_run
+from harness.history.store import HistoryStore
 from harness.report.comparison import render_pair_text
 from harness.report.document import Report
+from harness.report.escape import terminal_line
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 
@@ -36,9 +39,30 @@ OUTPUTS: tuple[tuple[str, str, str, Callable[[Report], str]], ...] = (
 
 
 def add_output_options(group: argparse._ArgumentGroup) -> None:
-    """--summary, --junit and --html, as every command writing a run report offers them."""
+    """--summary, --junit, --html and --history, as every command writing a run report offers them."""
     for option, dest, help_text, _ in OUTPUTS:
         group.add_argument(option, dest=dest, type=Path, default=None, help=help_text)
+    group.add_argument("--history", type=Path, default=None, metavar="FILE",
+                       help="append this run (and the baseline it is gated against, or writes) to the history store "
+                            "FILE, created when missing, and warn when a gated figure drifted over the accepted "
+                            "baselines (docs/history.md) (default: the config's `history`, else none)")
+
+
+def check_history(args: argparse.Namespace) -> None:
+    """The history store is checked (or created) before the first query: a damaged one stops the run now."""
+    if args.history is not None:
+        HistoryStore.for_append(args.history).close()
+
+
+def record_history(report: Report, args: argparse.Namespace, baseline: Path | None) -> Report:
+    """With --history: the run appended with the baseline it was gated against; the report with its drift gates."""
+    if args.history is None:
+        return report
+    recorded = record_run(args.history, report, baseline=baseline)
+    if not args.quiet:
+        for note in recorded.notes:
+            print(f"harness: {terminal_line(note)}", file=sys.stderr)
+    return recorded.report
 
 
 def output_paths(args: argparse.Namespace) -> dict[str, Path | None]:
@@ -75,4 +99,10 @@ def update_baseline(args: argparse.Namespace, report: Report) -> int:
         print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
               f"review and commit it to accept these numbers"
               + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
+    if getattr(args, "history", None) is not None:
+        recorded = record_baseline(args.history, Path(args.baseline), [r.name for r in report.sets], report)
+        for note in () if args.quiet else recorded.notes:
+            print(f"harness: {terminal_line(note)}", file=sys.stderr)
+        for warning in recorded.warnings:  # a drift this re-baseline made is said even with --quiet
+            print(f"harness: warning: {terminal_line(warning)}", file=sys.stderr)
     return EXIT_OK

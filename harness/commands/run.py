@@ -17,7 +17,8 @@ from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentPars
                                        add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        program_name, resolve_layout, split_adapter_command)
 from harness.commands.check_adapter import StartupProgressPrinter
-from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
+from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
+                                      write_outputs)
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
 from harness.fsutil import check_outputs, step_summary_target, write_output
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
@@ -143,6 +144,7 @@ def main(args_list: list[str]) -> int:
                   {"--baseline": args.baseline, "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
                    "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
     step_summary_target()
+    check_history(args)
     # Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb).
     progress = None if args.quiet or not sys.stderr.isatty() else ProgressLine(sys.stderr, dumb=is_dumb(os.environ))
     report: Report | None = None
@@ -151,6 +153,7 @@ def main(args_list: list[str]) -> int:
                               run_file=args.run_file, options=options, gating=gating, progress=progress)
         if progress:
             progress.finish()
+        report = record_history(report, args, args.baseline if gated else None)
         write_outputs(report, args)
     except HarnessError:
         raise

@@ -49,7 +49,7 @@ TESTS = REPO_ROOT / "tests"
 ROOTS = {
     **{name: (REPO_ROOT,) for name in ("harness", "adapters", "benchmarks", "tests", "docs", "baselines", ".ci")},
     "sets": (REPO_ROOT, HARNESS),  # the shipped sets, or the harness package that loads them
-    **{name: (HARNESS,) for name in ("adapter", "scoring", "gating", "report", "commands")},
+    **{name: (HARNESS,) for name in ("adapter", "scoring", "gating", "report", "commands", "history")},
     **{name: (TESTS,) for name in ("unit", "contract", "properties", "architecture", "fixtures", "gold")},
 }
 PYTHON_FOLDERS = ("harness", "adapters", "benchmarks", "sets", "tests")

@@ -25,7 +25,9 @@ ALLOWED = {
     "shipped": set(),  # harness/shipped.py: where the shipped sets and baselines live
     "layout": {"sets", "adapter", "gating"},  # harness/layout.py: the team's folders, config and defaults
     "api": {"sets", "adapter", "scoring", "gating", "report", "layout"},
-    "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout"},
+    # the gate over time (docs/history.md): the store reads reports and baselines, bisect runs the API
+    "history": {"sets", "adapter", "scoring", "gating", "report", "layout", "api"},
+    "commands": {"sets", "adapter", "scoring", "gating", "report", "api", "layout", "history"},
     "__main__": {"commands"},
     "pytest_plugin": {"api", "report"},  # harness/pytest_plugin.py: the fixture calls them lazily
 }

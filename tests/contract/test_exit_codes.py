@@ -147,6 +147,15 @@ BAD_INPUTS = [
     ("init-unknown-option", ["init", "--bogus"], 2, ARGPARSE),
     ("init-two-folders", ["init", "{folder}/a", "{folder}/b"], 2, ARGPARSE),
     ("init-unwritable-folder", ["init", "{garbage}/team"], 2, "harness"),
+    ("history-unknown-option", ["history", "--bogus"], 2, ARGPARSE),
+    ("history-not-a-store", ["history", "--history", "{garbage}"], 2, "harness"),
+    ("history-missing-store", ["history", "drift", "--history", "{missing}"], 2, "harness"),
+    ("history-import-nothing", ["history", "import", "--history", "{out}"], 2, "harness"),
+    ("history-import-malformed-report", ["history", "import", "{garbage}", "--history", "{out}"], 2, "harness"),
+    ("bisect-unknown-option", ["bisect", "a", "b", "--bogus", "--", "x"], 2, ARGPARSE),
+    ("bisect-no-command", ["bisect", "HEAD~1", "HEAD", "--set", str(TINY_SET)], 2, "harness"),
+    ("bisect-not-a-repository", ["bisect", "HEAD~1", "HEAD", "--set", str(TINY_SET), "--", "x"], 2, "harness"),
+    ("bisect-malformed-set", ["bisect", "HEAD~1", "HEAD", "--set", "{broken_set}", "--", "x"], 2, "harness"),
 ]
 
 

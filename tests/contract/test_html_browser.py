@@ -1,6 +1,6 @@
 """The HTML pages in a real browser (headless Chromium through selenium): what a reviewer relies on.
 
-A passing run, a failing run, a crash and a comparison, each at a desktop width (1,400 px) and a
+A passing run, a failing run, a crash, a comparison and a history, each at a desktop width (1,400 px) and a
 phone's (390 px): the verdict text, no element wider than the viewport (wide tables scroll in
 their own box), the failing gate rows, charts that fill their box (scaled, never scrolled) with
 nothing drawn outside it, no console errors. Full-page
@@ -20,6 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import history_series
+from harness.history.changepoints import analyse
+from harness.history.page import render_history_html
+from harness.history.store import Point, SeriesKey
+from harness.history.trend import Stretch, Trend
 from harness.report.html import render_run_html
 from harness.report.html_kit import CHART_MAX_PX
 from harness.report.html_compare import render_comparison_html
@@ -90,12 +95,26 @@ def _comparison_page_of_two_candidates() -> str:
     return render_comparison_html(suite, base_view, views)
 
 
+def _history_page() -> str:
+    """A 3-point step and a one-run blip, from real per-query rows (benchmarks/history_series.py)."""
+    trends = []
+    for backend, history in (("bm25", history_series.step(1, points=3.0)), ("onnx", history_series.blip(2))):
+        points = tuple(Point(i, f"2026-01-{1 + i % 28:02d}T00:00:00+00:00", commit.ljust(40, "0"), None,
+                             sum(values.values()) / len(values), "r1", str(i))
+                       for i, (commit, values) in enumerate(history.runs))
+        analysis = analyse([p.value for p in points], history.per_query)
+        trends.append(Trend(SeriesKey("run", backend, "code-agent", "overall", "recall@10"),
+                            (Stretch(points, analysis),)))
+    return render_history_html(trends, source="history.sqlite")
+
+
 PAGES = {
     "run-passing": lambda: render_run_html(with_baseline_identity(gated_report(BASE_ANSWERS))),
     "run-failing": lambda: render_run_html(gated_with_baseline()),
     "run-crashed": lambda: render_run_html(crashed_with_tail()),
     "comparison": _comparison_page,
     "comparison-two": _comparison_page_of_two_candidates,
+    "history": _history_page,
 }
 EXPECTED_VERDICT = {
     "run-passing": "PASSED: 7 gates",
@@ -107,6 +126,7 @@ EXPECTED_VERDICT = {
     "comparison": "b bm25 1 (current.json): INCONCLUSIVE: worst tiny overall ndcg@10 -22.8 points (inconclusive",
     # the same base twice is equivalent; the verdict lines come in candidate order
     "comparison-two": "b bm25 1 (same.json): EQUIVALENT: e.g. tiny overall recall@10 +0.0 points (equivalent",
+    "history": "1 change point, 1 outlier in 2 series",
 }
 
 # Elements wider than the viewport, ignoring those inside a box that scrolls on its own.
@@ -132,7 +152,7 @@ return Array.from(document.querySelectorAll('svg.chart')).map(svg => {
   const inside = marks.every(mark => mark.left >= box.left - 0.5 && mark.right <= box.right + 0.5
                                      && mark.top >= box.top - 0.5 && mark.bottom <= box.bottom + 0.5);
   return [svg.getAttribute('class'), Math.round(box.width), Math.round(box.height), Math.round(holder.width),
-          svg.closest('.scroll') !== null, svg.querySelectorAll('rect.bar, polyline.cdf').length,
+          svg.closest('.scroll') !== null, svg.querySelectorAll('rect.bar, polyline.cdf, polyline.trend').length,
           Math.round(box.right), inside];
 });
 """
@@ -179,7 +199,7 @@ def test_page_in_a_real_browser(browser, tmp_path, name, width):
         assert not scrolls, kind  # the chart scales to its box: nothing to scroll
         assert chart_width == min(box_width, CHART_MAX_PX), (kind, chart_width, box_width)  # fills it, up to the cap
         assert chart_right <= viewport and inside, (kind, chart_right)  # no value, axis or label cut off
-        assert marks > 0, kind  # bars or the CDF curve drawn
+        assert marks > 0, kind  # bars, the CDF curve or the trend drawn
 
     # per-query tables (flips, queries that did not pass) fit whole: cards on a phone, never scrolled
     per_query = browser.execute_script(
@@ -212,6 +232,12 @@ def test_page_in_a_real_browser(browser, tmp_path, name, width):
         tables = 2 if name == "comparison-two" else 1  # one latency table per candidate and set
         assert browser.execute_script("return document.querySelectorAll('table.latency tr').length") == 3 * tables
 
+    if name == "history":  # the step's range and the blip drawn where the runs are, with their exact numbers
+        marks = browser.execute_script(
+            "return [Array.from(document.querySelectorAll('rect.change')).map(r => [r.dataset.first, r.dataset.last]),"
+            " Array.from(document.querySelectorAll('circle.outlier')).map(c => c.dataset.index),"
+            " document.querySelector('polyline.trend').dataset.points.split(' ').length]")
+        assert marks == [[["19", "20"]], ["30"], 30]
     errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
     assert errors == []
     assert _screenshot(browser, name, width).stat().st_size > 0

@@ -93,6 +93,10 @@ def test_every_example_works_in_the_readmes_order(tmp_path):
         if command == "merge":  # the two shard runs the example combines
             for shard in ("1/2", "2/2"):
                 run(["-m", "harness", "--set", "memory", "--shard", shard, "--out", f"shard-{shard[0]}.json"])
+        if command == "bisect":  # the folder as a repository of two commits, HEAD~1 and HEAD
+            for git in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"], ["commit", "-qm", "two", "--allow-empty"]):
+                subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *git], cwd=work,
+                               check=True, capture_output=True)
         argv = [os.path.expanduser(part).replace(str(Path.home()), str(home)) if part.startswith("~") else part
                 for part in shlex.split(line)[1:]]
         done = run(argv)
@@ -115,6 +119,10 @@ def test_every_example_works_in_the_readmes_order(tmp_path):
         elif command == "sets list":  # the team's two, then the shipped ones (two of them shadowed)
             shipped = sorted(path.parent.name for path in (REPO_ROOT / "sets").glob("*/set.json"))
             assert [line.split()[0] for line in done.stdout.splitlines()[1:]] == ["dedupe", "memory", *shipped]
+        elif command == "bisect":
+            assert "no change detectable between" in done.stdout and done.stdout.endswith("gate runs: 2\n")
+        elif command == "history":
+            assert done.stdout == "history.sqlite: 1 run and 0 accepted baselines added\n"
         elif command == "init":
             assert (work / "my-team" / "retrieval-gate.toml").is_file()
             assert (work / "my-team" / "sets" / "example" / "set.json").is_file()

@@ -67,7 +67,7 @@ def test_the_config_overrides_the_conventional_paths_relative_to_its_folder(team
         (team / name).write_text("{}")
     (team / "retrieval-gate.toml").write_text('sets = "quality/sets"\nbaseline = "quality/base.json"\n'
                                               'budgets = "quality/b.json"\npolicy = "quality/p.json"\n'
-                                              'backend = "onnx"\nworkers = 3\n')
+                                              'backend = "onnx"\nworkers = 3\nhistory = "ci/history.sqlite"\n')
     below = team / "src" / "pkg"
     below.mkdir(parents=True)
     layout = resolve(cwd=below)  # found walking up; its paths are the config folder's
@@ -75,7 +75,11 @@ def test_the_config_overrides_the_conventional_paths_relative_to_its_folder(team
     quality = team.resolve() / "quality"
     assert (layout.sets_dir, layout.baseline, layout.budgets, layout.policy) == (
         quality / "sets", quality / "base.json", quality / "b.json", quality / "p.json")
-    assert (layout.backend, layout.workers) == ("onnx", 3)
+    assert (layout.backend, layout.workers, layout.history) == ("onnx", 3, team.resolve() / "ci" / "history.sqlite")
+
+
+def test_no_history_store_without_the_config_key(team):
+    assert resolve(cwd=team).history is None  # a run appends nowhere unless asked
 
 
 def test_options_override_the_config(team):
@@ -99,8 +103,9 @@ def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(t
 
 
 @pytest.mark.parametrize("text, expected", [
-    ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, backend, workers)"),
+    ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, backend, workers, history)"),
     ("sets = 5\n", "retrieval-gate.toml: sets: expected a path as a non-empty string, got 5"),
+    ('history = ""\n', "retrieval-gate.toml: history: expected a path as a non-empty string, got ''"),
     ('workers = "2"\n', "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got '2'"),
     ("workers = true\n", "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got True"),
     ("backend = 1\n", "retrieval-gate.toml: backend: expected one of bm25, hybrid, onnx, got 1"),
