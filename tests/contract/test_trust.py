@@ -208,19 +208,28 @@ def test_the_default_policy_is_the_founding_gates_with_noise_tolerated():
 @pytest.mark.parametrize("fields, message", [
     ({"metrics": ["nope@3"]}, "metrics: "),
     ({"metrics": []}, "metrics: must be a non-empty list"),
-    ({"drop_limit_points": -1}, "drop_limit_points: must be a number from 0 to 1e+06"),
+    ({"drop_limit_points": -1}, "drop_limit_points: must be a number from 0 and below 100, got -1"),
     # limits under which a gate could never fail (or warn)
-    ({"drop_limit_points": 100}, "drop_limit_points: 100 points: a mean moves at most 100 points"),
-    ({"judged": {"warn_drop_points": 250}}, "judged: warn_drop_points: 250 points"),
-    ({"ratchet": {"improvement_points": 100.0}}, "ratchet: improvement_points: 100 points"),
+    ({"drop_limit_points": 100},
+     "drop_limit_points: must be a number from 0 and below 100, got 100; a mean moves at most 100 points"),
+    ({"judged": {"warn_drop_points": 250}}, "judged.warn_drop_points: must be a number from 0 and below 100, got 250"),
+    ({"ratchet": {"improvement_points": 100.0}}, "ratchet.improvement_points: must be a number from 0 and below 100"),
     # unknown keys at any depth: a misspelt key must not switch a gate off unseen
-    ({"latency": {"relative_p95_limit_pct": 50}}, "latency: relative_p95_limit_pct: unknown field"),
-    ({"categories": {"min_query": 5}}, "categories: min_query: unknown field"),
-    ({"format": True}, "format: expected the integer 1, got True"),
+    ({"latency": {"relative_p95_limit_pct": 50}}, "latency.relative_p95_limit_pct: unknown field"),
+    ({"categories": {"min_query": 5}}, "categories.min_query: unknown field"),
+    ({"format": True}, "format: expected the integer 1, got true"),
     ({"format": 1.0}, "format: expected the integer 1, got 1.0"),
     ({"metrics": ["judged@10"]}, "judged@10 is judged coverage, not a quality measure"),
-    ({"categories": {"min_queries": 0}}, "min_queries: must be an integer from 1"),
-    ({"significance": {"require_ci_below_zero": "yes"}}, "require_ci_below_zero: must be true or false"),
+    ({"categories": {"min_queries": 0}}, "categories.min_queries: must be an integer from 1 to 1000000, got 0"),
+    ({"categories": {"discount_queries": -1}}, "categories.discount_queries: must be an integer from 0"),
+    ({"latency": {"min_samples": 0}}, "latency.min_samples: must be an integer from 1 to 1000000, got 0"),
+    ({"latency": {"min_increase_ms": -1}}, "latency.min_increase_ms: must be a number from 0 to 1000000"),
+    ({"latency": {"relative_p95_limit_percent": -5}}, "latency.relative_p95_limit_percent: must be a number from 0"),
+    ({"latency": {"relative_fails": 1}}, "latency.relative_fails: must be true or false, got 1"),
+    ({"categories": {"gate": None}}, "categories.gate: must be true or false, got null"),
+    ({"latency": []}, "latency: must be an object, got list"),
+    ({"format": None}, "format: expected the integer 1, got null"),
+    ({"significance": {"require_ci_below_zero": "yes"}}, "significance.require_ci_below_zero: must be true or false"),
     ({"latencyy": {}}, "latencyy: unknown field"),
     ({"drop_limit_points": 10 ** 400}, "not valid strict JSON (an integer of 401 digits is too large)"),
 ])
@@ -229,6 +238,15 @@ def test_a_bad_policy_is_one_line(tmp_path, fields, message):
         write_policy(tmp_path, **fields)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert str(error.value).startswith(str(tmp_path / "gate-policy.json"))
+
+
+def test_a_latency_section_without_its_relative_limit_keeps_the_documented_100_percent(tmp_path):
+    # the documented way to make latency fail: the p95 may still double (and grow 10 ms) before it does
+    policy = write_policy(tmp_path, latency={"relative_fails": True})
+    assert (policy.latency_relative_limit_percent, policy.latency_relative_fails) == (100.0, True)
+    assert write_policy(tmp_path, latency={"min_samples": 5}).latency_relative_limit_percent == 100.0
+    assert write_policy(tmp_path, latency={"relative_p95_limit_percent": None}).latency_relative_limit_percent is None
+    assert write_policy(tmp_path, latency={"relative_p95_limit_percent": 0}).latency_relative_limit_percent == 0.0
 
 
 def test_policy_metric_names_in_any_spelling(tmp_path):
