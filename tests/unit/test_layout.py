@@ -169,3 +169,19 @@ def test_the_config_record_types_every_key_the_config_may_hold():
     import typing
     from harness.layout import CONFIG_KEYS, Config
     assert typing.get_type_hints(Config) == {key: type(default) for key, (_, default) in CONFIG_KEYS.items()}
+
+
+def test_a_set_folder_not_named_as_its_set_is_refused_wherever_it_is_found_by_name(team, monkeypatch, capsys):
+    add_set(team / "sets", "one")
+    (team / "sets" / "one").rename(team / "sets" / "uno")  # set.json still says "one"
+    layout = resolve(cwd=team)
+    for names in (["all"], ["uno"]):
+        with pytest.raises(SetError, match=r"sets/uno/set.json: name: 'one', but its folder is 'uno'; sets are found "
+                                           r"by name: rename one so they agree"):
+            layout.select(names)
+    assert layout.select([str(team / "sets" / "uno")])[0] == [team / "sets" / "uno"]  # a folder given as a path
+    monkeypatch.chdir(team)
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", str(team / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "name: 'one', but its folder is 'uno'" in err
+    assert not (team / "baselines").exists()  # no baseline recorded under a name `all` could not find again
