@@ -123,7 +123,10 @@ def main(args_list: list[str]) -> int:
     log_path = crash_guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args)
     if args.backend is None and not args.adapter and args.run_file is None:
-        args.backend = team.backend
+        args.backend = team.backend  # the config's backend, or its adapter:
+        if team.adapter:
+            args.adapter, adapter_argv = True, list(team.adapter)
+            args.expect_banner = args.expect_banner or team.expect_banner
     if args.workers is None:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
