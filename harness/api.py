@@ -208,17 +208,22 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
 
 
 def merge_gate(shards: Sequence[tuple[str, Report]], *, layout: Layout, offline: bool = False,
-               gated: bool = True, gating: GateOptions = GateOptions()) -> Report:
+               gated: bool = True, gating: GateOptions = GateOptions(),
+               check_inputs: Callable[[GateInputs], None] | None = None) -> Report:
     """The N shard reports of one run as the report the unsharded run writes, decided exactly as a run is.
 
     The sets the shards name are loaded (their revision, corpus and judgments must match the
     shards'), every query is re-scored from the ids, scores and passages the shards recorded
     (a recorded metric that disagrees is refused: ReportError naming the shard and query), and
     the merged results go through the same identity check and `decide` as a run.
+    `check_inputs(inputs)` runs once they are loaded, before any re-scoring (the command's outputs
+    checked against the sets' files).
     """
     plan = plan_merge(shards)
     inputs = load_inputs(plan.set_paths((layout.sets_dir, layout.shipped_sets)), layout=layout, offline=offline,
                          k=plan.k, gated=gated and layout.baseline is not None)
+    if check_inputs is not None:
+        check_inputs(inputs)
     results = rescore(plan, inputs.query_sets, _computed_metrics(inputs))
     identity = _identity_check(list(plan.identities), inputs, gating.allow_backend_change, what="shards")
     return decided_report(results, inputs, plan.provenance, identity, k=plan.k,

@@ -138,10 +138,11 @@ class Layout:
 
 def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout = FROM_LAYOUT,
             budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None,
-            backend: str | None = None, own_adapter: bool = False) -> Layout:
+            backend: str | None = None, own_adapter: bool = False, for_update: bool = False) -> Layout:
     """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder.
     `backend`: the built-in backend the run asks, whose shipped baseline gates the shipped sets;
-    `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes."""
+    `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes;
+    `for_update`: the baseline is to be written (--update-baseline): the team folder's, never a shipped one."""
     here = Path.cwd() if cwd is None else cwd
     config = find_config(here)
     values: Config = read_config(config) if config is not None else {}
@@ -162,7 +163,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
     else:
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
         if chosen_baseline is None:  # the shipped baseline describes the shipped sets only
-            teams_own = own_adapter or config is not None or bool(sets_in(team_sets))
+            teams_own = own_adapter or for_update or config is not None or bool(sets_in(team_sets))
             built_in = backend or values.get("backend")  # the default's baseline when no built-in one is named
             chosen_baseline = (base / DEFAULT_BASELINE_PATH if teams_own
                                else shipped_baseline(built_in if built_in in BACKENDS else DEFAULT_BACKEND))

@@ -322,7 +322,8 @@ def resolve_layout(args: argparse.Namespace) -> Layout:
     given = vars(args)
     team = resolve(sets_dir=given.get("sets_dir"), budgets=given.get("budgets"), policy=given.get("policy"),
                    baseline=FROM_LAYOUT if given.get("baseline") is None else given["baseline"],
-                   backend=given.get("backend"), own_adapter=bool(given.get("adapter") or given.get("run_file")))
+                   backend=given.get("backend"), own_adapter=bool(given.get("adapter") or given.get("run_file")),
+                   for_update=bool(given.get("update_baseline")))
     for name in ("sets_dir", "baseline", "budgets", "policy"):
         if name in given:
             setattr(args, name, getattr(team, name))

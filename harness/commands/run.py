@@ -19,7 +19,7 @@ from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentPars
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.commands.outputs import add_output_options, output_paths, update_baseline, write_outputs
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
-from harness.fsutil import check_outputs, step_summary_target, write_output
+from harness.fsutil import check_outputs, write_output
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.inputs import GateInputs
 from harness.layout import DEFAULT_WORKERS
@@ -142,10 +142,12 @@ def main(args_list: list[str]) -> int:
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
     # Every output checked before the first query: a typo must not cost a whole run.
-    check_outputs({**output_paths(args), "adapter log": log_path},
-                  {"--baseline": args.baseline, "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
-                   "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
-    step_summary_target()
+    # The baseline is an input, or with --update-baseline an output (never the shipped data, a link, a folder).
+    baseline = {"--baseline": args.baseline}
+    check_outputs({**output_paths(args), "adapter log": log_path, **(baseline if args.update_baseline else {})},
+                  {**({} if args.update_baseline else baseline), "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
+                   "--policy": args.policy, "--run-file": args.run_file, "config": team.config,
+                   **protected_files(inputs.query_sets)})
     # Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb).
     progress = None if args.quiet or not sys.stderr.isatty() else ProgressLine(sys.stderr, dumb=is_dumb(os.environ))
     report: Report | None = None

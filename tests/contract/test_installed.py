@@ -157,6 +157,28 @@ def test_a_team_layout_in_the_working_folder_is_recorded_and_gated_from_there(in
     assert "baselines/current.json" in done.stdout
 
 
+def test_a_re_baseline_from_an_unrelated_folder_never_writes_the_shipped_data(installed, tmp_path):
+    """The shipped baseline is every user's of the environment: a folder without a baseline of its own gets one."""
+    env = clean_env(tmp_path / "cache")
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    venv = installed.parent.parent
+    packaged = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}), "harness",
+                    "_shipped")
+    before = {path: path.read_bytes() for path in packaged.rglob("*") if path.is_file()}
+    checked([venv / "bin" / "retrieval-gate", "--set", "memory", "--update-baseline", "--yes", "--quiet"], env=env,
+            cwd=where)
+    assert list(json.loads((where / "baselines" / "current.json").read_text(encoding="utf-8"))["sets"]) == ["memory"]
+    shipped_baseline = packaged / "baselines" / "current.json"
+    for argv in (["--baseline", shipped_baseline], ["--out", packaged / "sets" / "memory" / "queries.jsonl"]):
+        done = run([installed, "-m", "harness", "--set", "memory", "--update-baseline", "--yes", *argv], env=env,
+                   cwd=where)
+        assert done.returncode == 2, done.stderr
+        [error] = [line for line in done.stderr.splitlines() if "error:" in line]
+        assert f"{argv[1]}: is the installed harness's shipped data" in error, error
+    assert {path: path.read_bytes() for path in packaged.rglob("*") if path.is_file()} == before
+
+
 def test_beside_adapterhub_adapters_import_is_theirs_and_our_bm25_still_runs(wheel, tmp_path):
     theirs = sorted(ADAPTERHUB_WHEELS.glob("adapters-*.whl"))
     if not theirs:
