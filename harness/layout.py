@@ -11,6 +11,7 @@ Without a config the team's folder is the working folder. docs/commands.md, "A t
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import os
@@ -26,6 +27,7 @@ from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.policy import DEFAULT_POLICY_FILE
 from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, shipped_baseline
+from harness.rerun import Rerun
 from harness.sets.loader import find_sets, same_folder, sets_found, sets_in
 from harness.shipped import shipped_sets_dir
 
@@ -88,10 +90,10 @@ class Layout:
     config: Path | None = None
     backend: str | None = None
     workers: int | None = None
-    baseline_given: bool = False  # named on the command line (or to the API): repeated in the notice's command
     adapter: tuple[str, ...] = ()  # the config's adapter argv (none: the built-in backend)
     expect_banner: bool = False    # the config's adapter must print its ready banner
     sets_named_by: str | None = None  # who named the team's sets folder ("--sets-dir", "FILE: sets"); None: the default
+    rerun: Rerun = Rerun()  # what a printed command repeats: the source asked (given, else the config's), named files
 
     def check_sets_dir(self) -> None:
         """UsageError when the team's sets folder was named (option or config) but does not exist: without it every
@@ -119,8 +121,7 @@ class Layout:
         if not missing:
             return folders, []
         one = len(missing) == 1
-        command = f"python -m harness --set {missing[0] if one else 'NAME'} --update-baseline" + (
-            f" --baseline {self.baseline}" if self.baseline_given else "")
+        command = self.rerun.command([missing[0] if one else "NAME"], "--update-baseline")
         notices = [f"set {missing[0]} is not in {self.baseline}: not gated (baseline it: {command})" if one else
                    f"sets {', '.join(missing)} are not in {self.baseline}: not gated (baseline one: {command})"]
         return folders, notices
@@ -138,10 +139,10 @@ class Layout:
 
 def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout = FROM_LAYOUT,
             budgets: Path | None = None, policy: Path | None = None, cwd: Path | None = None,
-            backend: str | None = None, own_adapter: bool = False, for_update: bool = False) -> Layout:
+            asking: Rerun = Rerun(), for_update: bool = False) -> Layout:
     """The layout from the given paths (None / FROM_LAYOUT: not given), the config and the team's folder.
-    `backend`: the built-in backend the run asks, whose shipped baseline gates the shipped sets;
-    `own_adapter`: the team's adapter (or run file) is measured, which no shipped baseline describes;
+    `asking`: the source of rankings given (a built-in backend, whose shipped baseline gates the shipped sets;
+    the team's adapter or a run file, which no shipped baseline describes; none: the config's);
     `for_update`: the baseline is to be written (--update-baseline): the team folder's, never a shipped one."""
     here = Path.cwd() if cwd is None else cwd
     config = find_config(here)
@@ -163,19 +164,26 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
     else:
         chosen_baseline = configured("baseline") or conventional(DEFAULT_BASELINE_PATH)
         if chosen_baseline is None:  # the shipped baseline describes the shipped sets only
-            teams_own = own_adapter or for_update or config is not None or bool(sets_in(team_sets))
-            built_in = backend or values.get("backend")  # the default's baseline when no built-in one is named
+            teams_own = bool(asking.adapter or asking.run_file) or for_update or config is not None \
+                or bool(sets_in(team_sets))
+            built_in = asking.backend or values.get("backend")  # the default's baseline when no built-in one is named
             chosen_baseline = (base / DEFAULT_BASELINE_PATH if teams_own
                                else shipped_baseline(built_in if built_in in BACKENDS else DEFAULT_BACKEND))
     named_by = "--sets-dir" if sets_dir is not None else (f"{config}: {_key_prefix(config)}sets"
                                                           if config is not None and "sets" in values else None)
+    named = {"--sets-dir": sets_dir, "--baseline": None if isinstance(baseline, FromLayout) else baseline,
+             "--budgets": budgets, "--policy": policy}
+    source = asking if asking.names_a_source else Rerun(
+        backend=values.get("backend"), adapter=tuple(values.get("adapter", ())),
+        expect_banner=values.get("expect_banner", False))
+    rerun = dataclasses.replace(source, options=tuple(
+        part for option, path in named.items() if path is not None for part in (option, str(path))))
     return Layout(sets_dir=team_sets, shipped_sets=shipped_sets_dir(), baseline=chosen_baseline,
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
-                  baseline_given=not isinstance(baseline, FromLayout) and baseline is not None,
                   adapter=tuple(values.get("adapter", ())), expect_banner=values.get("expect_banner", False),
-                  sets_named_by=named_by)
+                  sets_named_by=named_by, rerun=rerun)
 
 
 def find_config(start: Path) -> Path | None:

@@ -8,6 +8,7 @@ import difflib
 import os
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -314,16 +315,19 @@ SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets
                 "among the shipped sets"
 
 
-def resolve_layout(args: argparse.Namespace) -> Layout:
-    """The team's layout (harness/layout.py) from the options given; the path options (`sets_dir`,
-    `baseline`, `budgets`, `policy`, those the command has) are set to what it resolved."""
+def resolve_layout(args: argparse.Namespace, adapter_argv: Sequence[str] = ()) -> Layout:
+    """The team's layout (harness/layout.py) from the options given (and the adapter's argv after `--`); the
+    path options (`sets_dir`, `baseline`, `budgets`, `policy`, those the command has) are set to what it resolved."""
     from harness.layout import FROM_LAYOUT, resolve
+    from harness.rerun import Rerun
 
     given = vars(args)
+    asking = Rerun(backend=given.get("backend"), adapter=tuple(adapter_argv) if given.get("adapter") else (),
+                   expect_banner=bool(given.get("expect_banner")),
+                   run_file=None if given.get("run_file") is None else str(given["run_file"]))
     team = resolve(sets_dir=given.get("sets_dir"), budgets=given.get("budgets"), policy=given.get("policy"),
                    baseline=FROM_LAYOUT if given.get("baseline") is None else given["baseline"],
-                   backend=given.get("backend"), own_adapter=bool(given.get("adapter") or given.get("run_file")),
-                   for_update=bool(given.get("update_baseline")))
+                   asking=asking, for_update=bool(given.get("update_baseline")))
     for name in ("sets_dir", "baseline", "budgets", "policy"):
         if name in given:
             setattr(args, name, getattr(team, name))

@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
                        **({} if args.update_baseline else baseline), "config": team.config,
                        **protected_files(inputs.query_sets)})
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
-                            offline=args.offline, gated=gated, gating=gating, check_inputs=check)
+                            offline=args.offline, gated=gated, updating=args.update_baseline, gating=gating,
+                            check_inputs=check)
     write_outputs(report, args)
     if not args.quiet:
         for warning in report.warnings:

@@ -121,7 +121,7 @@ def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
     log_path = crash_guard.beside_out(args.out, ".adapter.log")
-    team = resolve_layout(args)
+    team = resolve_layout(args, adapter_argv)
     if args.backend is None and not args.adapter and args.run_file is None:
         args.backend = team.backend  # the config's backend, or its adapter:
         if team.adapter:
@@ -140,7 +140,8 @@ def main(args_list: list[str]) -> int:
                              allow_backend_change=args.allow_backend_change, condition=args.condition,
                              what_if_min_score=args.what_if_min_score, shard=args.shard)
     gated = not args.no_gate and not args.update_baseline and args.shard is None
-    inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
+    inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated,
+                             updating=args.update_baseline)
     # Every output checked before the first query: a typo must not cost a whole run.
     # The baseline is an input, or with --update-baseline an output (never the shipped data, a link, a folder).
     baseline = {"--baseline": args.baseline}

@@ -30,6 +30,14 @@ class GateInputs:
     baseline: Baseline | None = None
     fingerprints: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     notices: tuple[str, ...] = ()  # `--set all`: each set found but not in the baseline, not run (harness/layout.py)
+    replaced: Baseline | None = None  # --update-baseline: the file it replaces, whose backend the run must be
+    named_options: tuple[str, ...] = ()  # the file options the command named, repeated by printed commands
+
+    @property
+    def identity_baseline(self) -> Baseline | None:
+        """The baseline whose backends the run must be (gated against, or about to be replaced): a re-baseline
+        checks identity as a gate does, so another backend is never recorded into a team's file unasked."""
+        return self.baseline or self.replaced
 
     def entries(self, k: int | None = None) -> dict[str, SetNumbers]:
         """Set name -> the baseline's numbers comparable with it asked at `k` (None: each set's own k);

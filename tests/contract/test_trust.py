@@ -78,6 +78,24 @@ def test_another_backend_is_refused_before_any_query(scripted, tmp_path, capsys)
     assert not (tmp_path / "asked").exists()
 
 
+def test_a_re_baseline_checks_identity_like_a_gate(scripted, tmp_path, capsys):
+    """Another backend is never recorded into a baseline unasked: the IMPROVED hint pasted in a team's repository
+    recorded the built-in BM25 into the team's baseline, and its next gate exited 2."""
+    baseline = tmp_path / "b.json"
+    assert scripted("--update-baseline", "--yes", "--baseline", str(baseline)) == 0
+    before = baseline.read_bytes()
+    capsys.readouterr()
+    assert scripted("--update-baseline", "--yes", "--baseline", str(baseline), SCRIPTED_NAME="sqlite-fts") == 2
+    line, = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: error:")]
+    assert f"{baseline}: recorded for 'scripted' 1" in line and "--allow-backend-change" in line
+    assert main(["--set", str(tmp_path / "sets" / "tiny"), "--baseline", str(baseline), "--update-baseline", "--yes",
+                 "--quiet", "--out", str(tmp_path / "bm25.json")]) == 2  # the built-in BM25 alike
+    assert baseline.read_bytes() == before
+    assert scripted("--update-baseline", "--yes", "--allow-backend-change", "--baseline", str(baseline),
+                    SCRIPTED_NAME="sqlite-fts") == 0
+    assert json.loads(baseline.read_text())["backend"]["name"] == "sqlite-fts"
+
+
 def test_an_adapter_without_a_banner_against_a_named_baseline_is_refused_at_once(scripted, tmp_path, capsys):
     baseline = tmp_path / "b.json"
     assert scripted("--update-baseline", "--yes", "--baseline", str(baseline)) == 0
@@ -111,7 +129,8 @@ def test_each_set_keeps_the_backend_it_was_recorded_for(tmp_path, monkeypatch, c
                      "--out", str(tmp_path / "r.json"), "--baseline", str(baseline), "--budgets", str(budgets(tmp_path)),
                      *extra, "--adapter", "--expect-banner", "--", sys.executable, str(SCRIPTED_ADAPTER)])
     assert run("one", "two", extra=["--update-baseline", "--yes"]) == 0
-    assert run("two", extra=["--update-baseline", "--yes"], name="other") == 0
+    assert run("two", extra=["--update-baseline", "--yes"], name="other") == 2  # checked like a gate
+    assert run("two", extra=["--update-baseline", "--yes", "--allow-backend-change"], name="other") == 0
     document = json.loads(baseline.read_text())
     assert (document["sets"]["one"]["backend"]["name"], document["sets"]["two"]["backend"]["name"]) == \
         ("scripted", "other")

@@ -258,7 +258,8 @@ def test_the_json_report_is_strict():
 
 
 def test_the_installed_shipped_data_is_never_a_write_target(tmp_path, monkeypatch):
-    """Installed from a wheel, harness/_shipped holds the sets and baselines every user of the environment reads."""
+    """Installed from a wheel, the package data `harness._shipped` holds the sets and baselines every user of the
+    environment reads."""
     import harness.shipped
     from harness.fsutil import append_output, open_log
     packaged = tmp_path / "site-packages" / "harness" / "_shipped"
