@@ -237,7 +237,7 @@ def read_config(path: Path) -> Config:
         raise UsageError(f"{where}backend: and adapter: give one (the team's adapter, or a built-in backend)")
     if values.get("expect_banner") and "adapter" not in values:
         raise UsageError(f"{where}expect_banner: only with adapter (the built-in backends always print their banner)")
-    return Config(**values)  # type: ignore[typeddict-item]
+    return Config(**values)
 
 
 def _key_prefix(config: Path) -> str:

@@ -125,13 +125,12 @@ class StrictReader:
         """A finite number from `low` to `high` (`above`: more than `low`; `below`: less than `high`), as a float;
         `why` says what the range means."""
         value = self.value
-        inside = is_finite_number(value) and (low < value if above else low <= value) and (
-            value < high if below else value <= high)
-        if not inside:
-            ends = [f"{'above' if above else 'from'} {_plain(low)}", f"{'below' if below else 'up to'} {_plain(high)}"]
-            span = " and ".join(ends) if above or below else f"from {_plain(low)} to {_plain(high)}"
-            raise self.fail(f"must be a number {span}, got {kind_of(value)}" + (f"; {why}" if why else ""))
-        return float(value)
+        if is_finite_number(value) and (low < value if above else low <= value) and (
+                value < high if below else value <= high):
+            return float(value)
+        ends = [f"{'above' if above else 'from'} {_plain(low)}", f"{'below' if below else 'up to'} {_plain(high)}"]
+        span = " and ".join(ends) if above or below else f"from {_plain(low)} to {_plain(high)}"
+        raise self.fail(f"must be a number {span}, got {kind_of(value)}" + (f"; {why}" if why else ""))
 
     def count(self) -> int:
         value = self.integer()
