@@ -191,9 +191,12 @@ def test_init_names_the_teams_adapter_in_the_config_and_its_ci_gates_it(repo, ca
     assert "python -m pip install 'retrieval-gate @ git+https://example.org/retrieval-gate@v1'\n" in workflow
     assert "python -m pip install 'retrieval-gate @ git+https://example.org/retrieval-gate@v1'\n" in (
         repo / ".akurai.yml").read_text()
-    # the run line names no backend: the config's adapter answers
+    # the run line names no backend: the config's adapter answers, and check-adapter checks it
     assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", "r.json"]) == 0
     assert json.loads((repo / "r.json").read_text())["provenance"]["backend"]["argv"] == adapter
+    capsys.readouterr()
+    assert main(["check-adapter", "--set", "example", "--queries", "20", "--log", "check.log"]) == 0
+    assert capsys.readouterr().out.startswith(f"adapter: {' '.join(adapter)}\n")
 
 
 @pytest.mark.parametrize("argv, error", [
