@@ -235,7 +235,8 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
               "into the report the unsharded run writes, then gates it"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
-             "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
+             "gate-policy.json, the CI jobs and .retrieval-gate/.gitignore; a file that exists is kept, never "
+             "overwritten"),
 }
 
 
