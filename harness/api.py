@@ -140,9 +140,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
                           policy=_path_or_none(policy),
                           baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline), asking=asking)
     if backend is None and run_file is None:  # the config's adapter or built-in backend, as the command's
-        backend = list(team.adapter) or team.backend
-        if team.adapter and "expect_banner" not in options:
-            settings = dataclasses.replace(settings, expect_banner=team.expect_banner)
+        backend = list(team.rerun.adapter) or team.rerun.backend
+        if team.rerun.adapter and "expect_banner" not in options:
+            settings = dataclasses.replace(settings, expect_banner=team.rerun.expect_banner)
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, gating=gating,

@@ -90,10 +90,10 @@ class Layout:
     config: Path | None = None
     backend: str | None = None
     workers: int | None = None
-    adapter: tuple[str, ...] = ()  # the config's adapter argv (none: the built-in backend)
-    expect_banner: bool = False    # the config's adapter must print its ready banner
     sets_named_by: str | None = None  # who named the team's sets folder ("--sets-dir", "FILE: sets"); None: the default
-    rerun: Rerun = Rerun()  # what a printed command repeats: the source asked (given, else the config's), named files
+    # What answers and what a printed command repeats: the source given, else the config's (`adapter` and its
+    # `expect_banner`, or `backend`); and the file options named.
+    rerun: Rerun = Rerun()
 
     def check_sets_dir(self) -> None:
         """UsageError when the team's sets folder was named (option or config) but does not exist: without it every
@@ -182,7 +182,6 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
-                  adapter=tuple(values.get("adapter", ())), expect_banner=values.get("expect_banner", False),
                   sets_named_by=named_by, rerun=rerun)
 
 

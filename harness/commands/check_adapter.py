@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     args_list, command = split_adapter_command(list(argv))
     args = parse_arguments(build_parser(), args_list)
     if not command:
-        command = list(resolve_layout(args).adapter)  # the config's adapter, as a run's
+        command = list(resolve_layout(args).rerun.adapter)  # the config's adapter, as a run's
     if not command:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter "
                          f"(or name it in the config: adapter = [...])")

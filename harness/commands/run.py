@@ -122,11 +122,11 @@ def main(args_list: list[str]) -> int:
     args, adapter_argv = parse(args_list)
     log_path = crash_guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args, adapter_argv)
-    if args.backend is None and not args.adapter and args.run_file is None:
-        args.backend = team.backend  # the config's backend, or its adapter:
-        if team.adapter:
-            args.adapter, adapter_argv = True, list(team.adapter)
-            args.expect_banner = args.expect_banner or team.expect_banner
+    if args.backend is None and not args.adapter and args.run_file is None:  # the config's backend or adapter
+        args.backend = team.rerun.backend
+        if team.rerun.adapter:
+            args.adapter, adapter_argv = True, list(team.rerun.adapter)
+            args.expect_banner = args.expect_banner or team.rerun.expect_banner
     if args.workers is None:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
