@@ -95,8 +95,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
       sets_dir, baseline, budgets, policy: default to the team's layout (harness/layout.py: its
         config file, else the working folder's sets/, baselines/current.json, budgets.json,
         gate-policy.json, else the shipped sets and baseline).
-      backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
-        (a list: never run through a shell). Exclusive with `run_file`.
+      backend: a built-in alias ("bm25", "onnx", "hybrid") or an adapter argv (a list: never run
+        through a shell). Exclusive with `run_file`. Default: the config's `adapter` (with its
+        `expect_banner`, unless given) or `backend`, else "bm25".
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
       baseline: the baseline file to gate against; None measures without gating.
       budgets: the p95 budgets file; None: the layout's (300 ms per set without one).
