@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.adapter.asking import RunOutcome, ask_sets, git_commit, machine, run_from_file
-from harness.adapter.backends import DEFAULT_BACKEND, backend_argv
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import RunOptions, check_types, option_names
 from harness.errors import EXIT_CONFIG, BaselineError, UsageError
 from harness.gating.baseline import Baseline, build_baseline, write_baseline
@@ -38,6 +38,7 @@ from harness.gating.identity import BackendCheck, BackendIdentity, check_backend
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import load_policy
 from harness.records import SetResult
+from harness.rerun import Rerun
 from harness.report.document import AdapterStart, Backend, Provenance, Report, SetSource, exit_code_for
 from harness.report.merge import plan_merge, rescore
 from harness.report.views import baseline_view
@@ -94,8 +95,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
       sets_dir, baseline, budgets, policy: default to the team's layout (harness/layout.py: its
         config file, else the working folder's sets/, baselines/current.json, budgets.json,
         gate-policy.json, else the shipped sets and baseline).
-      backend: a built-in alias ("bm25", "onnx", "hybrid"; default "bm25") or an adapter argv
-        (a list: never run through a shell). Exclusive with `run_file`.
+      backend: a built-in alias ("bm25", "onnx", "hybrid") or an adapter argv (a list: never run
+        through a shell). Exclusive with `run_file`. Default: the config's `adapter` (with its
+        `expect_banner`, unless given) or `backend`, else "bm25".
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
       baseline: the baseline file to gate against; None measures without gating.
       budgets: the p95 budgets file; None: the layout's (300 ms per set without one).
@@ -132,11 +134,16 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
     # each value (Any: a Python caller's) is checked by its record as it is built
     settings = RunOptions(**{name: value for name, value in options.items() if name in option_names(RunOptions)})
     gating = GateOptions(**{name: value for name, value in options.items() if name in option_names(GateOptions)})
+    asking = Rerun(backend=backend if isinstance(backend, str) else None, expect_banner=settings.expect_banner,
+                   adapter=() if backend is None or isinstance(backend, str) else tuple(str(part) for part in backend),
+                   run_file=None if run_file is None else str(run_file))
     team = resolve_layout(sets_dir=_path_or_none(sets_dir), budgets=_path_or_none(budgets),
                           policy=_path_or_none(policy),
-                          baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline),
-                          backend=backend if isinstance(backend, str) else None,
-                          own_adapter=run_file is not None or not (backend is None or isinstance(backend, str)))
+                          baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline), asking=asking)
+    if backend is None and run_file is None:  # the config's adapter or built-in backend, as the command's
+        backend = list(team.rerun.adapter) or team.rerun.backend
+        if team.rerun.adapter and "expect_banner" not in options:
+            settings = dataclasses.replace(settings, expect_banner=team.rerun.expect_banner)
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, gating=gating,
@@ -169,17 +176,22 @@ def _path_or_none(value: object) -> Path | None:
 
 
 def load_inputs(sets: Sequence[str | Path], *, layout: Layout, offline: bool, k: int | None,
-                gated: bool = True) -> GateInputs:
+                gated: bool = True, updating: bool = False) -> GateInputs:
     """Load and check everything a run reads, so any error stops it before the adapter starts.
 
     `gated` False (--no-gate, --update-baseline, a shard): the baseline only says what `all` is.
+    `updating` (--update-baseline): the baseline file, when there is one, is read now: the run must be
+    the backend it records (or be allowed to change it), checked as a gate checks it.
     """
     folders, notices = layout.select([str(s) for s in sets])
     query_sets = tuple(load_set(folder, offline=offline) for folder in folders)
+    replaced = updating and layout.baseline is not None and os.path.lexists(layout.baseline)
     inputs = GateInputs(query_sets, budgets=load_budgets(layout.budgets),
                         policy=load_policy(layout.policy, policy_metric_name),
                         baseline=layout.checked_baseline if gated and layout.baseline is not None else None,
-                        fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices))
+                        fingerprints=fingerprint_files(set_files(query_sets)), notices=tuple(notices),
+                        replaced=layout.checked_baseline if replaced else None,
+                        named_options=layout.rerun.options)
     inputs.entries(k)  # a set the baseline cannot be compared with is refused now, not after the run
     return inputs
 
@@ -204,17 +216,22 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
 
 
 def merge_gate(shards: Sequence[tuple[str, Report]], *, layout: Layout, offline: bool = False,
-               gated: bool = True, gating: GateOptions = GateOptions()) -> Report:
+               gated: bool = True, updating: bool = False, gating: GateOptions = GateOptions(),
+               check_inputs: Callable[[GateInputs], None] | None = None) -> Report:
     """The N shard reports of one run as the report the unsharded run writes, decided exactly as a run is.
 
     The sets the shards name are loaded (their revision, corpus and judgments must match the
     shards'), every query is re-scored from the ids, scores and passages the shards recorded
     (a recorded metric that disagrees is refused: ReportError naming the shard and query), and
     the merged results go through the same identity check and `decide` as a run.
+    `check_inputs(inputs)` runs once they are loaded, before any re-scoring (the command's outputs
+    checked against the sets' files).
     """
     plan = plan_merge(shards)
     inputs = load_inputs(plan.set_paths((layout.sets_dir, layout.shipped_sets)), layout=layout, offline=offline,
-                         k=plan.k, gated=gated and layout.baseline is not None)
+                         k=plan.k, gated=gated and layout.baseline is not None, updating=updating)
+    if check_inputs is not None:
+        check_inputs(inputs)
     results = rescore(plan, inputs.query_sets, _computed_metrics(inputs))
     identity = _identity_check(list(plan.identities), inputs, gating.allow_backend_change, what="shards")
     return decided_report(results, inputs, plan.provenance, identity, k=plan.k,
@@ -232,6 +249,7 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, provenance:
     extra = dict(provenance.extra)
     extra["baseline"] = (inputs.baseline.gated_against([r.name for r in results])
                          if inputs.baseline is not None else None)
+    extra["rerun"] = _rerun(provenance, inputs.named_options).to_dict()
     extra["policy"] = inputs.policy.to_dict()
     if identity is not None:
         extra["backend_identity"] = identity.identity.to_dict()
@@ -244,6 +262,17 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, provenance:
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
                   pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
                   baseline_latency=gated.baseline_latency if gated is not None else None)
+
+
+def _rerun(provenance: Provenance, options: Sequence[str]) -> Rerun:
+    """What answered the run, as every command the report prints repeats it (harness/rerun.py), with the file
+    options its command line named."""
+    if provenance.run_file is not None:
+        return Rerun(run_file=provenance.run_file, options=tuple(options))
+    if provenance.backend.label in BACKENDS:
+        return Rerun(backend=provenance.backend.label, options=tuple(options))
+    return Rerun(adapter=tuple(provenance.backend.argv), expect_banner=provenance.adapter.expect_banner,
+                 options=tuple(options))
 
 
 def check_executable(argv: Sequence[str]) -> None:
@@ -278,8 +307,9 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
         check_executable(argv)
     # The baseline names a backend from its banner: an adapter whose banner is not awaited answers one
     # untimed query first, so its banner (or its lack of one, exit 2 at once) is known before any other.
-    named = inputs.baseline is not None and run_file is None and any(
-        inputs.baseline.identity_for(s.name).name is not None for s in inputs.query_sets)
+    recorded = inputs.identity_baseline
+    named = recorded is not None and run_file is None and any(
+        recorded.identity_for(s.name).name is not None for s in inputs.query_sets)
     return dataclasses.replace(options, argv=argv, expect_banner=expect, identify_first=named and not expect,
                                metrics=_computed_metrics(inputs)), label
 
@@ -292,7 +322,7 @@ def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
 def _identity_check(identities: list[BackendIdentity], inputs: GateInputs, allow_change: bool,
                     what: str = "workers") -> BackendCheck:
     """The run's backend against every backend the baseline records for the run's sets (one per set)."""
-    baseline = inputs.baseline
+    baseline = inputs.identity_baseline
     recorded = None if baseline is None else {s.name: baseline.identity_for(s.name) for s in inputs.query_sets}
     return check_backend(identities, recorded, str(baseline.path) if baseline is not None else "",
                          allow_change=allow_change, what=what)

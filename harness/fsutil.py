@@ -8,6 +8,7 @@ output naming one of the run's inputs is refused before the first query (`check_
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -19,12 +20,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.shipped import is_shipped_data
 
 CACHE_ENV = "RETRIEVAL_GATE_CACHE"
 # Names that stand for one of this process's own descriptors: written into as the shell opened them.
 _OWN_STREAMS = ("/dev/stdout", "/dev/stderr")
 _OWN_STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 _TEMP_NAME_KEEP = 100  # characters of the target's name kept in its temp file's name (see NAME_MAX)
+SHIPPED_REFUSAL = ("is the installed harness's shipped data, which every user of this environment reads; never "
+                   "written (give a path of your own)")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -70,6 +74,8 @@ def output_refusal(target: Path) -> str | None:
     """Why `target` can be neither replaced nor written into, or None when it is a fine output path."""
     if _own_stream(target):
         return None
+    if is_shipped_data(target):
+        return SHIPPED_REFUSAL
     try:
         link = os.lstat(target)
     except (FileNotFoundError, NotADirectoryError):
@@ -192,31 +198,39 @@ def write_output(path: str | os.PathLike[str], text: str, label: str) -> None:
 
 
 def append_output(path: Path, text: str, label: str) -> None:
-    """Append `text` to an output others write into too (e.g. $GITHUB_STEP_SUMMARY); one UsageError line on failure."""
+    """Append `text` to an output others write into too (e.g. $GITHUB_STEP_SUMMARY): created when missing,
+    never through a symlink, opened without blocking (a FIFO with no reader is refused, not waited on);
+    one UsageError line `LABEL: PATH: why` on failure."""
     problem = append_target_problem(path)
     if problem:
         raise UsageError(f"{label}: {path}: {problem}")
+    fd = _open_appending(path, label, fifo=True)
     try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text)
+        view = memoryview(text.encode("utf-8"))
+        while view:
+            view = view[os.write(fd, view):]
     except OSError as exc:
         raise UsageError(f"{label}: {path}: cannot append: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+STEP_SUMMARY = f"${STEP_SUMMARY_ENV}"  # how outputs and error lines name it
 
 
 def step_summary_target() -> Path | None:
     """$GITHUB_STEP_SUMMARY as a file that can be appended to, None when unset; UsageError naming it otherwise.
 
-    Commands call it before any work (a bad path must not cost a run) and again when they append.
+    Commands call it before any work, and check it with their other outputs (`check_outputs`: it must name
+    none of the command's inputs or other outputs), so a bad path never costs a run; again when they append.
     """
     value = os.environ.get(STEP_SUMMARY_ENV)
     if not value:
         return None
     problem = append_target_problem(Path(value))
     if problem:
-        raise UsageError(f"${STEP_SUMMARY_ENV}: {value}: {problem}")
+        raise UsageError(f"{STEP_SUMMARY}: {value}: {problem}")
     return Path(value)
 
 
@@ -266,7 +280,7 @@ def check_outputs(outputs: Mapping[str, Path | None], protected: Mapping[str, Pa
         same = next((seen[key] for key in keys if key in seen), None)
         if same is not None:
             raise UsageError(f"{label}: {target}: is the same file as {same}; "
-                             f"refusing to overwrite it (give another path)")
+                             f"refusing to write into it (give another path)")
         seen.update(dict.fromkeys(keys, label))
 
 
@@ -338,22 +352,32 @@ def open_log(path: Path, label: str = "adapter log"):
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    return os.fdopen(_open_appending(target, label, fifo=False), "ab", buffering=0)
+
+
+def _open_appending(target: Path, label: str, *, fifo: bool) -> int:
+    """A blocking descriptor appending to `target` (created when missing), opened without blocking and without
+    following a symlink at its name: a regular file, a character device, or (`fifo`) a FIFO that has a reader.
+    Anything else is one UsageError line `LABEL: PATH: why`."""
+    if is_shipped_data(target):
+        raise UsageError(f"{label}: {target}: {SHIPPED_REFUSAL}")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
     try:
         fd = os.open(target, flags, 0o666)
     except OSError as exc:
-        if exc.errno == 40 or os.path.islink(target):  # ELOOP: the name is a symlink
+        if exc.errno == errno.ELOOP or os.path.islink(target):  # the name is a symlink
             raise UsageError(f"{label}: {target}: is a symbolic link; give the real path "
-                             f"(logs are never written through links)") from None
-        if exc.errno == 6:  # ENXIO: a FIFO without a reader
-            raise UsageError(f"{label}: {target}: is a FIFO; give a file path") from None
+                             f"(never written through links)") from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader: waiting would hang the command
+            raise UsageError(f"{label}: {target}: is a FIFO with no reader" + (
+                "; start the reader first" if fifo else "; give a file path")) from None
         raise UsageError(f"{label}: {target}: cannot open: {exc.strerror}") from None
     mode = os.fstat(fd).st_mode
-    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or (fifo and stat.S_ISFIFO(mode))):
         os.close(fd)
-        raise UsageError(f"{label}: {target}: is not a regular file or character device")
+        raise UsageError(f"{label}: {target}: is not a regular file or character device" + (" or FIFO" if fifo else ""))
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "ab", buffering=0)
+    return fd
 
 
 # ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-character escapes), then every

@@ -16,7 +16,7 @@ null (unjudgeable): their mean is over the judged queries only.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
@@ -72,6 +72,19 @@ class StrictReader:
             raise self.child(None, key).fail("missing")
         return self.child(document.get(key), key)
 
+    def optional(self, key: str, default: object) -> StrictReader:
+        """The field, or `default` when the object has no such key (a null given stays null)."""
+        document = self.obj()
+        return self.child(document[key] if key in document else default, key)
+
+    def only(self, known: Collection[str]) -> StrictReader:
+        """Itself, an object whose every key is known; else the first unknown key is refused by name
+        (a misspelt key must not switch a setting off unseen)."""
+        unknown = sorted(set(self.obj()) - set(known))
+        if unknown:
+            raise self.child(None, field_key(unknown[0])).fail(f"unknown field (known: {', '.join(sorted(known))})")
+        return self
+
     def has(self, key: str) -> bool:
         return isinstance(self.value, dict) and self.value.get(key) is not None
 
@@ -94,6 +107,30 @@ class StrictReader:
         if isinstance(self.value, bool) or not isinstance(self.value, int) or abs(self.value) > 2 ** 53:
             raise self.fail(f"must be an integer, got {kind_of(self.value)}")
         return self.value
+
+    def version(self, expected: int) -> int:
+        """A document's `format`: exactly the integer `expected` (true and 1.0 are not formats)."""
+        if type(self.value) is not int or self.value != expected:
+            raise self.fail(f"expected the integer {expected}, got {kind_of(self.value)}")
+        return self.value
+
+    def integer_in(self, low: int, high: int, why: str = "") -> int:
+        """An integer from `low` to `high`; `why` says what the range means (e.g. what could never fail past it)."""
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(f"must be an integer from {low} to {high}, got {kind_of(value)}" + (f"; {why}" if why else ""))
+        return value
+
+    def number_in(self, low: float, high: float, *, above: bool = False, below: bool = False, why: str = "") -> float:
+        """A finite number from `low` to `high` (`above`: more than `low`; `below`: less than `high`), as a float;
+        `why` says what the range means."""
+        value = self.value
+        if is_finite_number(value) and (low < value if above else low <= value) and (
+                value < high if below else value <= high):
+            return float(value)
+        ends = [f"{'above' if above else 'from'} {_plain(low)}", f"{'below' if below else 'up to'} {_plain(high)}"]
+        span = " and ".join(ends) if above or below else f"from {_plain(low)} to {_plain(high)}"
+        raise self.fail(f"must be a number {span}, got {kind_of(value)}" + (f"; {why}" if why else ""))
 
     def count(self) -> int:
         value = self.integer()
@@ -152,6 +189,11 @@ class StrictReader:
         """A query's or a scope's measure values by name: fractions in [0, 1], but unjudged@10, a count,
         and a scope's `n`, a count."""
         return {key: value.count() if key in COUNTS else value.fraction() for key, value in self.items()}
+
+
+def _plain(bound: float) -> str:
+    """A range's end as a person writes it: 86400000, 0.5, 1e+300."""
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
 
 
 def kind_of(value: object) -> str:

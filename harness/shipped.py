@@ -26,3 +26,16 @@ def shipped_sets_dir() -> Path:
 def shipped_baselines_dir() -> Path:
     """The folder of the shipped reference baselines (current.json for BM25, onnx.json, hybrid.json)."""
     return (checkout_root() or _PACKAGED) / "baselines"
+
+
+def is_shipped_data(path: str | Path) -> bool:
+    """True when `path` lies in the installed wheel's package data (its shipped sets and baselines): data every
+    user of that environment reads, never a write target. In a checkout the repository's sets/ and baselines/
+    are its team's own, and False."""
+    if not _PACKAGED.is_dir():
+        return False
+    try:
+        Path(path).resolve().relative_to(_PACKAGED.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True

@@ -8,6 +8,7 @@ import difflib
 import os
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -258,7 +259,8 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
                "the set could detect"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
-             "gate-policy.json and the CI jobs; a file that exists is kept, never overwritten"),
+             "gate-policy.json, the CI jobs and .retrieval-gate/.gitignore; a file that exists is kept, never "
+             "overwritten"),
 }
 
 
@@ -338,15 +340,20 @@ SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets
                 "among the shipped sets"
 
 
-def resolve_layout(args: argparse.Namespace) -> Layout:
-    """The team's layout (harness/layout.py) from the options given; the path options (`sets_dir`,
-    `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what it resolved."""
+def resolve_layout(args: argparse.Namespace, adapter_argv: Sequence[str] = ()) -> Layout:
+    """The team's layout (harness/layout.py) from the options given (and the adapter's argv after `--`); the
+    path options (`sets_dir`, `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what
+    it resolved."""
     from harness.layout import FROM_LAYOUT, resolve
+    from harness.rerun import Rerun
 
     given = vars(args)
+    asking = Rerun(backend=given.get("backend"), adapter=tuple(adapter_argv) if given.get("adapter") else (),
+                   expect_banner=bool(given.get("expect_banner")),
+                   run_file=None if given.get("run_file") is None else str(given["run_file"]))
     team = resolve(sets_dir=given.get("sets_dir"), budgets=given.get("budgets"), policy=given.get("policy"),
                    baseline=FROM_LAYOUT if given.get("baseline") is None else given["baseline"],
-                   backend=given.get("backend"), own_adapter=bool(given.get("adapter") or given.get("run_file")))
+                   asking=asking, for_update=bool(given.get("update_baseline")))
     for name in ("sets_dir", "baseline", "budgets", "policy"):
         if name in given:
             setattr(args, name, getattr(team, name))

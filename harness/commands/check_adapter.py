@@ -66,7 +66,10 @@ def main(argv: list[str]) -> int:
     args_list, command = split_adapter_command(list(argv))
     args = parse_arguments(build_parser(), args_list)
     if not command:
-        raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter")
+        command = list(resolve_layout(args).rerun.adapter)  # the config's adapter, as a run's
+    if not command:
+        raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter "
+                         f"(or name it in the config: adapter = [...])")
     check_waits(args.timeout, args.startup_timeout, args.startup_limit, prefix="check-adapter: ")
     if args.queries < 1:
         raise UsageError(f"check-adapter: --queries: must be >= 1, got {args.queries}")

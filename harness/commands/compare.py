@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.commands.arguments import command_parser, parse_arguments
 from harness.errors import EXIT_OK, UsageError
-from harness.fsutil import append_output, check_outputs, step_summary_target, write_output
+from harness.fsutil import STEP_SUMMARY, append_output, check_outputs, step_summary_target, write_output
 from harness.strict_json import strict_json_dumps
 from harness.gating.policy import load_policy
 from harness.report.comparison import render_junit, render_markdown, render_text
@@ -62,9 +62,9 @@ def main(argv: list[str]) -> int:
     if args.resamples < 1:
         raise UsageError("--resamples: must be >= 1")
     inputs = {"base": args.base, **{f"candidate {i}": path for i, path in enumerate(args.candidates, start=1)}}
-    check_outputs({"--json": args.json, "--summary": args.summary, "--junit": args.junit, "--html": args.html},
-                  {**inputs, "--policy": args.policy})
     step_summary = step_summary_target()
+    check_outputs({"--json": args.json, "--summary": args.summary, "--junit": args.junit, "--html": args.html,
+                   STEP_SUMMARY: step_summary}, {**inputs, "--policy": args.policy})
     policy = load_policy(args.policy, report_metric_name)
     base = load_run(args.base)
     candidates = [load_run(path) for path in args.candidates]
@@ -106,5 +106,5 @@ def main(argv: list[str]) -> int:
         if args.summary:
             write_output(args.summary, markdown, "--summary")
         if step_summary:
-            append_output(step_summary, markdown, "$GITHUB_STEP_SUMMARY")
+            append_output(step_summary, markdown, STEP_SUMMARY)
     return EXIT_OK

@@ -15,9 +15,11 @@ from harness.commands.outputs import (add_output_options, check_history, output_
 from harness.errors import UsageError
 from harness.fsutil import check_outputs
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
+from harness.gating.inputs import GateInputs
 from harness.report.console import render_text
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
+from harness.sets.loader import protected_files
 
 PROG = "python -m harness merge"
 
@@ -46,17 +48,23 @@ def main(argv: list[str]) -> int:
     team = resolve_layout(args)
     if args.update_baseline and args.no_gate:
         raise UsageError("--update-baseline and --no-gate are exclusive")
-    # An output naming a shard report (or the budgets, or the baseline gated against) would replace it.
-    check_outputs(output_paths(args),
-                  {**{f"shard report {path}": path for path in args.reports},
-                   "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
-                   "--baseline": None if args.update_baseline else args.baseline})
     check_history(args)
     gated = not args.no_gate and not args.update_baseline
     gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
+
+    def check(inputs: GateInputs) -> None:
+        # An output naming a shard report, a file of a set, the budgets, the policy, the config or the baseline
+        # gated against would replace it.
+        baseline = {"--baseline": args.baseline}  # an input, or with --update-baseline an output
+        check_outputs({**output_paths(args), **(baseline if args.update_baseline else {})},
+                      {**{f"shard report {path}": path for path in args.reports},
+                       "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
+                       **({} if args.update_baseline else baseline), "config": team.config,
+                       **protected_files(inputs.query_sets)})
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
-                            offline=args.offline, gated=gated, gating=gating)
+                            offline=args.offline, gated=gated, updating=args.update_baseline, gating=gating,
+                            check_inputs=check)
     report = record_history(report, args, args.baseline if gated else None)
     write_outputs(report, args)
     if not args.quiet:

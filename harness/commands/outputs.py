@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness import api
 from harness.errors import EXIT_OK
-from harness.fsutil import append_output, step_summary_target, write_output
+from harness.fsutil import STEP_SUMMARY, append_output, step_summary_target, write_output
 from harness.history.recording import record_baseline, record_run
 from harness.history.store import HistoryStore
 from harness.report.comparison import render_pair_text
@@ -66,8 +66,10 @@ def record_history(report: Report, args: argparse.Namespace, baseline: Path | No
 
 
 def output_paths(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Option -> path of every output asked for (for fsutil.check_outputs before anything runs)."""
-    return {"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS}}
+    """Option -> path of every output asked for, $GITHUB_STEP_SUMMARY included (for fsutil.check_outputs
+    before anything runs: no output may name an input or another output)."""
+    return {"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS},
+            STEP_SUMMARY: step_summary_target()}
 
 
 def write_outputs(report: Report, args: argparse.Namespace) -> None:
@@ -78,7 +80,7 @@ def write_outputs(report: Report, args: argparse.Namespace) -> None:
             write_output(getattr(args, dest), render(report), option)
     step_summary = step_summary_target()
     if step_summary:
-        append_output(step_summary, render_markdown(report), "$GITHUB_STEP_SUMMARY")
+        append_output(step_summary, render_markdown(report), STEP_SUMMARY)
 
 
 def update_baseline(args: argparse.Namespace, report: Report) -> int:

@@ -20,7 +20,7 @@ from harness.commands.check_adapter import StartupProgressPrinter
 from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
                                       write_outputs)
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
-from harness.fsutil import check_outputs, step_summary_target, write_output
+from harness.fsutil import check_outputs, write_output
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.inputs import GateInputs
 from harness.layout import DEFAULT_WORKERS
@@ -122,9 +122,12 @@ def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
     log_path = crash_guard.beside_out(args.out, ".adapter.log")
-    team = resolve_layout(args)
-    if args.backend is None and not args.adapter and args.run_file is None:
-        args.backend = team.backend
+    team = resolve_layout(args, adapter_argv)
+    if args.backend is None and not args.adapter and args.run_file is None:  # the config's backend or adapter
+        args.backend = team.rerun.backend
+        if team.rerun.adapter:
+            args.adapter, adapter_argv = True, list(team.rerun.adapter)
+            args.expect_banner = args.expect_banner or team.rerun.expect_banner
     if args.workers is None:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
@@ -138,12 +141,15 @@ def main(args_list: list[str]) -> int:
                              allow_backend_change=args.allow_backend_change, condition=args.condition,
                              what_if_min_score=args.what_if_min_score, shard=args.shard)
     gated = not args.no_gate and not args.update_baseline and args.shard is None
-    inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated)
+    inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated,
+                             updating=args.update_baseline)
     # Every output checked before the first query: a typo must not cost a whole run.
-    check_outputs({**output_paths(args), "adapter log": log_path},
-                  {"--baseline": args.baseline, "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
-                   "--policy": args.policy, "--run-file": args.run_file, **protected_files(inputs.query_sets)})
-    step_summary_target()
+    # The baseline is an input, or with --update-baseline an output (never the shipped data, a link, a folder).
+    baseline = {"--baseline": args.baseline}
+    check_outputs({**output_paths(args), "adapter log": log_path, **(baseline if args.update_baseline else {})},
+                  {**({} if args.update_baseline else baseline), "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
+                   "--policy": args.policy, "--run-file": args.run_file, "config": team.config,
+                   **protected_files(inputs.query_sets)})
     check_history(args)
     # Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb).
     progress = None if args.quiet or not sys.stderr.isatty() else ProgressLine(sys.stderr, dumb=is_dumb(os.environ))

@@ -124,6 +124,7 @@ def export_corpus(folders: list[Path], target: Path, offline: bool) -> int:
 def list_sets(team: Layout) -> int:
     """The team's sets, then the shipped ones, each with where it comes from; a shipped set that a team's
     set of the same name shadows (a name finds the team's) is said so in its `from` column."""
+    team.check_sets_dir()
     check_sets_dir(team.sets_dir)
     own = sets_in(team.sets_dir)
     shipped = [] if team.sets_dir_is_shipped else sets_in(team.shipped_sets)

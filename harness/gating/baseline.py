@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BaselineError
-from harness.fsutil import atomic_write_text
+from harness.fsutil import SHIPPED_REFUSAL, atomic_write_text
+from harness.shipped import is_shipped_data
 from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency
 from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity, text_or_none
@@ -189,6 +190,8 @@ def write_baseline(path: Path, baseline: Mapping[str, Any], *, merge: bool = Tru
     Read, merge and replace happen under an exclusive lock (`baseline_lock`), so two runs
     updating different sets of one baseline at the same time both keep their set.
     """
+    if is_shipped_data(path):  # checked before the lock, whose file would be created beside it
+        raise BaselineError(f"{path}: {SHIPPED_REFUSAL}")
     with baseline_lock(path):
         document = dict(baseline)
         if merge and path.exists():

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.strict_json import is_finite_number, read_settings_file
 from harness.errors import UsageError
-from harness.quoting import field_key
+from harness.measured import StrictReader
+from harness.strict_json import read_settings_file
 
 DEFAULT_BUDGETS_PATH = Path("budgets.json")
 DEFAULT_P95_BUDGET_MS = 300.0
@@ -35,23 +35,12 @@ def load_budgets(path: Path | None) -> Budgets:
     document = read_settings_file(path, DEFAULT_BUDGETS_PATH, UsageError, "budgets")
     if document is None:
         return Budgets()
-    path = path if path is not None else DEFAULT_BUDGETS_PATH
-    if not isinstance(document, dict) or type(document.get("format")) is not int or document.get("format") != 1:
-        raise UsageError(f"{path}: format: expected the integer 1")
-    unknown = sorted(set(document) - {"format", "default_p95_ms", "p95_ms"})
-    if unknown:  # a misspelt key would leave every set on the default budget unseen
-        raise UsageError(f"{path}: {field_key(unknown[0])}: unknown field (known: default_p95_ms, format, p95_ms)")
-    default = document.get("default_p95_ms", DEFAULT_P95_BUDGET_MS)
-    per_set = document.get("p95_ms", {})
-    if not _positive(default):
-        raise UsageError(f"{path}: default_p95_ms: must be a positive number of milliseconds")
-    if not isinstance(per_set, dict):
-        raise UsageError(f"{path}: p95_ms: must be an object {{set: milliseconds}}")
-    for name, value in per_set.items():
-        if not _positive(value):
-            raise UsageError(f"{path}: p95_ms.{field_key(name)}: must be a positive number of milliseconds")
-    return Budgets({name: float(value) for name, value in per_set.items()}, float(default))
+    budgets = StrictReader(document, str(path if path is not None else DEFAULT_BUDGETS_PATH), UsageError)
+    budgets.optional("format", None).version(1)
+    budgets.only({"format", "default_p95_ms", "p95_ms"})  # a misspelt key would leave every set on the default
+    default = _milliseconds(budgets.optional("default_p95_ms", DEFAULT_P95_BUDGET_MS))
+    return Budgets({name: _milliseconds(value) for name, value in budgets.optional("p95_ms", {}).items()}, default)
 
 
-def _positive(value: object) -> bool:
-    return is_finite_number(value) and 0 < value <= MAX_BUDGET_MS
+def _milliseconds(reader: StrictReader) -> float:
+    return reader.number_in(0, MAX_BUDGET_MS, above=True, why="a p95 budget in milliseconds, at most one day")

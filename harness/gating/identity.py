@@ -120,8 +120,8 @@ def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_pat
         else:
             return IdentityCheck(
                 f"{baseline_path}: recorded for {baseline.describe()}, but this run is {what}: {run.describe()}; "
-                f"record its own baseline with --update-baseline --baseline FILE, or gate anyway with "
-                f"--allow-backend-change")
+                f"record its own baseline with --update-baseline --baseline FILE, or gate (or re-baseline) anyway "
+                f"with --allow-backend-change")
     else:
         if baseline.version != run.version and baseline.version and run.version:
             notes.append(f"backend version changed: {baseline.version} in {baseline_path}, {run.version} now")

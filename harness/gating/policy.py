@@ -34,12 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.strict_json import is_finite_number, read_settings_file
+from harness.measured import StrictReader
+from harness.strict_json import read_settings_file
 
 FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
 POLICY_FORMAT = 1
 DEFAULT_POLICY_FILE = Path("gate-policy.json")
 MAX_POINTS = 100.0  # a mean of a [0, 1] metric moves at most 100 points: a limit there can never be crossed
+# Static bounds of the other limits (harness/gating/inputs.py also refuses a count no set of the run can reach).
+MAX_COUNT = 1_000_000
+MAX_PERCENT = 1e6
+MAX_INCREASE_MS = 1e6
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
             "significance": {"require_ci_below_zero"},
@@ -90,103 +95,56 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     """The policy in `path` (None: gate-policy.json when present, else the defaults).
 
     `canonical_metric(name)` turns a metric name in any accepted spelling into the key reports
-    carry, raising ValueError for an unknown one. Every defect is one UsageError line.
+    carry, raising ValueError for an unknown one. Every defect is one UsageError line naming the
+    file and the field (`gate-policy.json: latency.min_samples: ...`).
     """
     document = read_settings_file(path, DEFAULT_POLICY_FILE, UsageError, "gate policy")
     if document is None:
         return GatePolicy()
     where = str(path if path is not None else DEFAULT_POLICY_FILE)
-    if not isinstance(document, dict):
-        raise UsageError(f"{where}: must be a JSON object")
-    version = document.get("format")
-    if type(version) is not int or version != POLICY_FORMAT:  # true == 1 and 1.0 == 1 in Python: not formats
-        raise UsageError(f"{where}: format: expected the integer {POLICY_FORMAT}, got {version!r}")
-    _refuse_unknown(document, TOP_KEYS, where)
-    sections = {name: _section(document, name, where) for name in SECTIONS}
+    policy = StrictReader(document, where, UsageError)
+    policy.optional("format", None).version(POLICY_FORMAT)
+    policy.only(TOP_KEYS)
+    categories, significance, latency, judged, ratchet = (
+        policy.optional(name, {}).only(SECTIONS[name]) for name in SECTIONS)
     defaults = GatePolicy()
-    categories, latency = sections["categories"], sections["latency"]
-    relative = latency.get("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
-    ratchet = sections["ratchet"].get("improvement_points")
+    relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
+    improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
     return GatePolicy(
-        metrics=_metrics(document, defaults, canonical_metric, where),
-        drop_limit_points=_points(document, "drop_limit_points", defaults.drop_limit_points, where),
-        gate_categories=_boolean(categories, "gate", defaults.gate_categories, f"{where}: categories"),
-        min_category_queries=_integer(categories, "min_queries", defaults.min_category_queries,
-                                      f"{where}: categories", low=1),
-        discount_queries=_integer(categories, "discount_queries", defaults.discount_queries,
-                                  f"{where}: categories", low=0),
-        require_ci_below_zero=_boolean(sections["significance"], "require_ci_below_zero", False,
-                                       f"{where}: significance"),
-        latency_relative_limit_percent=None if relative is None else _number(
-            latency, "relative_p95_limit_percent", 0.0, f"{where}: latency", low=0.0),
-        latency_min_increase_ms=_number(latency, "min_increase_ms", defaults.latency_min_increase_ms,
-                                        f"{where}: latency", low=0.0),
-        latency_min_samples=_integer(latency, "min_samples", defaults.latency_min_samples, f"{where}: latency", low=1),
-        latency_relative_fails=_boolean(latency, "relative_fails", False, f"{where}: latency"),
-        judged_warn_drop_points=_points(sections["judged"], "warn_drop_points", defaults.judged_warn_drop_points,
-                                        f"{where}: judged"),
-        ratchet_improvement_points=None if ratchet is None else _points(
-            sections["ratchet"], "improvement_points", 0.0, f"{where}: ratchet"),
+        metrics=_metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric),
+        drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
+        gate_categories=categories.optional("gate", defaults.gate_categories).boolean(),
+        min_category_queries=categories.optional("min_queries", defaults.min_category_queries).integer_in(1, MAX_COUNT),
+        discount_queries=categories.optional("discount_queries", defaults.discount_queries).integer_in(0, MAX_COUNT),
+        require_ci_below_zero=significance.optional("require_ci_below_zero", defaults.require_ci_below_zero).boolean(),
+        latency_relative_limit_percent=None if relative.value is None else relative.number_in(0, MAX_PERCENT),
+        latency_min_increase_ms=latency.optional("min_increase_ms", defaults.latency_min_increase_ms).number_in(
+            0, MAX_INCREASE_MS),
+        latency_min_samples=latency.optional("min_samples", defaults.latency_min_samples).integer_in(1, MAX_COUNT),
+        latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
+        judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
+        ratchet_improvement_points=None if improvement.value is None else _points(improvement),
         source=where)
 
 
-def _metrics(document: dict, defaults: GatePolicy, canonical_metric: Callable[[str], str], where: str) -> tuple[str, ...]:
-    metrics = document.get("metrics", list(defaults.metrics))
-    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
-        raise UsageError(f"{where}: metrics: must be a non-empty list of metric names")
+def _points(reader: StrictReader) -> float:
+    """A limit in points of a [0, 1] mean: below 100, or the gate it sets could never fail (or warn)."""
+    return reader.number_in(0, MAX_POINTS, below=True, why=f"a mean moves at most {MAX_POINTS:g} points, so a "
+                                                          f"limit of {MAX_POINTS:g} or more could never fail")
+
+
+def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
+    if not isinstance(reader.value, list) or not reader.value or not all(isinstance(m, str) for m in reader.value):
+        raise reader.fail("must be a non-empty list of metric names")
     canonical = []
-    for name in metrics:
+    for name in reader.strings():
         try:
             key = canonical_metric(name)
         except ValueError as exc:
-            raise UsageError(f"{where}: metrics: {exc}") from None
+            raise reader.fail(str(exc)) from None
         if key == "judged@10":
             # coverage, not quality: a fall means unjudged documents, which warns (judged.warn_drop_points)
-            raise UsageError(f"{where}: metrics: judged@10 is judged coverage, not a quality measure; its fall "
-                             f"warns through judged.warn_drop_points")
+            raise reader.fail("judged@10 is judged coverage, not a quality measure; its fall warns through "
+                              "judged.warn_drop_points")
         canonical.append(key)
     return tuple(dict.fromkeys(canonical))
-
-
-def _refuse_unknown(section: dict, known: set[str], where: str) -> None:
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise UsageError(f"{where}: {unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
-
-
-def _section(document: dict, key: str, where: str) -> dict:
-    value = document.get(key, {})
-    if not isinstance(value, dict):
-        raise UsageError(f"{where}: {key}: must be an object")
-    _refuse_unknown(value, SECTIONS[key], f"{where}: {key}")
-    return value
-
-
-def _number(section: dict, key: str, default: float, where: str, *, low: float, high: float = 1e6) -> float:
-    value = section.get(key, default)
-    if not is_finite_number(value) or not low <= value <= high:
-        raise UsageError(f"{where}: {key}: must be a number from {low:g} to {high:g}, got {value!r}")
-    return float(value)
-
-
-def _points(section: dict, key: str, default: float, where: str) -> float:
-    """A limit in points of a [0, 1] mean: below 100, or the gate it sets could never fail (or warn)."""
-    value = _number(section, key, default, where, low=0.0)
-    if value >= MAX_POINTS:
-        raise UsageError(f"{where}: {key}: {value:g} points: a mean moves at most {MAX_POINTS:g} points, so this "
-                         f"gate could never fail; give less than {MAX_POINTS:g}")
-    return value
-
-
-def _integer(section: dict, key: str, default: int, where: str, *, low: int) -> int:
-    value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1_000_000:
-        raise UsageError(f"{where}: {key}: must be an integer from {low} to 1000000, got {value!r}")
-    return value
-
-
-def _boolean(section: dict, key: str, default: bool, where: str) -> bool:
-    value = section.get(key, default)
-    if not isinstance(value, bool):
-        raise UsageError(f"{where}: {key}: must be true or false, got {value!r}")
-    return value

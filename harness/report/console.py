@@ -16,9 +16,9 @@ from harness.report import evidence
 from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
-from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems,
-                                    change_text, improvement_text, improvements, ordered_gates, plural, startup_text,
-                                    value_text, verdict_of)
+from harness.report.verdict import (backend_identity, baseline_text, category_problems, change_text,
+                                    improvement_text, improvements, ordered_gates, plural, rebaseline_hint,
+                                    startup_text, value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -116,7 +116,7 @@ def gate_lines(report: Report, *, verbose: bool = False, style: Style = PLAIN) -
         lines.extend(_category_table(name, gates, style))
     better = improvements(report)
     lines += [f"{style.paint('pass', 'IMPROVED')} {terminal_line(improvement_text(gate))}" for gate in better]
-    lines += [f"         {REBASELINE_HINT}"] if better else []
+    lines += [f"         {terminal_line(rebaseline_hint(report))}"] if better else []
     if passed:
         listing = ", ".join(f"{kind} {n}" for kind, n in Counter(gate.gate for gate in passed).items())
         lines.append(style.paint("pass", f"passed: {plural(len(passed), 'gate')}") + f" ({listing}); -v lists them")

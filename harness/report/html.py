@@ -12,9 +12,9 @@ from harness.measured import Aggregates, Latency
 from harness.records import GateResult, QueryResult, SetResult
 from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
-from harness.report.verdict import (REBASELINE_HINT, Verdict, backend_identity, baseline_identity, baseline_text,
-                                    change_text, counts_line, error_parts, improvement_text, improvements,
-                                    ordered_gates, short_message, startup_text, value_text)
+from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, change_text,
+                                    counts_line, error_parts, improvement_text, improvements, ordered_gates,
+                                    rebaseline_hint, short_message, startup_text, value_text)
 from harness.report.verdict import verdict_of
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
@@ -59,7 +59,7 @@ def render_run_html(report: Report) -> str:
     better = improvements(report)
     if better:
         body += ["<h2>Improvements</h2>", "<ul>" + "".join(f'<li class="pass">{_text(improvement_text(g))}</li>'
-                                                          for g in better) + f"<li>{_text(REBASELINE_HINT)}</li></ul>"]
+                                                          for g in better) + f"<li>{_text(rebaseline_hint(report))}</li></ul>"]
     body += ["<h2>Run details</h2>", _provenance_table(report)]
     for index, result in enumerate(report.sets):
         body.extend(_run_set_section(index, result, report))

@@ -20,8 +20,8 @@ from harness.report.console import cell
 from harness.report import evidence
 from harness.report.document import Report
 from harness.report.escape import markdown_code, markdown_fence, markdown_text
-from harness.report.verdict import (REBASELINE_HINT, backend_identity, baseline_text, category_problems, change_text,
-                                    counts_line, error_parts, improvement_text, improvements, plural, set_level,
+from harness.report.verdict import (backend_identity, baseline_text, category_problems, change_text, counts_line,
+                                    error_parts, improvement_text, improvements, plural, rebaseline_hint, set_level,
                                     value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
@@ -49,7 +49,7 @@ def render_markdown(report: Report) -> str:
     better = improvements(report)
     if better:
         lines += ["", "#### Improvements", "", *(f"- {markdown_text(improvement_text(g))}" for g in better),
-                  f"- {markdown_text(REBASELINE_HINT)}"]
+                  f"- {markdown_text(rebaseline_hint(report))}"]
     lines.extend(_flipped_lines(report))
     if report.gates:
         lines += ["", "#### Gated values", ""] + _gated_values(report)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
 from harness.records import GateResult
+from harness.rerun import Rerun
 from harness.report.document import Provenance, Report
 
 # Gates in the order a reader should meet them: failures, then warnings, then passes.
@@ -37,8 +38,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
-REBASELINE_HINT = ("re-baseline to keep them: python -m harness --update-baseline, then review what moved with "
-                   "python -m harness baselines diff OLD NEW")
+def rebaseline_hint(report: Report) -> str:
+    """The command that keeps the improvements: the improved sets re-baselined by the backend that ran
+    (harness/rerun.py), pasted in the folder the run ran in; it shows what moves before it writes."""
+    names = list(dict.fromkeys(gate.set_name for gate in improvements(report))) or [s.name for s in report.sets]
+    command = Rerun.from_dict(report.provenance.extra.get("rerun")).command(names, "--update-baseline")
+    return f"re-baseline to keep them (what moves is shown before it is written): {command}"
 
 
 def set_level(gates: Sequence[GateResult]) -> list[GateResult]:

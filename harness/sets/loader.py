@@ -96,7 +96,7 @@ def find_sets(names: list[str], sets_dir: Path, *, shipped: Path | None = None,
             candidates = sets_found(sets_dir, shipped)
             if not candidates:
                 raise SetError(f"{sets_dir}: no sets found (expected {sets_dir}/NAME/set.json)")
-            found.extend(candidates)
+            found.extend(_named_alike(folder) for folder in candidates)
         else:
             found.append(_named(name, sets_dir, shipped))
     unique: list[Path] = []
@@ -121,11 +121,25 @@ def _named(name: str, sets_dir: Path, shipped: Path | None) -> Path:
     """The folder of the set `name`: the team's (`sets_dir`) first, then the shipped one."""
     for folder in (sets_dir / name, *((shipped / name,) if shipped is not None else ())):
         if _holds_set(folder):
-            return folder
+            return _named_alike(folder)
     available = sorted(p.name for p in sets_in(sets_dir))
     also = (f"; shipped: {', '.join(p.name for p in sets_in(shipped)) or 'none'}"
             if shipped is not None and not same_folder(shipped, sets_dir) else "")
     raise SetError(f"set {name!r}: no {sets_dir / name / 'set.json'} (available: {', '.join(available) or 'none'}{also})")
+
+
+def _named_alike(folder: Path) -> Path:
+    """`folder`, a set found by its name in a sets folder, once its set.json names it alike; else SetError.
+
+    A set is looked up by name (`--set NAME`, and `--set all` through the names a baseline records):
+    a folder renamed away from its set.json name would be found under one name and recorded under the other.
+    """
+    meta_path = folder / "set.json"
+    name = _read_meta(meta_path, _label(meta_path))["name"]
+    if name != folder.name:
+        raise SetError(f"{_label(meta_path)}: name: {preview(name, 60)}, but its folder is {preview(folder.name, 60)}; "
+                       f"sets are found by name: rename one so they agree")
+    return folder
 
 
 def same_folder(a: Path, b: Path) -> bool:

@@ -38,8 +38,8 @@ def checked(argv: list, **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel of a copy of this checkout's sources (the build leaves its build/ there, not in the checkout)."""
+def source(tmp_path_factory) -> Path:
+    """A copy of this checkout's sources (what the wheel is built from, and a git repository is made of)."""
     require_modules("numpy", "setuptools", "wheel")
     source = tmp_path_factory.mktemp("source")
     for name in SOURCES:
@@ -48,6 +48,12 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(origin, source / name)
+    return source
+
+
+@pytest.fixture(scope="module")
+def wheel(source, tmp_path_factory) -> Path:
+    """The wheel of a copy of this checkout's sources (the build leaves its build/ there, not in the checkout)."""
     dist = tmp_path_factory.mktemp("dist")
     checked([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
              "--disable-pip-version-check", "-q", "-w", dist, source])
@@ -157,6 +163,28 @@ def test_a_team_layout_in_the_working_folder_is_recorded_and_gated_from_there(in
     assert "baselines/current.json" in done.stdout
 
 
+def test_a_re_baseline_from_an_unrelated_folder_never_writes_the_shipped_data(installed, tmp_path):
+    """The shipped baseline is every user's of the environment: a folder without a baseline of its own gets one."""
+    env = clean_env(tmp_path / "cache")
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    venv = installed.parent.parent
+    packaged = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}), "harness",
+                    "_shipped")
+    before = {path: path.read_bytes() for path in packaged.rglob("*") if path.is_file()}
+    checked([venv / "bin" / "retrieval-gate", "--set", "memory", "--update-baseline", "--yes", "--quiet"], env=env,
+            cwd=where)
+    assert list(json.loads((where / "baselines" / "current.json").read_text(encoding="utf-8"))["sets"]) == ["memory"]
+    shipped_baseline = packaged / "baselines" / "current.json"
+    for argv in (["--baseline", shipped_baseline], ["--out", packaged / "sets" / "memory" / "queries.jsonl"]):
+        done = run([installed, "-m", "harness", "--set", "memory", "--update-baseline", "--yes", *argv], env=env,
+                   cwd=where)
+        assert done.returncode == 2, done.stderr
+        [error] = [line for line in done.stderr.splitlines() if "error:" in line]
+        assert f"{argv[1]}: is the installed harness's shipped data" in error, error
+    assert {path: path.read_bytes() for path in packaged.rglob("*") if path.is_file()} == before
+
+
 def test_beside_adapterhub_adapters_import_is_theirs_and_our_bm25_still_runs(wheel, tmp_path):
     theirs = sorted(ADAPTERHUB_WHEELS.glob("adapters-*.whl"))
     if not theirs:
@@ -177,3 +205,72 @@ def test_beside_adapterhub_adapters_import_is_theirs_and_our_bm25_still_runs(whe
     report = json.loads((where / ".retrieval-gate" / "report.json").read_text(encoding="utf-8"))
     assert report["exit_code"] == 0
     assert report["provenance"]["backend"]["argv"] == [str(python), "-m", "retrieval_gate_adapters.bm25"]
+
+
+# -- the install line `init` writes into a team's CI jobs ----------------------------------------------------
+
+# Lent to the venv the line installs into, with their metadata (so pip counts them as installed): pip to run
+# the line, setuptools (and the modules it imports beside it), wheel and packaging to build from git without build isolation,
+# numpy for the [bm25] extra.
+LENT_WITH_METADATA = ("pip", "setuptools", "_distutils_hack", "pkg_resources", "wheel", "packaging", "numpy")
+
+
+def venv_with_lent_pip(folder: Path) -> Path:
+    """A venv without pip of its own, lent this venv's pip, setuptools, wheel and numpy (metadata included)."""
+    env = clean_env(folder / "cache")
+    checked([sys.executable, "-m", "venv", "--without-pip", folder / "venv"], env=env)
+    python = folder / "venv" / "bin" / "python"
+    lent = folder / "lent"
+    lent.mkdir()
+    purelib = Path(sysconfig.get_path("purelib"))
+    for name in LENT_WITH_METADATA:
+        for part in [purelib / name, purelib / f"{name}.libs", *purelib.glob(f"{name}-*.dist-info")]:
+            if part.exists():
+                (lent / part.name).symlink_to(part)
+    venv_purelib = checked([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                           env=env).stdout.strip()
+    Path(venv_purelib, "lent.pth").write_text(f"{lent}\n")
+    return python
+
+
+@pytest.mark.parametrize("form", ["wheel", "git", "index"])
+def test_the_install_line_init_writes_installs_from_a_wheel_file_a_git_url_and_an_index(source, wheel, tmp_path,
+                                                                                      form):
+    """`init --install` writes one line into the CI jobs; run as the job runs it (bash, the venv's python first on
+    PATH), offline: the wheel committed to the repository, a git URL (file://, built without isolation, as a
+    runner with network would build it with), or an index (a find-links folder standing in for it). Then the
+    team's first baseline and gate run with what it installed."""
+    from harness.commands.cli import main as harness_main
+    team = tmp_path / "team"
+    (team / ".git").mkdir(parents=True)
+    env = {**clean_env(tmp_path / "cache"), "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    if form == "wheel":
+        (team / "ci").mkdir()
+        shutil.copy2(wheel, team / "ci" / wheel.name)
+        spec = f"ci/{wheel.name}"
+    elif form == "git":
+        git = shutil.which("git")
+        if git is None:
+            pytest.skip("git is not installed")
+        identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+                    "GIT_COMMITTER_EMAIL": "t@example.org"}
+        repository = tmp_path / "retrieval-gate"
+        shutil.copytree(source, repository, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+        for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "release"], ["tag", "v1"]):
+            checked([git, *argv], cwd=repository, env={**env, **identity})
+        spec = f"git+file://localhost{repository}@v1"  # a URL with a host, as PEP 508 wants
+        env["PIP_NO_BUILD_ISOLATION"] = "0"  # pip reads it as --no-build-isolation (setuptools and wheel lent)
+    else:
+        spec = "retrieval-gate==" + wheel.name.split("-")[1]
+        env["PIP_FIND_LINKS"] = str(wheel.parent)
+    assert harness_main(["init", str(team), "--install", spec]) == 0
+    workflow = (team / ".github" / "workflows" / "retrieval-gate.yml").read_text()
+    [line] = [line.strip() for line in workflow.splitlines() if line.strip().startswith("python -m pip install ")]
+    python = venv_with_lent_pip(tmp_path)
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    done = run(["bash", "-c", line], cwd=team, env=env)
+    assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+    found = origins(python, "harness", env=env, cwd=team)
+    assert Path(found["harness"]).is_relative_to(python.parent.parent)  # installed, not lent nor the checkout
+    checked([python, "-m", "harness", "--set", "all", "--update-baseline", "--yes", "--quiet"], env=env, cwd=team)
+    checked([python, "-m", "harness", "--set", "all", "--quiet"], env=env, cwd=team)

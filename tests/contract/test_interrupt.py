@@ -27,16 +27,18 @@ def test_signal_mid_run(tmp_path, signum, code):
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({q.query: list(q.relevant) for q in TINY.queries}))
     baseline = tmp_path / "baseline.json"
-    baseline.write_text("precious\n")  # must survive untouched
     out = tmp_path / "report.json"
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers), SCRIPTED_SLEEP_MS="400", TMPDIR=str(scratch))
-    harness = subprocess.Popen(
-        [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--update-baseline", "--yes",
-         "--baseline", str(baseline), "--out", str(out), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        preexec_fn=default_signals)
+    env = dict(os.environ, SCRIPTED_ANSWERS=str(answers), TMPDIR=str(scratch))
+    argv = [sys.executable, "-m", "harness", "--set", str(TINY_SET), "--update-baseline", "--yes",
+            "--baseline", str(baseline), "--out", str(out), "--adapter", "--", sys.executable, str(SCRIPTED_ADAPTER)]
+    subprocess.run(argv, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=300, check=True)
+    precious = baseline.read_bytes()  # the baseline the interrupted re-baseline would replace: must survive untouched
+    out.unlink()
+    (tmp_path / "report.adapter.log").unlink()  # the interrupted run's log alone says when its adapter is up
+    harness = subprocess.Popen(argv, env={**env, "SCRIPTED_SLEEP_MS": "400"}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, preexec_fn=default_signals)
     log = tmp_path / "report.adapter.log"
     assert wait_for(lambda: log.exists() and "pid=" in log.read_text())
     adapter_pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
@@ -48,7 +50,7 @@ def test_signal_mid_run(tmp_path, signum, code):
     report = json.loads(out.read_text())
     assert report["complete"] is False and report["exit_code"] == code
     assert wait_for(lambda: not alive(adapter_pid), 10), "adapter left running"
-    assert baseline.read_text() == "precious\n"
+    assert baseline.read_bytes() == precious
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
     assert list(scratch.iterdir()) == []  # the materialised corpus folder is gone
 

@@ -63,3 +63,18 @@ def test_a_name_neither_here_nor_shipped_is_still_refused(tmp_path):
     assert code == 2
     shipped = ", ".join(sorted(path.parent.name for path in shipped_sets_dir().glob("*/set.json")))
     assert stderr.strip() == f"harness: error: set 'nope': no sets/nope/set.json (available: none; shipped: {shipped})"
+
+
+def test_a_re_baseline_without_a_baseline_of_the_folders_own_writes_its_own_never_the_shipped_one(tmp_path):
+    """Installed, the shipped baseline is every user's of that environment (tests/contract/test_installed.py);
+    in a checkout it is the repository's. A folder that has none of its own gets its own."""
+    shipped = {path: path.read_bytes() for path in shipped_baselines_dir().glob("*.json")}
+    code, stderr, _ = harness(tmp_path, "--set", "memory", "--update-baseline", "--yes")
+    assert code == 0, stderr
+    assert {path: path.read_bytes() for path in shipped_baselines_dir().glob("*.json")} == shipped
+    recorded = json.loads((tmp_path / "baselines" / "current.json").read_text(encoding="utf-8"))
+    assert list(recorded["sets"]) == ["memory"]
+    assert sorted(p.name for p in shipped_baselines_dir().iterdir() if p.name.startswith(".")) == []  # no lock left
+    code, stderr, report = harness(tmp_path, "--set", "memory")  # and the folder is gated against it from now on
+    assert code == 0, stderr
+    assert report["provenance"]["baseline"]["path"] == "baselines/current.json"

@@ -1,22 +1,27 @@
 """A team's repository end to end (docs/commands.md, "A team's layout"): `init` writes a starter layout that
-runs and gates with the real BM25 adapter, never overwrites, and `--set all` with a set not in the
-baseline still passes, naming the set and how to baseline it; `import-beir` writes into the team's
+runs and gates with the real BM25 adapter, never overwrites, never brings back an example set the team
+replaced, keeps `.retrieval-gate/` out of git, names the team's adapter in the config and writes CI jobs
+that install this harness and that GitHub's published workflow schema accepts; `--set all` with a set not
+in the baseline still passes, naming the set and how to baseline it; `import-beir` writes into the team's
 sets folder, never the shipped one; `harness.gate(["all"])` selects as the command does."""
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 import harness
 from harness.commands.cli import main
 from harness.commands.init import policy_document, starter_files
+from harness.layout import read_config
 from harness.gating.policy import GatePolicy, load_policy
 from harness.scoring.evaluate import policy_metric_name
 from harness.layout import resolve
 from harness.shipped import shipped_sets_dir
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, require_module
 
 STARTER = sorted(starter_files())
 
@@ -108,8 +113,9 @@ def test_a_set_not_in_the_baseline_is_named_not_run_and_the_gate_passes(repo, ca
     assert main(["sets", "verify"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("ok  example:") and "extra" not in out and notice in err
-    api_report = harness.gate(["all"], backend="bm25")
-    assert [s.name for s in api_report.sets] == ["example"] and notice in api_report.warnings
+    api_report = harness.gate(["all"], backend="bm25")  # the backend named is repeated in the notice's command
+    assert [s.name for s in api_report.sets] == ["example"]
+    assert notice.replace("--update-baseline)", "--update-baseline --backend bm25)") in api_report.warnings
     # baselining it as the notice says makes it part of `all`
     assert main(["--set", "extra", "--update-baseline", "--yes", "--out", "r.json", "--quiet"]) == 0
     assert [p.name for p in resolve().select(["all"])[0]] == ["example", "extra"]
@@ -136,3 +142,100 @@ def test_pin_never_writes_into_a_shipped_set(repo, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pin: set memory is a shipped set" in err
     assert (shipped_sets_dir() / "memory" / "set.json").read_bytes() == before
+
+
+def test_init_never_brings_back_the_example_set_a_team_replaced(repo, capsys):
+    assert main(["init"]) == 0
+    shutil.copytree(repo / "sets" / "example", repo / "sets" / "mine")
+    meta = json.loads((repo / "sets" / "mine" / "set.json").read_text())
+    (repo / "sets" / "mine" / "set.json").write_text(json.dumps({**meta, "name": "mine"}))
+    shutil.rmtree(repo / "sets" / "example")
+    capsys.readouterr()
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert not (repo / "sets" / "example").exists()
+    assert out[-1] == "skip  sets/example/ (the example set: sets holds the team's own)"
+    assert all(line.startswith("kept ") for line in out[:-1]) and not any("example" in line for line in out[:-1])
+    # a new folder with a config naming its sets folder: the team's sets there count too
+    team = repo / "other"
+    (team / "quality" / "sets").mkdir(parents=True)
+    shutil.copytree(repo / "sets" / "mine", team / "quality" / "sets" / "mine")
+    (team / "retrieval-gate.toml").write_text('sets = "quality/sets"\n')
+    assert main(["init", str(team)]) == 0
+    assert not (team / "sets").exists() and "skip " in capsys.readouterr().out
+
+
+def test_reports_runs_write_stay_out_of_git(repo, capsys):
+    """A 600 KB report got committed: init's .retrieval-gate/.gitignore keeps everything a run writes there out
+    of git, itself committed with the layout (checked by git itself)."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    subprocess.run([git, "init", "-q"], cwd=repo, check=True)
+    assert main(["init"]) == 0
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet"]) == 0
+    assert (repo / ".retrieval-gate" / "report.json").is_file()
+    status = subprocess.run([git, "status", "--porcelain", "--untracked-files=all"], cwd=repo, check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    untracked = sorted(line[3:] for line in status)
+    assert ".retrieval-gate/.gitignore" in untracked and "baselines/current.json" in untracked
+    assert not [path for path in untracked if path.startswith(".retrieval-gate/") and path != ".retrieval-gate/.gitignore"]
+
+
+def test_init_names_the_teams_adapter_in_the_config_and_its_ci_gates_it(repo, capsys):
+    adapter = [sys.executable, "-m", "adapters.bm25"]
+    assert main(["init", "--expect-banner", "--install", "git+https://example.org/retrieval-gate@v1", "--adapter",
+                 "--", *adapter]) == 0
+    assert read_config(repo / "retrieval-gate.toml") == {"adapter": adapter, "expect_banner": True}
+    workflow = (repo / ".github" / "workflows" / "retrieval-gate.yml").read_text()
+    # the team's adapter brings its own dependencies: no [bm25] extra
+    assert "python -m pip install 'retrieval-gate @ git+https://example.org/retrieval-gate@v1'\n" in workflow
+    assert "python -m pip install 'retrieval-gate @ git+https://example.org/retrieval-gate@v1'\n" in (
+        repo / ".akurai.yml").read_text()
+    # the run line names no backend: the config's adapter answers, and check-adapter checks it
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", "r.json"]) == 0
+    assert json.loads((repo / "r.json").read_text())["provenance"]["backend"]["argv"] == adapter
+    capsys.readouterr()
+    assert main(["check-adapter", "--set", "example", "--queries", "20", "--log", "check.log"]) == 0
+    assert capsys.readouterr().out.startswith(f"adapter: {' '.join(adapter)}\n")
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["init", "--adapter"], "init: --adapter takes the adapter's command after '--'"),
+    (["init", "--", "./a"], "init: a command after '--' needs --adapter"),
+    (["init", "--expect-banner"], "init: --expect-banner: only with --adapter"),
+    (["init", "--install", "numpy"], "init: --install: 'numpy': give a wheel file"),
+    (["init", "--install", "retrieval-gate; rm -rf ~"], "init: --install: 'retrieval-gate; rm -rf ~': give a wheel"),
+])
+def test_init_refuses_what_it_cannot_write_as_one_line(repo, capsys, argv, error):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and error in err, err
+    assert not any(repo.iterdir()) or [p.name for p in repo.iterdir()] == [".git"]
+
+
+@pytest.mark.parametrize("install, line", [
+    ("ci/retrieval_gate-0.1.0-py3-none-any.whl", "'./ci/retrieval_gate-0.1.0-py3-none-any.whl[bm25]'"),
+    ("git+https://example.org/o/retrieval-gate@v0.1.0", "'retrieval-gate[bm25] @ git+https://example.org/o/"
+                                                        "retrieval-gate@v0.1.0'"),
+    ("retrieval-gate==0.1.0", "'retrieval-gate[bm25]==0.1.0'"),
+    (None, None),  # how this harness was installed
+])
+def test_the_workflow_is_valid_under_githubs_published_schema(repo, capsys, install, line):
+    """Checked against the schema GitHub's editors use (SchemaStore's github-workflow.json, as check-jsonschema
+    ships it, licence beside it: offline), and a broken copy is not, so the check can fail."""
+    require_module("check_jsonschema")
+    assert main(["init", *(["--install", install] if install else [])]) == 0
+    workflow = repo / ".github" / "workflows" / "retrieval-gate.yml"
+    if line is not None:
+        assert f"          python -m pip install {line}\n" in workflow.read_text()
+
+    def valid(path):
+        done = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+                               str(path)], capture_output=True, text=True, timeout=300)
+        return done.returncode == 0, done.stdout + done.stderr
+    ok, why = valid(workflow)
+    assert ok, why
+    broken = repo / "broken.yml"
+    broken.write_text(workflow.read_text().replace("    runs-on: ubuntu-latest\n", "    runs_on: ubuntu-latest\n"))
+    assert not valid(broken)[0]

@@ -78,6 +78,24 @@ def test_another_backend_is_refused_before_any_query(scripted, tmp_path, capsys)
     assert not (tmp_path / "asked").exists()
 
 
+def test_a_re_baseline_checks_identity_like_a_gate(scripted, tmp_path, capsys):
+    """Another backend is never recorded into a baseline unasked: the IMPROVED hint pasted in a team's repository
+    recorded the built-in BM25 into the team's baseline, and its next gate exited 2."""
+    baseline = tmp_path / "b.json"
+    assert scripted("--update-baseline", "--yes", "--baseline", str(baseline)) == 0
+    before = baseline.read_bytes()
+    capsys.readouterr()
+    assert scripted("--update-baseline", "--yes", "--baseline", str(baseline), SCRIPTED_NAME="sqlite-fts") == 2
+    line, = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: error:")]
+    assert f"{baseline}: recorded for 'scripted' 1" in line and "--allow-backend-change" in line
+    assert main(["--set", str(tmp_path / "sets" / "tiny"), "--baseline", str(baseline), "--update-baseline", "--yes",
+                 "--quiet", "--out", str(tmp_path / "bm25.json")]) == 2  # the built-in BM25 alike
+    assert baseline.read_bytes() == before
+    assert scripted("--update-baseline", "--yes", "--allow-backend-change", "--baseline", str(baseline),
+                    SCRIPTED_NAME="sqlite-fts") == 0
+    assert json.loads(baseline.read_text())["backend"]["name"] == "sqlite-fts"
+
+
 def test_an_adapter_without_a_banner_against_a_named_baseline_is_refused_at_once(scripted, tmp_path, capsys):
     baseline = tmp_path / "b.json"
     assert scripted("--update-baseline", "--yes", "--baseline", str(baseline)) == 0
@@ -111,7 +129,8 @@ def test_each_set_keeps_the_backend_it_was_recorded_for(tmp_path, monkeypatch, c
                      "--out", str(tmp_path / "r.json"), "--baseline", str(baseline), "--budgets", str(budgets(tmp_path)),
                      *extra, "--adapter", "--expect-banner", "--", sys.executable, str(SCRIPTED_ADAPTER)])
     assert run("one", "two", extra=["--update-baseline", "--yes"]) == 0
-    assert run("two", extra=["--update-baseline", "--yes"], name="other") == 0
+    assert run("two", extra=["--update-baseline", "--yes"], name="other") == 2  # checked like a gate
+    assert run("two", extra=["--update-baseline", "--yes", "--allow-backend-change"], name="other") == 0
     document = json.loads(baseline.read_text())
     assert (document["sets"]["one"]["backend"]["name"], document["sets"]["two"]["backend"]["name"]) == \
         ("scripted", "other")
@@ -208,19 +227,28 @@ def test_the_default_policy_is_the_founding_gates_with_noise_tolerated():
 @pytest.mark.parametrize("fields, message", [
     ({"metrics": ["nope@3"]}, "metrics: "),
     ({"metrics": []}, "metrics: must be a non-empty list"),
-    ({"drop_limit_points": -1}, "drop_limit_points: must be a number from 0 to 1e+06"),
+    ({"drop_limit_points": -1}, "drop_limit_points: must be a number from 0 and below 100, got -1"),
     # limits under which a gate could never fail (or warn)
-    ({"drop_limit_points": 100}, "drop_limit_points: 100 points: a mean moves at most 100 points"),
-    ({"judged": {"warn_drop_points": 250}}, "judged: warn_drop_points: 250 points"),
-    ({"ratchet": {"improvement_points": 100.0}}, "ratchet: improvement_points: 100 points"),
+    ({"drop_limit_points": 100},
+     "drop_limit_points: must be a number from 0 and below 100, got 100; a mean moves at most 100 points"),
+    ({"judged": {"warn_drop_points": 250}}, "judged.warn_drop_points: must be a number from 0 and below 100, got 250"),
+    ({"ratchet": {"improvement_points": 100.0}}, "ratchet.improvement_points: must be a number from 0 and below 100"),
     # unknown keys at any depth: a misspelt key must not switch a gate off unseen
-    ({"latency": {"relative_p95_limit_pct": 50}}, "latency: relative_p95_limit_pct: unknown field"),
-    ({"categories": {"min_query": 5}}, "categories: min_query: unknown field"),
-    ({"format": True}, "format: expected the integer 1, got True"),
+    ({"latency": {"relative_p95_limit_pct": 50}}, "latency.relative_p95_limit_pct: unknown field"),
+    ({"categories": {"min_query": 5}}, "categories.min_query: unknown field"),
+    ({"format": True}, "format: expected the integer 1, got true"),
     ({"format": 1.0}, "format: expected the integer 1, got 1.0"),
     ({"metrics": ["judged@10"]}, "judged@10 is judged coverage, not a quality measure"),
-    ({"categories": {"min_queries": 0}}, "min_queries: must be an integer from 1"),
-    ({"significance": {"require_ci_below_zero": "yes"}}, "require_ci_below_zero: must be true or false"),
+    ({"categories": {"min_queries": 0}}, "categories.min_queries: must be an integer from 1 to 1000000, got 0"),
+    ({"categories": {"discount_queries": -1}}, "categories.discount_queries: must be an integer from 0"),
+    ({"latency": {"min_samples": 0}}, "latency.min_samples: must be an integer from 1 to 1000000, got 0"),
+    ({"latency": {"min_increase_ms": -1}}, "latency.min_increase_ms: must be a number from 0 to 1000000"),
+    ({"latency": {"relative_p95_limit_percent": -5}}, "latency.relative_p95_limit_percent: must be a number from 0"),
+    ({"latency": {"relative_fails": 1}}, "latency.relative_fails: must be true or false, got 1"),
+    ({"categories": {"gate": None}}, "categories.gate: must be true or false, got null"),
+    ({"latency": []}, "latency: must be an object, got list"),
+    ({"format": None}, "format: expected the integer 1, got null"),
+    ({"significance": {"require_ci_below_zero": "yes"}}, "significance.require_ci_below_zero: must be true or false"),
     ({"latencyy": {}}, "latencyy: unknown field"),
     ({"drop_limit_points": 10 ** 400}, "not valid strict JSON (an integer of 401 digits is too large)"),
 ])
@@ -229,6 +257,15 @@ def test_a_bad_policy_is_one_line(tmp_path, fields, message):
         write_policy(tmp_path, **fields)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert str(error.value).startswith(str(tmp_path / "gate-policy.json"))
+
+
+def test_a_latency_section_without_its_relative_limit_keeps_the_documented_100_percent(tmp_path):
+    # the documented way to make latency fail: the p95 may still double (and grow 10 ms) before it does
+    policy = write_policy(tmp_path, latency={"relative_fails": True})
+    assert (policy.latency_relative_limit_percent, policy.latency_relative_fails) == (100.0, True)
+    assert write_policy(tmp_path, latency={"min_samples": 5}).latency_relative_limit_percent == 100.0
+    assert write_policy(tmp_path, latency={"relative_p95_limit_percent": None}).latency_relative_limit_percent is None
+    assert write_policy(tmp_path, latency={"relative_p95_limit_percent": 0}).latency_relative_limit_percent == 0.0
 
 
 def test_policy_metric_names_in_any_spelling(tmp_path):

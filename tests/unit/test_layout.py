@@ -4,6 +4,7 @@ the team folder's conventional paths > the shipped data), and every config defec
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,19 @@ def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(t
 
 
 @pytest.mark.parametrize("text, expected", [
-    ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, backend, workers, history)"),
+    ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, adapter, "
+                         "expect_banner, backend, workers, history)"),
+    ('adapter = "python search/adapter.py"\n', "retrieval-gate.toml: adapter: expected the adapter's argv as a list of "
+                                               "non-empty strings"),
+    ("adapter = []\n", "retrieval-gate.toml: adapter: expected the adapter's argv"),
+    ('adapter = ["python", ""]\n', "retrieval-gate.toml: adapter: expected the adapter's argv"),
+    ('adapter = ["./a"]\nexpect_banner = "yes"\n', "retrieval-gate.toml: expect_banner: expected true or false"),
+    ("expect_banner = true\n", "retrieval-gate.toml: expect_banner: only with adapter"),
+    ('adapter = ["./a"]\nbackend = "bm25"\n', "retrieval-gate.toml: backend: and adapter: give one"),
+    ('[tool.retrieval-gate]\nsets = "q"\n', "retrieval-gate.toml: [tool]: no table here: write the keys at the top "
+                                             "of retrieval-gate.toml"),
+    ('[retrieval_gate]\nsets = "q"\n', "retrieval-gate.toml: [retrieval_gate]: no table here"),
+    ("x = " + "[" * 3000 + "]" * 3000 + "\n", "retrieval-gate.toml: not valid TOML: nested too deeply"),
     ("sets = 5\n", "retrieval-gate.toml: sets: expected a path as a non-empty string, got 5"),
     ('history = ""\n', "retrieval-gate.toml: history: expected a path as a non-empty string, got ''"),
     ('workers = "2"\n', "retrieval-gate.toml: workers: expected an integer from 1 to 1024, got '2'"),
@@ -174,3 +187,89 @@ def test_the_config_record_types_every_key_the_config_may_hold():
     import typing
     from harness.layout import CONFIG_KEYS, Config
     assert typing.get_type_hints(Config) == {key: type(default) for key, (_, default) in CONFIG_KEYS.items()}
+
+
+def test_a_set_folder_not_named_as_its_set_is_refused_wherever_it_is_found_by_name(team, monkeypatch, capsys):
+    add_set(team / "sets", "one")
+    (team / "sets" / "one").rename(team / "sets" / "uno")  # set.json still says "one"
+    layout = resolve(cwd=team)
+    for names in (["all"], ["uno"]):
+        with pytest.raises(SetError, match=r"sets/uno/set.json: name: 'one', but its folder is 'uno'; sets are found "
+                                           r"by name: rename one so they agree"):
+            layout.select(names)
+    assert layout.select([str(team / "sets" / "uno")])[0] == [team / "sets" / "uno"]  # a folder given as a path
+    monkeypatch.chdir(team)
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", str(team / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "name: 'one', but its folder is 'uno'" in err
+    assert not (team / "baselines").exists()  # no baseline recorded under a name `all` could not find again
+
+
+
+@pytest.mark.parametrize("text, table", [
+    ('[tool.retrieval_gate]\nsets = "q"\n', "[tool.retrieval_gate]"),  # the usual Python spelling
+    ('[tool.RetrievalGate]\nsets = "q"\n', "[tool.RetrievalGate]"),
+    ('[tool.retrieval-gates]\nsets = "q"\n', "[tool.retrieval-gates]"),
+    ('[tool.retrieval.gate]\nsets = "q"\n', "[tool.retrieval]"),
+    ('[retrieval-gate]\nsets = "q"\n', "[retrieval-gate]"),  # outside [tool]
+])
+def test_a_misspelt_pyproject_table_is_said_with_the_right_spelling_exit_2(team, monkeypatch, capsys, text, table):
+    (team / "pyproject.toml").write_text('[project]\nname = "x"\n' + text)
+    monkeypatch.chdir(team)
+    assert main(["--set", "all", "--no-gate", "--out", str(team / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"harness: error: {(team / 'pyproject.toml').resolve()}: {table}: not read; did you mean " \
+                  f"[tool.retrieval-gate]?\n"
+
+
+@pytest.mark.parametrize("name", ["retrieval_gate.toml", ".retrieval-gate.toml", "RetrievalGate.toml"])
+def test_a_misspelt_config_file_is_said_with_the_right_name(team, name):
+    (team / name).write_text('sets = "q"\n')
+    with pytest.raises(UsageError, match=re.escape(f"{name}: not read; did you mean retrieval-gate.toml?")):
+        resolve(cwd=team)
+
+
+@pytest.mark.parametrize("text", ["tool = 5\n", 'tool = "x"\n', "[tool]\nretrieval = 3\n", "[tool.ruff]\nx = 1\n"])
+def test_an_odd_tool_key_of_a_pyproject_that_is_not_ours_is_not_our_business(team, text):
+    (team / "pyproject.toml").write_text(text)
+    assert find_config(team) is None and resolve(cwd=team).config is None
+
+
+@pytest.mark.parametrize("where", ["config", "option"])
+def test_a_named_sets_folder_that_does_not_exist_is_exit_2_not_the_shipped_sets(team, monkeypatch, capsys, where):
+    monkeypatch.chdir(team)
+    if where == "config":
+        (team / "retrieval-gate.toml").write_text('sets = "quality/sets"\n')
+        named = f"{(team / 'retrieval-gate.toml').resolve()}: sets: quality/sets"  # relative to the working folder
+        option = []
+    else:
+        named, option = "--sets-dir: quality/sets", ["--sets-dir", "quality/sets"]
+    for argv in (["--set", "all"], ["--set", "all", "--update-baseline", "--yes"], ["--set", "memory"]):
+        assert main([*argv, *option, "--quiet", "--out", str(team / "r.json")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"harness: error: {named}: no such folder (a team's sets are FOLDER/NAME/set.json); create it, " \
+                      f"or fix the path\n"
+    assert main(["sets", *option, "list"]) == 2 and "no such folder" in capsys.readouterr().err
+    assert not (team / "r.json").exists() and not (team / "baselines").exists()
+
+
+def test_the_configs_adapter_is_what_a_run_and_harness_gate_ask(team, monkeypatch, capsys):
+    """`adapter` and `expect_banner` in the config stand for `--adapter --expect-banner -- ARGV`; a backend
+    given on the command line (or to harness.gate) still wins."""
+    import harness
+    add_set(team / "sets", "mine")
+    (team / "retrieval-gate.toml").write_text(
+        f'adapter = ["{sys.executable}", "-m", "adapters.bm25"]\nexpect_banner = true\n')
+    monkeypatch.chdir(team)
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", "r.json"]) == 0
+    report = json.loads((team / "r.json").read_text())
+    assert report["provenance"]["backend"]["argv"] == [sys.executable, "-m", "adapters.bm25"]
+    assert report["provenance"]["adapter"]["expect_banner"] is True
+    recorded = json.loads((team / "baselines" / "current.json").read_text())
+    assert recorded["backend"]["command"] == ["python", "-m", "adapters.bm25"]
+    # (BM25 breaks two of the tiny set's contracts, which the baseline records: only new breaks fail)
+    assert main(["--set", "all", "--quiet", "--known-contract-failures", "--out", "r.json"]) == 0
+    api_report = harness.gate(["all"], known_contract_failures=True)
+    assert api_report.provenance.backend.argv == (sys.executable, "-m", "adapters.bm25") and api_report.exit_code == 0
+    assert api_report.provenance.adapter.expect_banner is True
+    assert harness.gate(["all"], baseline=None, backend="bm25").provenance.backend.label == "bm25"

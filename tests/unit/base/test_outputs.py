@@ -255,3 +255,27 @@ def test_the_json_report_is_strict():
     broken = dataclasses.replace(report.sets[0], latency=Latency(1, 1.0, math.nan, 1.0))
     with pytest.raises(ValueError):
         dataclasses.replace(report, sets=(broken,)).to_json()
+
+
+def test_the_installed_shipped_data_is_never_a_write_target(tmp_path, monkeypatch):
+    """Installed from a wheel, the package data `harness._shipped` holds the sets and baselines every user of the
+    environment reads."""
+    import harness.shipped
+    from harness.fsutil import append_output, open_log
+    packaged = tmp_path / "site-packages" / "harness" / "_shipped"
+    (packaged / "baselines").mkdir(parents=True)
+    baseline = packaged / "baselines" / "current.json"
+    baseline.write_text("{}\n")
+    monkeypatch.setattr(harness.shipped, "_PACKAGED", packaged)
+    assert harness.shipped.is_shipped_data(baseline) and harness.shipped.is_shipped_data(packaged / "sets" / "x")
+    assert not harness.shipped.is_shipped_data(tmp_path / "site-packages" / "harness" / "other.json")
+    why = "is the installed harness's shipped data, which every user of this environment reads; never written"
+    assert output_refusal(baseline).startswith(why)
+    for write in (lambda path: write_output(path, "x", "--out"), lambda path: append_output(path, "x", "--summary"),
+                  lambda path: open_log(path, "adapter log"),
+                  lambda path: check_outputs({"--out": path}, {})):
+        for path in (baseline, packaged / "baselines" / "new.json"):
+            with pytest.raises(UsageError, match=why):
+                write(path)
+    assert baseline.read_text() == "{}\n" and sorted(p.name for p in (packaged / "baselines").iterdir()) == [
+        "current.json"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.cli import main
-from harness.errors import BaselineError, EXIT_CONFIG
+from harness.errors import BaselineError, EXIT_CONFIG, UsageError
 from harness.gating.baseline import Baseline, build_baseline
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
@@ -121,3 +121,49 @@ def test_a_reworded_query_is_refused_until_re_baselined(tiny_copy):
     with pytest.raises(BaselineError, match=r"^b\.json: sets\.tiny\.queries\.tiny-03\.query: the baseline asked "
                                             r"'.+', the set now asks 'an easier question'; a reworded query"):
         baseline.comparable(load_set(tiny_copy, check_pins=False))
+
+
+# The tiny set: 7 queries; scored, category a holds 3 (tiny-01, -02, -05) and b 2 (tiny-03, -04).
+@pytest.mark.parametrize("limits, message", [
+    ({"min_category_queries": 4}, "categories.min_queries: 4: more than the 3 scored queries of the largest category "
+                                  "(tiny category a), so no category gate could ever fail; give 1 to 3, or "
+                                  "categories.gate false"),
+    ({"min_category_queries": 1_000_000}, "categories.min_queries: 1000000: more than the 3 scored queries"),
+    ({"discount_queries": 3}, "categories.discount_queries: 3: the largest category (tiny category a) has 3 scored "
+                              "queries, all discounted, so no category gate could ever fail; give 0 to 2, or "
+                              "categories.gate false"),
+    ({"latency_min_samples": 21}, "latency.min_samples: 21: more than the 7 queries of the largest set run (tiny), "
+                                  "so the latency comparison could never warn or fail; give 1 to 7"),
+])
+def test_a_limit_no_set_of_the_run_can_reach_is_refused_with_the_range_that_can_fail(limits, message):
+    baseline = Baseline.from_document(document(), Path("b.json"))
+    inputs = GateInputs((TINY,), policy=GatePolicy(**limits, source="p.json"), baseline=baseline)
+    with pytest.raises(UsageError) as caught:
+        inputs.entries()
+    assert str(caught.value).startswith(f"p.json: {message}")
+    assert caught.value.exit_code == EXIT_CONFIG and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("limits", [
+    {"min_category_queries": 3, "discount_queries": 2},  # category a can still fail
+    {"min_category_queries": 1_000_000, "discount_queries": 1_000_000, "gate_categories": False},  # no category gate
+    {"latency_min_samples": 1_000_000, "latency_relative_limit_percent": None},  # no latency comparison
+    {"latency_min_samples": 20},  # a default above a small set is the statistical floor, by design
+])
+def test_a_limit_some_set_can_reach_or_a_default_is_accepted(limits):
+    baseline = Baseline.from_document(document(), Path("b.json"))
+    GateInputs((TINY,), policy=GatePolicy(**limits, source="p.json"), baseline=baseline).entries()
+
+
+def test_cli_a_min_queries_of_a_million_is_exit_2_before_the_adapter_starts(tmp_path, capsys):
+    baseline = tmp_path / "b.json"
+    assert main(["--set", str(TINY_SET), "--baseline", str(baseline), "--update-baseline", "--yes", "--quiet",
+                 "--out", str(tmp_path / "r.json")]) == 0
+    policy = tmp_path / "gate-policy.json"
+    policy.write_text(json.dumps({"format": 1, "categories": {"min_queries": 1_000_000}}))
+    capsys.readouterr()
+    assert main(["--set", str(TINY_SET), "--baseline", str(baseline), "--policy", str(policy), "--quiet",
+                 "--out", str(tmp_path / "again.json")]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{policy}: categories.min_queries: 1000000: more than the 3 scored queries" in err and err.count("\n") == 1
+    assert not (tmp_path / "again.json").exists()
