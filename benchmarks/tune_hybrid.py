@@ -216,14 +216,28 @@ def held_out_report(run: SetRuns, settings) -> dict[str, object]:
 
 
 def write_table(path: Path, chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
-    """The tuned table the adapter reads (adapters/fusion.py `read_table`), written atomically."""
+    """The tuned table the adapter reads (adapters/fusion.py `read_table`), written atomically.
+
+    Entries of the kinds tuned now are replaced; a file's other entries are kept (a team tunes its sets
+    one at a time), so long as it is a table; anything else there is refused rather than overwritten.
+    """
     import json
 
-    from adapters.fusion import TABLE_FORMAT
+    from adapters.fusion import TABLE_FORMAT, read_table
+    from harness.errors import UsageError
     from harness.fsutil import atomic_write_text
 
-    corpora = [{"kind": kind, "corpus_sha256": sha, "sets": names, "fusion": settings.banner()}
-               for (kind, sha), (names, settings) in sorted(chosen.items())]
+    kept = []
+    if path.exists():
+        try:
+            read_table(path)
+        except ValueError as problem:
+            raise UsageError(f"{problem}; not overwritten (give --table another file)") from None
+        kept = [entry for entry in json.loads(path.read_text(encoding="utf-8"))["corpora"]
+                if entry["kind"] not in {kind for kind, _ in chosen}]
+    corpora = kept + [{"kind": kind, "corpus_sha256": sha, "sets": names, "fusion": settings.banner()}
+                      for (kind, sha), (names, settings) in chosen.items()]
+    corpora.sort(key=lambda entry: entry["kind"])
     atomic_write_text(path, json.dumps({"format": TABLE_FORMAT, "chosen_by": "python -m benchmarks.tune_hybrid "
                                         "(development split only; docs/performance.md)", "corpora": corpora},
                                        indent=1) + "\n")
@@ -289,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = tune(runs)
     print_report(runs, chosen)
     if args.write:
-        write_table(args.table, chosen)
+        try:
+            write_table(args.table, chosen)
+        except HarnessError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return exc.exit_code
         print(f"# wrote {args.table}")
     return 0
 

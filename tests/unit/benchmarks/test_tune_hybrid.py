@@ -113,3 +113,20 @@ def test_outcome_scores_as_a_run_does():
                                 [[("d09", 0.9), ("d01", 0.8)], [("d05", 0.7)], [("d02", 0.4)]])
     assert found.recall == (1.0, None, None)  # the answer in the top 10; probes are not scored
     assert found.broken == (frozenset(), frozenset({"no_relevant"}), frozenset())  # 0.7 >= 0.5; xfail never counts
+
+
+def test_writing_the_table_replaces_the_kinds_tuned_and_keeps_the_rest(tmp_path):
+    from adapters.fusion import read_table
+    from harness.errors import UsageError
+
+    table = tmp_path / "table.json"
+    old = FusionSettings("rrf", 0.5, 60.0, 20)
+    tune_hybrid.write_table(table, {("a", "1" * 64): (["a"], old), ("b", "2" * 64): (["b"], old)})
+    new = FusionSettings("zscore", 0.75, 60.0, 50)
+    tune_hybrid.write_table(table, {("b", "3" * 64): (["b"], new)})  # b's corpus changed and was re-tuned
+    assert read_table(table) == {("a", "1" * 64): old, ("b", "3" * 64): new}
+    other = tmp_path / "notes.json"
+    other.write_text('{"mine": true}')
+    with pytest.raises(UsageError, match="notes.json: format: expected 1; not overwritten"):
+        tune_hybrid.write_table(other, {("b", "3" * 64): (["b"], new)})
+    assert other.read_text() == '{"mine": true}'
