@@ -62,8 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import passages
     passages.add_arguments(parser)  # both parts rank windows; a fused hit shows its better-ranked part's window
     passages.add_long_documents_argument(parser, DEFAULT_LONG_DOCUMENTS)  # the embedder part only
-    group = parser.add_argument_group("fusion (each option, when given, replaces the tuned or default value "
-                                      "for every corpus)")
+    group = parser.add_argument_group("fusion (each corpus: the tuned table's settings, else the defaults below; "
+                                      "an option given replaces its field for every corpus)")
     group.add_argument("--fusion", choices=METHODS, default=None,
                        help="rrf: weighted reciprocal-rank fusion; minmax, zscore: weighted sum of each part's "
                             f"scores after that normalisation (default {DEFAULT_FUSION.method})")

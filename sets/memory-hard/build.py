@@ -1,16 +1,23 @@
-"""Build the `memory-hard` set: agent-memory facts with supersession chains, scopes and hard paraphrases.
+"""Build the `memory-hard` set: agent-memory facts with supersession chains, scopes, paraphrases and probes.
 
 Run `python sets/memory-hard/build.py` from the repository root; it rewrites corpus.jsonl and
 queries.jsonl here (then `python -m harness sets pin memory-hard` records the pins). The output
 is a pure function of the tables below and SEED: re-running it gives identical files.
 
-Everything is invented: Halden Works, a fictional software company, and its projects Marlin,
-Wren, Ibis, Puffin, Heron and Tern, each run in production and staging (a scope is a project and an
-environment). Each setting (deploy tool, paging service, ...) holds one value per scope. Some
-scopes keep one fact; others changed their value once or twice, and memory keeps every fact:
-the first decision (now stale, it still reads as if it held), each move ("moved from A to B",
-dated), the last move being current. Same-setting facts of the other scopes share every word
-but the scope's, so they are judged (grade 0) for the queries they are meant to confuse.
+Everything is invented: Halden Works, a fictional software company, and its ten projects (PROJECTS),
+each run in production and staging (a scope is a project and an environment). Each setting
+(deploy tool, paging service, ...) holds one value per scope. Some scopes keep one fact; others
+changed their value once or twice, and memory keeps every fact: the first decision (now stale, it
+still reads as if it held), each move ("moved from A to B", dated), the last move being current.
+Same-setting facts of the other scopes share every word but the scope's, so they are judged
+(grade 0) for the queries they are meant to confuse.
+
+It carries every contract style of the founding `memory` set (docs/sets.md, "memory-hard"):
+multi-fact paraphrases, negative probes (`no_relevant`, `max_score`, `measure_only`), `xfail` for
+the known gaps (the supersession trap, projects memory never heard of), `forbid` and
+`rank_before`. The hard contracts are worded so that the reference BM25 keeps every one under
+its defaults and each small change of its settings: a question names its setting by one word of
+its facts, and what it forbids is another scope's fact that does not share that word.
 """
 
 from __future__ import annotations
