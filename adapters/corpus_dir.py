@@ -100,7 +100,12 @@ def read_corpus(kind: str, path: Path, *, memory_check: bool = True) -> CorpusFi
         seen.add(doc_id)
         ids.append(doc_id)
         texts.append(text)
-    return CorpusFile(kind=kind, ids=ids, texts=texts, content_hash=hashlib.sha256(raw).hexdigest())
+    return CorpusFile(kind=kind, ids=ids, texts=texts, content_hash=sha256_of(raw))
+
+
+def sha256_of(raw: bytes) -> str:
+    """A corpus file's content hash (`CorpusFile.content_hash`): the sha256 of its bytes."""
+    return hashlib.sha256(raw).hexdigest()
 
 
 def check_read_memory(kind: str, path: Path) -> None:

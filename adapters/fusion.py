@@ -12,22 +12,34 @@ semantic, where a part's term is
 A document missing from a part's candidates gets that part's lowest value (rrf: nothing,
 minmax: 0, zscore: the lowest z of the list), so being found by one part only is never
 better than being found last by it. Ties: fused score descending, then id ascending.
+
+The tuned table (`TUNED_TABLE`, written by `python -m benchmarks.tune_hybrid --write`) holds the
+settings chosen for each corpus on its sets' development split, keyed by the corpus's kind and
+the sha256 of its `<kind>.jsonl` as the harness writes it, so a corpus that is not the one tuned
+on (another revision, a team's own set of the same kind) never gets them.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 METHODS = ("rrf", "minmax", "zscore")
+TUNED_TABLE = Path(__file__).resolve().parent / "fusion_tuned.json"
+TABLE_FORMAT = 1
+
+
+DEFAULT_RRF_K = 60.0  # Cormack, Clarke and Buettcher's k
 
 
 @dataclass(frozen=True, slots=True)
 class FusionSettings:
     method: str = "rrf"
     weight: float = 0.5  # the embedder's share, 0..1
-    rrf_k: float = 60.0
+    rrf_k: float = DEFAULT_RRF_K
     candidates: int = 100
 
     def banner(self) -> dict[str, object]:
@@ -81,12 +93,62 @@ def fuse(lexical: Sequence[tuple[str, float]], semantic: Sequence[tuple[str, flo
          settings: FusionSettings) -> list[tuple[str, float]]:
     """The fused ranking of both parts' candidates (each cut to `settings.candidates`)."""
     depth = settings.candidates
-    lex, lex_floor = normalised(lexical[:depth], settings.method, settings.rrf_k)
-    sem, sem_floor = normalised(semantic[:depth], settings.method, settings.rrf_k)
-    weight = settings.weight
+    return combine(normalised(lexical[:depth], settings.method, settings.rrf_k),
+                   normalised(semantic[:depth], settings.method, settings.rrf_k), settings.weight)
+
+
+def combine(lexical: tuple[dict[str, float], float], semantic: tuple[dict[str, float], float],
+            weight: float) -> list[tuple[str, float]]:
+    """(1 - weight) x lexical + weight x semantic over both parts' `normalised` terms, best first."""
+    (lex, lex_floor), (sem, sem_floor) = lexical, semantic
     fused = {doc_id: (1 - weight) * lex.get(doc_id, lex_floor) + weight * sem.get(doc_id, sem_floor)
              for doc_id in lex.keys() | sem.keys()}
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def settings_from_record(record: object, where: str) -> FusionSettings:
+    """FusionSettings from a table's `{"method", "weight", "candidates", "rrf_k"?}`; ValueError naming `where`."""
+    if not isinstance(record, Mapping):
+        raise ValueError(f"{where}: must be an object")
+    unknown = sorted(set(record) - {"method", "weight", "rrf_k", "candidates"})
+    missing = sorted({"method", "weight", "candidates"} - set(record))
+    if unknown or missing:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}" if unknown else f"{where}: missing {missing[0]!r}")
+    for name in ("weight", "rrf_k"):
+        if name in record and (isinstance(record[name], bool) or not isinstance(record[name], (int, float))):
+            raise ValueError(f"{where}.{name}: must be a number")
+    if isinstance(record["candidates"], bool) or not isinstance(record["candidates"], int):
+        raise ValueError(f"{where}.candidates: must be an integer")
+    settings = FusionSettings(method=record["method"], weight=float(record["weight"]),
+                              rrf_k=float(record.get("rrf_k", DEFAULT_RRF_K)), candidates=record["candidates"])
+    try:
+        check(settings)
+    except ValueError as problem:
+        raise ValueError(f"{where}: {problem}") from None
+    return settings
+
+
+def read_table(path: Path) -> dict[tuple[str, str], FusionSettings]:
+    """The tuned table: (kind, corpus sha256) -> FusionSettings. ValueError naming the file and field."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the fusion table: {exc.strerror or exc}") from None
+    except ValueError:
+        raise ValueError(f"{path}: not JSON") from None
+    if not isinstance(document, dict) or document.get("format") != TABLE_FORMAT:
+        raise ValueError(f"{path}: format: expected {TABLE_FORMAT}")
+    corpora = document.get("corpora")
+    if not isinstance(corpora, list):
+        raise ValueError(f"{path}: corpora: must be a list")
+    table: dict[tuple[str, str], FusionSettings] = {}
+    for number, entry in enumerate(corpora):
+        where = f"{path}: corpora[{number}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) \
+                or not isinstance(entry.get("corpus_sha256"), str):
+            raise ValueError(f"{where}: needs a kind and a corpus_sha256 (strings)")
+        table[entry["kind"], entry["corpus_sha256"]] = settings_from_record(entry.get("fusion"), f"{where}.fusion")
+    return table
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], rrf_k: float) -> list[tuple[str, float]]:

@@ -1,50 +1,70 @@
-"""Tune the hybrid adapter's fusion on the development split of query sets; report the held-out split.
+"""Tune the hybrid's fusion per corpus on the development split; report the held-out split against both parts.
 
-    python -m benchmarks.tune_hybrid                  # the shipped sets, the default model
-    python -m benchmarks.tune_hybrid --set memory --set /path/to/my-set --top 30
-    python -m benchmarks.tune_hybrid --all            # print every configuration of the grid
+    python -m benchmarks.tune_hybrid                    # the shipped and companion sets; writes nothing
+    python -m benchmarks.tune_hybrid --write            # and rewrites adapters/fusion_tuned.json
+    python -m benchmarks.tune_hybrid --set my-set --write --table my-fusion.json
 
-For every set, BM25 (default settings) and the embedder rank every query once (top
-`max(--candidates grid)` with scores), in this process; every fusion configuration of the
-grid (the embedder's input x method x weight x rrf_k x candidate depth, see
-adapters/fusion.py) is then scored from those lists. The embedder's input is either each
-document's first `--max-length` tokens ("first", what it reads of a long document when it
-is not windowed) or its best window of 800 characters ("windows", adapters/passages.py); a
-configuration's parts are BM25 and the embedder on that input. recall@10 as the harness computes it (scored queries only). The chosen
-configuration is the one that, on the development split only, (1) keeps the most sets at
-or above their better part minus 1 point, then (2) has the highest mean recall@10 over the
-sets, then (3) the simplest (rrf before score fusion, weight nearest 0.5, fewer
-candidates). Its held-out figures are printed beside both parts'; held-out queries never
-influence the choice. A team tunes on its own sets by passing them with --set.
+Both parts rank every query of every set once, as the adapter serves them (adapters/hybrid.py
+`build_parts`: BM25 reading documents whole, the embedder reading every window of a long one,
+both by the set's windows in passage mode), in this process; every fusion configuration of
+the grid (method x weight x rrf_k x candidate depth, adapters/fusion.py) is then scored from
+those lists. Sets sharing a corpus (a kind and the sha256 of its `<kind>.jsonl`: the key the
+adapter looks the table up by; code and code-agent) are tuned together.
+
+The rule, on the development split only (`choose`): (1) a configuration may not break a hard
+contract on a development query that both parts keep (the memory sets' negative probes:
+`max_score` 0.5 rules out z-score fusion there); (2) of those, the highest URisk against the
+set's better part on the development split, summed over the corpus's sets: (gains - 2 x losses)
+/ queries, each query's recall@10 against that part's (Wang et al. 2012, alpha 1, as `compare`
+reports it): a fusion that loses queries the better part finds pays twice; (3) then the highest
+mean development recall@10; (4) then the simplest (rrf, weight nearest 0.5, fewer candidates).
+Held-out queries never reach `choose`. The held-out report pairs the chosen fusion with each part
+(harness.scoring.stats.paired_test, groups resampled together): "no worse" when the 90% CI's lower
+bound is above minus the gate's 2 points, as `compare` says it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import os
 import statistics
 import sys
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from benchmarks.arguments import at_least
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLITS = ("development", "held-out")
-WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-RRF_KS = (5.0, 10.0, 20.0, 60.0)
-CANDIDATES = (10, 20, 50, 100)
-INPUTS = ("first", "windows")  # what the embedder reads of a long document: its first tokens, or every window
-TOLERANCE = 0.01
+WEIGHTS = tuple(round(0.05 * step, 2) for step in range(21))
+RRF_KS = (2.0, 5.0, 10.0, 20.0, 60.0)
+CANDIDATES = (20, 50, 100)
+RISK_ALPHA = 1.0  # URisk: a loss counts 1 + alpha times
+MARGIN_POINTS = 2.0  # the gate's drop limit: "no worse" at this margin
 K = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """What one ranking source gives a set, query by query: recall@10 (None unscored) and its broken contracts."""
+
+    recall: tuple[float | None, ...]
+    broken: tuple[frozenset[str], ...]
 
 
 @dataclass
 class SetRuns:
+    """One set's queries, both parts' rankings and every fused configuration's outcome."""
+
     name: str
-    queries: list  # scored harness Query objects
+    key: tuple[str, str]  # (kind, corpus sha256): the tuned table's key
+    queries: list  # every query of the set, in order (harness records.Query)
     lexical: list[list[tuple[str, float]]]
-    semantic: dict[str, list[list[tuple[str, float]]]]  # the embedder's input ("first", "windows") -> rankings
+    semantic: list[list[tuple[str, float]]]
+    parts: dict[str, Ranked] = field(default_factory=dict)  # "bm25", "embedder"
+    fused: dict[object, Ranked] = field(default_factory=dict)  # FusionSettings -> Ranked
 
 
 def load_sets(names: list[str]) -> list:
@@ -63,150 +83,232 @@ def load_sets(names: list[str]) -> list:
     return sets
 
 
-def rank_sets(sets: list, depth: int, model_args: argparse.Namespace) -> list[SetRuns]:
-    from adapters import onnx_embed
-    from adapters.bm25_index import BM25Index, BM25Settings
-    from adapters.embedding_cache import cached_passage_embeddings
-    from adapters.passages import PassageCorpus, Windowed, WindowSettings
+def rank_sets(sets: list, part_args: argparse.Namespace, depth: int) -> list[SetRuns]:
+    """Both parts' top `depth` for every query, from the adapter's own parts over the corpora as a run gives them."""
+    from adapters import hybrid
+    from harness.sets.materialise import materialise_corpora
 
-    embedder, files = onnx_embed.build_embedder(model_args)
-    print(f"embedder: {onnx_embed.model_summary(embedder, files)}", file=sys.stderr)
+    # the parts' start-up progress lines are for a harness reading an adapter's stdout: not this report's
+    with tempfile.TemporaryDirectory(prefix="tune-hybrid-") as folder, open(os.devnull, "w") as sink, \
+            contextlib.redirect_stdout(sink):
+        parts = hybrid.build_parts(part_args, materialise_corpora(sets, Path(folder)))
     runs = []
     for query_set in sets:
-        ids = [doc.id for doc in query_set.documents]
-        texts = [doc.text for doc in query_set.documents]
-        # As the adapter serves it: a set in passage mode has both parts read by its windows, whatever
-        # --long-documents says; otherwise BM25 reads whole documents and the embedder either input.
-        hint = query_set.extra.get("passages")
-        shown = WindowSettings(hint["window"], hint["overlap"]) if hint else None
-        window = shown or WindowSettings()
-        cut = PassageCorpus.build(ids, texts, query_set.corpus_hash, window)
-        windows_matrix, _ = cached_passage_embeddings(embedder, cut.texts, cut.content_hash)
-        windows_index = Windowed(cut, onnx_embed.EmbeddingIndex(cut.passage_ids, windows_matrix), window)
-        if shown:
-            lexical_index = Windowed(cut, BM25Index.build(cut.passage_ids, cut.texts, BM25Settings()), shown)
-            first_index = windows_index
-        else:
-            lexical_index = BM25Index.build(ids, texts, BM25Settings())
-            matrix, _ = cached_passage_embeddings(embedder, texts, query_set.corpus_hash)
-            first_index = onnx_embed.EmbeddingIndex(ids, matrix)
-        queries = [query for query in query_set.queries if query.scored]
-        lexical = [[hit[:2] for hit in lexical_index.search(query.query, depth)] for query in queries]
-        vectors = [embedder.embed_query(query.query) for query in queries]
-        semantic = {"first": [[hit[:2] for hit in first_index.search(vector, depth)] for vector in vectors],
-                    "windows": [[hit[:2] for hit in windows_index.search(vector, depth)] for vector in vectors]}
-        runs.append(SetRuns(query_set.name, queries, lexical, semantic))
-        print(f"{query_set.name}: {len(queries)} scored queries ranked", file=sys.stderr)
+        kind = query_set.kind
+        lexical, semantic = [], []
+        for query in query_set.queries:
+            lexical_hits, semantic_hits = parts.rankings(kind, query.query, depth)
+            lexical.append([hit[:2] for hit in lexical_hits])
+            semantic.append([hit[:2] for hit in semantic_hits])
+        key = (kind, parts.corpus_hashes[kind])
+        runs.append(SetRuns(query_set.name, key, list(query_set.queries), lexical, semantic))
+        print(f"{query_set.name}: {len(query_set.queries)} queries ranked", file=sys.stderr)
     return runs
 
 
-def recall_by_split(runs: SetRuns, rankings: list[list[str]]) -> dict[str, float]:
+def outcome(queries: Sequence, rankings: Sequence[Sequence[tuple[str, float]]]) -> Ranked:
+    """recall@10 of each scored query and the hard contracts each non-xfail query breaks, as a run scores them."""
+    from harness.scoring.evaluate import check_contracts
     from harness.scoring.metrics import make_measure
 
     recall = make_measure("recall", K)
-    values: dict[str, list[float]] = {split: [] for split in SPLITS}
-    for query, ranked in zip(runs.queries, rankings):
-        values.setdefault(query.split, []).append(recall.compute(ranked, query.relevant))
-    return {split: statistics.fmean(found) if found else float("nan") for split, found in values.items()}
+    values, broken = [], []
+    for query, ranked in zip(queries, rankings):
+        top = [doc for doc, _ in ranked[:K]]
+        values.append(recall.compute(top, query.relevant) if query.scored else None)
+        contracts = check_contracts(query, top, [score for _, score in ranked[:K]])
+        broken.append(frozenset() if query.xfail else frozenset(c.key for c in contracts if not c.passed))
+    return Ranked(tuple(values), tuple(broken))
 
 
-def grid():
-    """(the embedder's input, FusionSettings) for every configuration."""
+def configurations():
+    """Every FusionSettings of the grid."""
     from adapters.fusion import FusionSettings
 
-    for source, candidates, weight in itertools.product(INPUTS, CANDIDATES, WEIGHTS):
+    for candidates, weight in itertools.product(CANDIDATES, WEIGHTS):
         for rrf_k in RRF_KS:
-            yield source, FusionSettings("rrf", weight, rrf_k, candidates)
+            yield FusionSettings("rrf", weight, rrf_k, candidates)
         for method in ("minmax", "zscore"):
-            yield source, FusionSettings(method, weight, 60.0, candidates)
+            yield FusionSettings(method, weight, 60.0, candidates)
 
 
-def simplicity(configuration) -> tuple:
-    source, settings = configuration
-    return (source != "first", settings.method != "rrf", abs(settings.weight - 0.5), settings.candidates,
-            settings.rrf_k != 60.0)
+def score_grid(run: SetRuns) -> None:
+    """Fill `run.parts` and `run.fused` (each part's terms normalised once per method and depth, then every weight)."""
+    from adapters.fusion import combine, normalised
+
+    run.parts = {"bm25": outcome(run.queries, run.lexical), "embedder": outcome(run.queries, run.semantic)}
+    grid = list(configurations())
+    for (method, rrf_k, candidates), members in itertools.groupby(
+            sorted(grid, key=lambda s: (s.method, s.rrf_k, s.candidates)), key=lambda s: (s.method, s.rrf_k, s.candidates)):
+        terms = [(normalised(lex[:candidates], method, rrf_k), normalised(sem[:candidates], method, rrf_k))
+                 for lex, sem in zip(run.lexical, run.semantic)]
+        for settings in members:
+            run.fused[settings] = outcome(run.queries, [combine(lex, sem, settings.weight)[:K] for lex, sem in terms])
 
 
-def label(configuration) -> str:
-    source, settings = configuration
-    return f"{source}: {settings.summary()}"
+def _mean(values) -> float:
+    values = [value for value in values if value is not None]
+    return statistics.fmean(values) if values else float("nan")
+
+
+def better_part(run: SetRuns, split: str) -> str:
+    """The part with the higher mean recall@10 on `split` (BM25 on a tie)."""
+    figures = {name: _mean(r for r, q in zip(part.recall, run.queries) if q.split == split)
+               for name, part in run.parts.items()}
+    return max(figures, key=lambda name: (figures[name], name == "bm25"))
+
+
+def urisk(candidate: Ranked, base: Ranked, rows: Sequence[int], alpha: float = RISK_ALPHA) -> float:
+    """(sum of gains - (1 + alpha) x sum of losses) / queries, recall@10 against `base` over the scored `rows`."""
+    changes = [candidate.recall[i] - base.recall[i] for i in rows if candidate.recall[i] is not None]
+    return (sum(c for c in changes if c > 0) + (1 + alpha) * sum(c for c in changes if c < 0)) / max(len(changes), 1)
+
+
+def simplicity(settings, better: str) -> tuple:
+    """Nearest the better part alone first (no fusion the development split does not ask for), then rrf, fewer
+    candidates, rrf_k nearest the usual 60."""
+    return (abs(settings.weight - (1.0 if better == "embedder" else 0.0)), settings.method != "rrf",
+            settings.method == "zscore", settings.candidates, abs(settings.rrf_k - 60.0))
+
+
+def keeps_contracts(run: SetRuns, fused: Ranked, rows: Sequence[int]) -> bool:
+    """Whether `fused` breaks, on `rows`, only contracts a part already breaks (none that both parts keep)."""
+    return all(fused.broken[i] <= run.parts["bm25"].broken[i] | run.parts["embedder"].broken[i] for i in rows)
+
+
+def choose(runs: Sequence[SetRuns]):
+    """The configuration for the corpus these sets share, by the module's rule, from development queries only."""
+    figures = {name: statistics.fmean(_mean(r for r, q in zip(run.parts[name].recall, run.queries)
+                                            if q.split == "development") for run in runs)
+               for name in ("bm25", "embedder")}
+    better = max(figures, key=lambda name: (figures[name], name == "bm25"))
+    ranks = []
+    for settings in runs[0].fused:
+        risk, recall, allowed = 0.0, 0.0, True
+        for run in runs:
+            rows = [i for i, query in enumerate(run.queries) if query.split == "development"]
+            fused = run.fused[settings]
+            allowed = allowed and keeps_contracts(run, fused, rows)
+            risk += urisk(fused, run.parts[better_part(run, "development")], rows)
+            recall += _mean(fused.recall[i] for i in rows)
+        if allowed:
+            ranks.append((-round(risk, 12), -round(recall, 12), simplicity(settings, better), settings))
+    return min(ranks, key=lambda rank: rank[:3])[3]
+
+
+def held_out_report(run: SetRuns, settings) -> dict[str, object]:
+    """The chosen fusion on the held-out split beside both parts: means, and the paired test against each part."""
+    from harness.scoring.stats import bootstrap_ci, group_differences, paired_test
+
+    rows = [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
+    groups = {run.queries[i].qid: run.queries[i].resampling_unit for i in rows}
+    fused = run.fused[settings]
+    report: dict[str, object] = {"n": len(rows), "hybrid": _mean(fused.recall[i] for i in rows)}
+    for name, part in run.parts.items():
+        base = {run.queries[i].qid: part.recall[i] for i in rows}
+        candidate = {run.queries[i].qid: fused.recall[i] for i in rows}
+        test = paired_test(base, candidate, groups)
+        clusters = group_differences(base, candidate, groups)
+        low90 = bootstrap_ci(clusters, confidence=0.90)[0] if any(total for total, _ in clusters) else 0.0
+        report[name] = {"mean": _mean(part.recall[i] for i in rows), "difference": test.mean_difference,
+                        "ci": (test.ci_low, test.ci_high), "p": test.p_value, "low90": low90}
+    return report
+
+
+def write_table(path: Path, chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
+    """The tuned table the adapter reads (adapters/fusion.py `read_table`), written atomically.
+
+    Entries of the kinds tuned now are replaced; a file's other entries are kept (a team tunes its sets
+    one at a time), so long as it is a table; anything else there is refused rather than overwritten.
+    """
+    import json
+
+    from adapters.fusion import TABLE_FORMAT, read_table
+    from harness.errors import UsageError
+    from harness.fsutil import atomic_write_text
+
+    kept = []
+    if path.exists():
+        try:
+            read_table(path)
+        except ValueError as problem:
+            raise UsageError(f"{problem}; not overwritten (give --table another file)") from None
+        kept = [entry for entry in json.loads(path.read_text(encoding="utf-8"))["corpora"]
+                if entry["kind"] not in {kind for kind, _ in chosen}]
+    corpora = kept + [{"kind": kind, "corpus_sha256": sha, "sets": names, "fusion": settings.banner()}
+                      for (kind, sha), (names, settings) in chosen.items()]
+    corpora.sort(key=lambda entry: entry["kind"])
+    atomic_write_text(path, json.dumps({"format": TABLE_FORMAT, "chosen_by": "python -m benchmarks.tune_hybrid "
+                                        "(development split only; docs/performance.md)", "corpora": corpora},
+                                       indent=1) + "\n")
+
+
+def tune(runs: Sequence[SetRuns]) -> dict[tuple[str, str], tuple[list[str], object]]:
+    """Score the grid on every set, then choose per corpus: (kind, sha256) -> (its sets' names, FusionSettings)."""
+    for run in runs:
+        score_grid(run)
+    chosen = {}
+    for key, members in itertools.groupby(sorted(runs, key=lambda run: run.key), key=lambda run: run.key):
+        members = list(members)
+        chosen[key] = ([run.name for run in members], choose(members))
+    return chosen
+
+
+def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
+    """The chosen settings per corpus, then each set's held-out split against both parts."""
+    print(f"# fusion chosen per corpus on the development split ({len(list(configurations()))} configurations; "
+          f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K})")
+    for (kind, sha), (names, settings) in sorted(chosen.items()):
+        print(f"{kind} ({', '.join(names)}; corpus {sha[:12]}): {settings.summary()}")
+    print(f"\n# held-out split (never used to choose): recall@{K}; hybrid - part with its 95% CI; "
+          f"no worse = 90% CI above -{MARGIN_POINTS:g} points")
+    print(f"{'set':<12} {'n':>4} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'vs bm25':<26} {'vs embedder':<26} verdict")
+    better_both = 0
+    for run in runs:
+        report = held_out_report(run, chosen[run.key][1])
+        cells = []
+        for name in ("bm25", "embedder"):
+            part = report[name]
+            cells.append(f"{100 * part['difference']:+6.2f} [{100 * part['ci'][0]:+6.2f}, {100 * part['ci'][1]:+6.2f}]")
+        better = better_part(run, "held-out")
+        no_worse = 100 * report[better]["low90"] > -MARGIN_POINTS
+        above = all(report[name]["difference"] > 0 for name in ("bm25", "embedder"))
+        better_both += above
+        verdict = ("no worse than " if no_worse else "WORSE than ") + f"the better part ({better})" \
+            + ("; better than both" if above else "")
+        print(f"{run.name:<12} {report['n']:>4} {report['bm25']['mean']:>6.3f} {report['embedder']['mean']:>8.3f} "
+              f"{report['hybrid']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {verdict}")
+    print(f"# better than both parts on {better_both} of {len(runs)} sets")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from adapters.fusion import FusionSettings, fuse
-
-    from adapters import onnx_embed
+    from adapters import hybrid, onnx_embed
+    from adapters.fusion import TUNED_TABLE
     from adapters.startup import AdapterStartupError
     from harness.errors import HarnessError
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tune_hybrid", description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", dest="sets", help="a set name or folder (repeatable; default all)")
-    parser.add_argument("--top", type=at_least(1), default=15, help="grid rows to print, best first (default 15)")
-    parser.add_argument("--all", action="store_true", help="print the whole grid")
+    parser.add_argument("--write", action="store_true", help="write the chosen settings to --table")
+    parser.add_argument("--table", type=Path, default=TUNED_TABLE, help=f"default {TUNED_TABLE.relative_to(ROOT)}")
     onnx_embed.add_model_arguments(parser)  # the embedder the hybrid would run: same options, same defaults
     args = parser.parse_args(argv)
+    part_args = hybrid.build_parser().parse_args([])
+    vars(part_args).update({name: value for name, value in vars(args).items() if name in vars(part_args)})
     try:
-        runs = rank_sets(load_sets(args.sets or ["all"]), max(CANDIDATES), args)
+        runs = rank_sets(load_sets(args.sets or ["all"]), part_args, max(CANDIDATES))
     except (HarnessError, AdapterStartupError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
-
-    parts = {}
-    for run in runs:
-        parts[run.name] = {"bm25": recall_by_split(run, [[doc for doc, _ in ranked] for ranked in run.lexical])}
-        for source in INPUTS:
-            parts[run.name][f"onnx {source}"] = recall_by_split(
-                run, [[doc for doc, _ in ranked] for ranked in run.semantic[source]])
-    # The bar on every set: the best of its parts, the embedder on either input (the strictest reading).
-    best = {name: {split: max(part[split] for part in figures.values()) for split in SPLITS}
-            for name, figures in parts.items()}
-    rows = []
-    for configuration in grid():
-        source, settings = configuration
-        figures = {run.name: recall_by_split(run, [[doc for doc, _ in fuse(lex, sem, settings)[:K]]
-                                                   for lex, sem in zip(run.lexical, run.semantic[source])])
-                   for run in runs}
-        dev = {name: figure["development"] for name, figure in figures.items()}
-        kept = sum(dev[name] >= best[name]["development"] - TOLERANCE - 1e-12 for name in dev)
-        rows.append((configuration, figures, kept, statistics.fmean(dev.values())))
-    rows.sort(key=lambda row: (-row[2], -row[3], simplicity(row[0])))
-    names = [run.name for run in runs]
-    part_names = list(parts[names[0]])
-
-    print(f"# fusion grid on the development split ({len(rows)} configurations; recall@{K}; "
-          f"sets ok = at or above the best part - {TOLERANCE * 100:g} pt)")
-    print(f"{'configuration':<55} {'sets ok':>7} {'dev mean':>8} " + " ".join(f"{name:>8}" for name in names))
-    for name_of_part in part_names:
-        dev = [parts[name][name_of_part]["development"] for name in names]
-        print(f"{name_of_part + ' alone':<55} {'':>7} {statistics.fmean(dev):>8.3f} "
-              + " ".join(f"{value:>8.3f}" for value in dev))
-    for configuration, figures, kept, mean in rows if args.all else rows[:args.top]:
-        print(f"{label(configuration):<55} {kept:>5}/{len(names)} {mean:>8.3f} "
-              + " ".join(f"{figures[name]['development']:>8.3f}" for name in names))
-
-    from adapters import hybrid
-
-    chosen, figures, _, _ = rows[0]
-    default = (hybrid.DEFAULT_LONG_DOCUMENTS, FusionSettings(hybrid.DEFAULT_FUSION, hybrid.DEFAULT_WEIGHT,
-                                                             hybrid.DEFAULT_RRF_K, hybrid.DEFAULT_CANDIDATES))
-    print(f"\n# chosen on development: {label(chosen)}")
-    print(f"# both splits (recall@{K}); the held-out split never used to choose")
-    print(f"{'set':<10} {'split':<12} " + " ".join(f"{part:>12}" for part in part_names)
-          + f" {'best part':>10} {'hybrid':>7} {'- best':>7}")
-    means: dict[str, list[float]] = {part: [] for part in [*part_names, "hybrid"]}
-    for split in SPLITS:
-        for name in names:
-            hybrid_value = figures[name][split]
-            if split == "held-out":
-                for part in part_names:
-                    means[part].append(parts[name][part][split])
-                means["hybrid"].append(hybrid_value)
-            print(f"{name:<10} {split:<12} " + " ".join(f"{parts[name][part][split]:>12.3f}" for part in part_names)
-                  + f" {best[name][split]:>10.3f} {hybrid_value:>7.3f} {hybrid_value - best[name][split]:>+7.3f}")
-    print(f"{'mean':<10} {'held-out':<12} " + " ".join(f"{statistics.fmean(means[part]):>12.3f}" for part in part_names)
-          + f" {'':>10} {statistics.fmean(means['hybrid']):>7.3f}")
-    if chosen != default:
-        print(f"# note: the adapter's default is {label(default)}; pass the chosen options to use these figures")
+    chosen = tune(runs)
+    print_report(runs, chosen)
+    if args.write:
+        try:
+            write_table(args.table, chosen)
+        except HarnessError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        print(f"# wrote {args.table}")
     return 0
 
 

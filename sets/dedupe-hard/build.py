@@ -23,20 +23,22 @@ HERE = Path(__file__).resolve().parent
 SEED = 32
 
 # Each entry: one meaning, three phrasings with (as far as English allows) no shared content word.
+# A title is "component symptom condition", so every component is a singular subject and every
+# symptom a verb phrase agreeing with it ("Push alert drains the battery").
 COMPONENTS = [
-    ("Photo upload", "Sending pictures to the cloud", "Image backup"),
+    ("Photo upload", "Picture transfer to the cloud", "Image backup"),
     ("Shared folder", "Team workspace", "Collaborative directory"),
     ("Note editor", "Writing pane", "Text composer"),
-    ("Search", "Finding documents", "Lookup box"),
-    ("Login", "Signing in", "Account authentication"),
-    ("Notifications", "Push alerts", "Reminder banners"),
-    ("Trash restore", "Recovering deleted items", "Undelete from bin"),
-    ("Version history", "Previous revisions list", "Old file snapshots"),
-    ("PDF export", "Saving as portable document", "Printing to disk"),
-    ("Offline mode", "Working without internet", "Disconnected editing"),
+    ("Search", "Document finder", "Lookup field"),
+    ("Login", "Sign-in page", "Account authentication"),
+    ("Notification center", "Push alert", "Reminder banner"),
+    ("Trash restore", "Deleted entry recovery", "Bin undelete button"),
+    ("Version history", "Previous revisions list", "Old snapshot browser"),
+    ("PDF export", "Portable document output", "Print-to-file feature"),
+    ("Offline editing", "Unplugged drafting", "Disconnected access"),
     ("Desktop client", "Computer application", "PC program"),
     ("Calendar sync", "Agenda integration", "Schedule import"),
-    ("Tag filter", "Label sidebar", "Keyword categories"),
+    ("Tag filter", "Label sidebar", "Keyword category picker"),
     ("Attachment preview", "Embedded media viewer", "Inline thumbnail display"),
     ("Public link", "Share URL", "Invite address"),
     ("Storage quota meter", "Space usage bar", "Capacity indicator"),
@@ -48,14 +50,16 @@ SYMPTOMS = [
     ("shows a blank screen", "renders nothing", "appears empty"),
     ("creates duplicate entries", "makes two copies", "doubles every item"),
     ("loses recent changes", "discards my edits", "forgets unsaved work"),
-    ("reports wrong numbers", "displays incorrect totals", "miscounts"),
+    ("reports wrong numbers", "gives incorrect totals", "miscounts"),
     ("throws an error dialog", "pops up a failure message", "complains with a warning box"),
     ("drains the battery", "guzzles energy", "wastes juice"),
     ("logs me out", "ends the session", "kicks the user off"),
+    ("shows garbled letters", "prints mojibake", "outputs unreadable symbols"),
+    ("uses too much memory", "eats all the RAM", "bloats its footprint"),
 ]
 CONDITIONS = [
-    ("after the laptop wakes from sleep", "once the machine resumes from standby", "following hibernation"),
-    ("with little charge left", "when the level drops under twenty percent", "in power saver"),
+    ("after the laptop wakes from sleep", "once the machine resumes from standby", "after hibernation"),
+    ("with little charge left", "when the level drops under twenty percent", "with power saving on"),
     ("with large files", "for huge attachments", "when items exceed several gigabytes"),
     ("on mobile data", "over a cellular connection", "using 4G"),
     ("after updating the app", "since the latest release", "following an upgrade"),
@@ -64,14 +68,16 @@ CONDITIONS = [
     ("behind a corporate proxy", "on the office network gateway", "through a firewall"),
     ("in dark mode", "with the night theme", "when black appearance is enabled"),
     ("with thousands of records", "for very big libraries", "once the collection grows enormous"),
+    ("on a second monitor", "across dual displays", "with an external panel connected"),
+    ("in a right-to-left language", "with Arabic or Hebrew script", "when the interface is set to Persian"),
 ]
 SLOTS = (COMPONENTS, SYMPTOMS, CONDITIONS)
 
 # Categories: how the incoming title is worded against its duplicates (docs/sets.md, "dedupe-hard").
 CATEGORIES = ("reworded", "partial-overlap", "error-code", "many-duplicates")
-TRIPLES_PER_CATEGORY = 60
-GROUPED_PER_CATEGORY = 20  # of those triples, how many get two incoming titles (a paraphrase group)
-BASE_TITLES = 400          # background tracker titles, triples never asked about
+TRIPLES_PER_CATEGORY = 200
+GROUPED_PER_CATEGORY = 60  # of those triples, how many get two incoming titles (a paraphrase group)
+BASE_TITLES = 600          # background tracker titles, triples never asked about
 STOP = frozenset("a an the of to in on at by for with from as is are be my me me it its if when once "
                  "after over under into and or this that something every very lots".split())
 

@@ -36,9 +36,11 @@ def test_no_generic_top_level_name_is_installed():
     assert top_level == {"harness", "retrieval_gate_adapters"}
 
 
-def test_the_shipped_sets_and_baselines_travel_whole():
+def test_the_shipped_sets_and_baselines_travel_whole_and_so_does_the_tuned_fusion_table():
     data = setuptools_config()["package-data"]
-    assert data == {"harness._shipped.sets": ["**/*"], "harness._shipped.baselines": ["**/*.json"]}
+    assert data == {"harness._shipped.sets": ["**/*"], "harness._shipped.baselines": ["**/*.json"],
+                    "retrieval_gate_adapters": ["fusion_tuned.json"]}
+    assert (REPO_ROOT / "adapters" / "fusion_tuned.json").is_file()  # adapters/fusion.py TUNED_TABLE
     assert not [path for path in (REPO_ROOT / "baselines").rglob("*") if path.is_file() and path.suffix != ".json"]
 
 

@@ -146,6 +146,10 @@ def test_the_embedding_backends_start_installed(installed, tmp_path, backend, mo
     gated_against = Path(report["provenance"]["baseline"]["path"])  # the backend's own shipped baseline
     assert gated_against.is_relative_to(installed.parent.parent) and gated_against.name == f"{backend}.json"
     assert report["provenance"]["backend"]["argv"] == [str(installed), "-m", f"retrieval_gate_adapters.{module}"]
+    if backend == "hybrid":  # the tuned fusion table travels with the wheel and is read from there
+        tuned = json.loads((REPO_ROOT / "adapters" / "fusion_tuned.json").read_text(encoding="utf-8"))
+        (entry,) = [entry for entry in tuned["corpora"] if entry["kind"] == "memory"]
+        assert report["provenance"]["adapter"]["banner"]["fusion"] == {"memory": entry["fusion"]}
 
 
 def test_a_team_layout_in_the_working_folder_is_recorded_and_gated_from_there(installed, tmp_path):

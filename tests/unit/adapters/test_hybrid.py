@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.fusion import FusionSettings, fuse, normalised
+from adapters.fusion import FusionSettings, fuse, normalised, read_table
 from adapters.hybrid import reciprocal_rank_fusion
 from tests.conftest import REPO_ROOT, require_modules
 
@@ -97,7 +98,7 @@ def test_hybrid_equals_rrf_of_its_two_parts_run_separately(setup):
     first_pool = set(bm25_lines[1]["ids"][:candidates]) | set(embed_lines[1]["ids"][:candidates])
     assert set(answers[0]["ids"]) <= first_pool
     assert unknown == {"ids": [], "error": "unknown kind 'nope': this adapter serves ['tiny']"}
-    assert banner["fusion"] == {"method": "rrf", "weight": 0.5, "rrf_k": 10.0, "candidates": 4}
+    assert banner["fusion"] == {"tiny": {"method": "rrf", "weight": 0.5, "rrf_k": 10.0, "candidates": 4}}
     assert banner["bm25"]["name"] == "bm25" and banner["embedder"]["dimensions"] == 6
     assert set(banner["index"]["tiny"]) == {"bm25", "embedder"}
     assert banner["index"]["tiny"]["embedder"]["cache"] == "hit"  # onnx_embed above filled the shared cache
@@ -127,8 +128,8 @@ def reference_weighted_rrf(lexical: list[str], semantic: list[str], weight: floa
 
 
 def test_default_hybrid_is_weighted_rrf_of_its_parts(setup):
-    # The defaults chosen on the development split (docs/performance.md): RRF, weight 0.6, k 10,
-    # 100 candidates, the embedder reading every window (this corpus's documents are one window each).
+    # The defaults for a corpus the tuned table does not know (docs/performance.md): RRF, weight 0.6,
+    # k 10, 100 candidates, the embedder reading every window (this corpus's documents are one window each).
     model_dir, env = setup
     depth = 100  # the default candidate depth covers this 12-document corpus
     requests = [{**q, "k": depth} for q in QUERIES]
@@ -137,7 +138,7 @@ def test_default_hybrid_is_weighted_rrf_of_its_parts(setup):
                             requests, env)
     code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
     assert code == 0, stderr
-    assert hybrid_lines[0]["fusion"] == {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}
+    assert hybrid_lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
     for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
         expected = reference_weighted_rrf(lexical["ids"], semantic["ids"], 0.6, 10.0)[: query["k"]]
         assert fused["ids"] == [doc_id for doc_id, _ in expected], query
@@ -153,7 +154,7 @@ def test_zscore_hybrid_is_zscore_fusion_of_its_parts(setup):
     code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion", "zscore",
                                                          "--weight", "0.5", "--candidates", "20"], QUERIES, env)
     assert code == 0, stderr
-    assert hybrid_lines[0]["fusion"] == {"method": "zscore", "weight": 0.5, "candidates": 20}
+    assert hybrid_lines[0]["fusion"] == {"tiny": {"method": "zscore", "weight": 0.5, "candidates": 20}}
     for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
         expected = reference_zscore(dict(zip(lexical["ids"], lexical["scores"])),
                                     dict(zip(semantic["ids"], semantic["scores"])), 0.5)
@@ -203,3 +204,89 @@ def test_bad_fusion_options_exit_2(setup, args, message):
     code, lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), *args], [], env)
     assert (code, lines) == (2, [])
     assert stderr.strip().endswith(message)
+
+
+def _table(path: Path, entries: list[dict]) -> Path:
+    path.write_text(json.dumps({"format": 1, "corpora": entries}))
+    return path
+
+
+def test_the_tuned_table_gives_its_corpus_its_settings_and_options_replace_them_field_by_field(setup, tmp_path):
+    model_dir, env = setup
+    corpus = Path(env["HARNESS_CORPUS_DIR"]) / "tiny.jsonl"
+    sha = hashlib.sha256(corpus.read_bytes()).hexdigest()
+    tuned = {"method": "rrf", "weight": 0.25, "rrf_k": 2.0, "candidates": 20}
+    table = _table(tmp_path / "table.json", [{"kind": "tiny", "corpus_sha256": sha, "fusion": tuned},
+                                              {"kind": "tiny", "corpus_sha256": "f" * 64,
+                                               "fusion": {"method": "zscore", "weight": 1.0, "candidates": 5}}])
+    requests = [{**q, "k": 20} for q in QUERIES]
+    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
+    model = ["--model-dir", str(model_dir), "--fusion-table", str(table)]
+    code, lines, stderr = run("adapters.hybrid", model, QUERIES, env)
+    assert code == 0, stderr
+    assert lines[0]["fusion"] == {"tiny": tuned} and lines[0]["settings"]["fusion"] == {"tiny": tuned}
+    for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], lines[1:]):
+        expected = reference_weighted_rrf(lexical["ids"], semantic["ids"], 0.25, 2.0)[: query["k"]]
+        assert fused["ids"] == [doc_id for doc_id, _ in expected], query
+    _, lines, _ = run("adapters.hybrid", [*model, "--weight", "0.9"], [], env)  # one field replaced
+    assert lines[0]["fusion"] == {"tiny": {**tuned, "weight": 0.9}}
+    _, lines, _ = run("adapters.hybrid", [*model, "--untuned"], [], env)  # the defaults
+    assert lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
+    corpus.write_text(corpus.read_text() + json.dumps({"id": "doc-new", "text": "omega"}) + "\n")
+    _, lines, _ = run("adapters.hybrid", model, [], env)  # another corpus under the same kind: not tuned for
+    assert lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
+
+
+@pytest.mark.parametrize("document, message", [
+    ("[1, 2", "not JSON"),
+    ('{"format": 2, "corpora": []}', "format: expected 1"),
+    ('{"format": 1, "corpora": [{"kind": "tiny"}]}', "corpora[0]: needs a kind and a corpus_sha256 (strings)"),
+    ('{"format": 1, "corpora": [{"kind": "tiny", "corpus_sha256": "ab", "fusion": {"method": "rrf", "weight": 2, '
+     '"candidates": 5}}]}', "corpora[0].fusion: weight: must be between 0 and 1, got 2.0"),
+    ('{"format": 1, "corpora": [{"kind": "tiny", "corpus_sha256": "ab", "fusion": {"method": "rrf", "weight": 1, '
+     '"candidates": 5, "k": 3}}]}', "corpora[0].fusion: unknown key 'k'"),
+])
+def test_a_bad_table_is_one_line_naming_the_file_and_field_and_exit_2(setup, tmp_path, document, message):
+    model_dir, env = setup
+    table = tmp_path / "table.json"
+    table.write_text(document)
+    code, lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion-table", str(table)], [], env)
+    assert (code, lines) == (2, [])
+    assert stderr.strip().splitlines()[-1].endswith(f"{table}: {message}")
+
+
+def test_read_table_maps_kind_and_corpus_to_settings(tmp_path):
+    table = _table(tmp_path / "t.json", [{"kind": "a", "corpus_sha256": "1" * 64, "sets": ["a"],
+                                          "fusion": {"method": "minmax", "weight": 0.3, "candidates": 50}}])
+    assert read_table(table) == {("a", "1" * 64): FusionSettings("minmax", 0.3, 60.0, 50)}
+    with pytest.raises(ValueError, match=r"t.json: corpora\[0\].fusion.candidates: must be an integer"):
+        read_table(_table(tmp_path / "t.json", [{"kind": "a", "corpus_sha256": "1",
+                                                  "fusion": {"method": "rrf", "weight": 0.3, "candidates": 5.0}}]))
+
+
+SHIPPED = ("code", "code-agent", "dedupe", "dedupe-hard", "memory", "memory-hard", "wiki")
+
+
+def test_the_shipped_table_holds_settings_for_every_shipped_set_as_its_corpus_is_now(tmp_path):
+    # A set whose corpus changed since tuning would silently get the defaults: re-tune
+    # (python -m benchmarks.tune_hybrid --write) whenever this fails.
+    from adapters.fusion import TUNED_TABLE
+    from harness.errors import SetError
+    from harness.sets.loader import load_set
+    from harness.sets.materialise import materialise_corpora
+
+    entries = json.loads(TUNED_TABLE.read_text(encoding="utf-8"))["corpora"]
+    table = read_table(TUNED_TABLE)
+    for name in SHIPPED:
+        try:
+            query_set = load_set(ROOT / "sets" / name, offline=True)
+        except SetError as error:  # the code sets' archives are fetched once: `python -m harness sets verify code`
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"set {name} not available offline ({error})")
+            continue
+        folder = tmp_path / name
+        folder.mkdir()
+        sha = hashlib.sha256(materialise_corpora([query_set], folder)[query_set.kind].read_bytes()).hexdigest()
+        assert (query_set.kind, sha) in table, f"{name}: no tuned fusion for its corpus as it is now"
+        assert any(entry["kind"] == query_set.kind and name in entry["sets"] for entry in entries), name

@@ -1,12 +1,16 @@
-"""benchmarks/tune_hybrid.py, the command a team tunes the hybrid with: bad sets are one line and exit 2, before any model loads."""
+"""benchmarks/tune_hybrid.py, the command a team tunes the hybrid with: bad sets are one line and exit 2, before any
+model loads; the choice reads the development split only and never admits a fusion that breaks what both parts keep."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from adapters.fusion import FusionSettings
 from benchmarks import tune_hybrid
+from harness.records import Query
 
 
 @pytest.fixture
@@ -35,9 +39,94 @@ def test_a_set_without_one_of_the_splits_is_refused_naming_it(tiny_copy, no_mode
 
 
 def test_model_options_are_the_adapters_and_checked(capsys):
-    with pytest.raises(SystemExit) as exited:
-        tune_hybrid.main(["--top", "0"])
-    assert exited.value.code == 2 and "--top: must be at least 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tune_hybrid.main(["--graph", "nonsense"])  # the embedder's own --graph choices
     assert "invalid choice: 'nonsense'" in capsys.readouterr().err
+
+
+# -- the choice, on rankings built by hand ---------------------------------------------------------------
+
+DOCS = [f"d{i:02d}" for i in range(40)]
+
+
+def _query(number: int, split: str) -> Query:
+    return Query(qid=f"q{number:02d}", query=f"question {number}", relevant={f"d{number:02d}": 1},
+                 category="c", split=split, source="synthetic")
+
+
+def _ranking(answer: str, rank: int | None) -> list[tuple[str, float]]:
+    """40 documents best first, the answer at `rank` (1-based; None: absent), scores falling by one a rank."""
+    others = [doc for doc in DOCS if doc != answer]
+    order = others[:] if rank is None else others[:rank - 1] + [answer] + others[rank - 1:]
+    return [(doc, float(40 - position)) for position, doc in enumerate(order[:39])]
+
+
+def _run(queries: list[Query], lexical_strong: set[str]) -> tune_hybrid.SetRuns:
+    """Each query's answer first for one part and 25th for the other: BM25's where `lexical_strong` names it."""
+    lexical = [_ranking(q.qid.replace("q", "d"), 1 if q.qid in lexical_strong else 25) for q in queries]
+    semantic = [_ranking(q.qid.replace("q", "d"), 25 if q.qid in lexical_strong else 1) for q in queries]
+    run = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), queries, lexical, semantic)
+    tune_hybrid.score_grid(run)
+    return run
+
+
+def test_the_choice_reads_the_development_split_only():
+    development = [_query(n, "development") for n in range(3)]  # BM25 finds these, the embedder does not
+    held_out = [_query(n, "held-out") for n in range(3, 13)]  # and the embedder these ten
+    lexical_strong = {q.qid for q in development}
+    chosen = tune_hybrid.choose([_run(development + held_out, lexical_strong)])
+    assert chosen.weight == 0.0  # the better part on development is BM25, and nothing beats it there
+    # held-out queries that favour the other part, or none at all, leave the choice as it was
+    flipped = tune_hybrid.choose([_run(development + held_out, lexical_strong | {q.qid for q in held_out})])
+    alone = tune_hybrid.choose([_run(development, lexical_strong)])
+    assert flipped == chosen == alone
+    # the same ten queries on the development split do change it: the check above could fail
+    moved = [dataclasses.replace(q, split="development") for q in held_out]
+    assert tune_hybrid.choose([_run(development + moved, lexical_strong)]) != chosen
+
+
+def test_a_fusion_may_break_only_what_a_part_already_breaks():
+    kept = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset()))
+    broke = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset({"no_relevant"})))
+    run = tune_hybrid.SetRuns("s", ("s", "0"), [_query(0, "development"), _query(1, "development")], [], [],
+                              parts={"bm25": kept, "embedder": kept})
+    assert tune_hybrid.keeps_contracts(run, kept, [0, 1])
+    assert not tune_hybrid.keeps_contracts(run, broke, [0, 1])  # a negative probe both parts pass
+    assert tune_hybrid.keeps_contracts(run, broke, [0])  # a row outside those given is not looked at
+    run.parts["embedder"] = broke
+    assert tune_hybrid.keeps_contracts(run, broke, [0, 1])  # one part already breaks it
+
+
+def test_urisk_counts_a_loss_twice():
+    base = tune_hybrid.Ranked(recall=(1.0, 0.0, 0.5, None), broken=(frozenset(),) * 4)
+    candidate = tune_hybrid.Ranked(recall=(0.0, 1.0, 1.0, None), broken=(frozenset(),) * 4)
+    # gains 1 + 0.5, loss 1 counted 2 times, over the 3 scored rows: (1.5 - 2) / 3
+    assert tune_hybrid.urisk(candidate, base, [0, 1, 2, 3]) == pytest.approx(-0.5 / 3)
+    assert tune_hybrid.urisk(candidate, base, [1]) == 1.0
+
+
+def test_outcome_scores_as_a_run_does():
+    negative = Query(qid="n", query="x", relevant={}, category="negative", split="development", source="s",
+                     no_relevant=True, measure_only=True, max_score=0.5)
+    xfail = dataclasses.replace(_query(1, "held-out"), forbid=("d02",), xfail=True)
+    found = tune_hybrid.outcome([_query(1, "development"), negative, xfail],
+                                [[("d09", 0.9), ("d01", 0.8)], [("d05", 0.7)], [("d02", 0.4)]])
+    assert found.recall == (1.0, None, None)  # the answer in the top 10; probes are not scored
+    assert found.broken == (frozenset(), frozenset({"no_relevant"}), frozenset())  # 0.7 >= 0.5; xfail never counts
+
+
+def test_writing_the_table_replaces_the_kinds_tuned_and_keeps_the_rest(tmp_path):
+    from adapters.fusion import read_table
+    from harness.errors import UsageError
+
+    table = tmp_path / "table.json"
+    old = FusionSettings("rrf", 0.5, 60.0, 20)
+    tune_hybrid.write_table(table, {("a", "1" * 64): (["a"], old), ("b", "2" * 64): (["b"], old)})
+    new = FusionSettings("zscore", 0.75, 60.0, 50)
+    tune_hybrid.write_table(table, {("b", "3" * 64): (["b"], new)})  # b's corpus changed and was re-tuned
+    assert read_table(table) == {("a", "1" * 64): old, ("b", "3" * 64): new}
+    other = tmp_path / "notes.json"
+    other.write_text('{"mine": true}')
+    with pytest.raises(UsageError, match="notes.json: format: expected 1; not overwritten"):
+        tune_hybrid.write_table(other, {("b", "3" * 64): (["b"], new)})
+    assert other.read_text() == '{"mine": true}'
