@@ -14,7 +14,8 @@ import pytest
 from harness.scoring import stats
 from harness.scoring.compare import RunView, compare, compare_many
 from harness.scoring.stats import bootstrap_ci, group_differences, paired_test, randomization_p_value
-from tests.builders import make_report
+from harness.measured import QueryNumbers
+from tests.builders import make_report, set_numbers
 from tests.conftest import REPO_ROOT, require_modules
 from tests.reports import GOOD
 
@@ -75,11 +76,10 @@ def test_the_same_inputs_and_seed_give_the_same_output_within_an_engine(np):
 
 
 def _view(label: str, values: dict[str, dict[str, float]], latencies: dict[str, float]) -> RunView:
-    rows = {qid: {"qid": qid, "metrics": metrics, "found": [], "category": ["a", "b", "c"][int(qid[1:]) % 3],
-                  "split": ["development", "held-out"][int(qid[1:]) % 2], "group": f"g{int(qid[1:]) // 2}",
-                  "latency_ms": latencies[qid], "query": qid} for qid, metrics in values.items()}
-    return RunView(label, {"version": 1}, {"s": {"revision": 1, "corpus_hash": "h", "k": 10, "queries": rows}},
-                   condition="c", machine={"cpus": 2})
+    rows = [QueryNumbers(qid, query=qid, metrics=metrics, category=["a", "b", "c"][int(qid[1:]) % 3],
+                         split=["development", "held-out"][int(qid[1:]) % 2], group=f"g{int(qid[1:]) // 2}",
+                         latency_ms=latencies[qid]) for qid, metrics in values.items()]
+    return RunView(label, {"version": 1}, {"s": set_numbers(rows)}, condition="c", machine={"cpus": 2})
 
 
 def _views(n: int, candidates: int):
