@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, UsageError
 from harness.fsutil import check_outputs, write_output
 from harness.gating.policy import load_policy
 from harness.history.console import render_drifts, render_trends
-from harness.history.drift import DEFAULT_WINDOW_BASELINES, DriftPolicy, drifts
+from harness.history.drift import DriftPolicy, drifts
 from harness.history.entries import entries_from_baseline, entry_from_report, git_baseline_versions, report_problem
 from harness.history.page import render_history_html
 from harness.history.store import BASELINE, LATENCY_FIGURES, OVERALL, RUN, HistoryStore
@@ -155,15 +156,17 @@ def drift(argv: list[str]) -> int:
     parser.add_argument("--metric", action="append", default=None, metavar="NAME",
                         help="this metric (repeatable; default: the gate policy's)")
     parser.add_argument("--policy", type=Path, default=None,
-                        help="the gate policy naming the metrics and the default limit (its drop limit)")
+                        help="the gate policy naming the metrics and the drift defaults (its `drift` section)")
     parser.add_argument("--limit", type=float, default=None, metavar="POINTS",
-                        help="the largest fall allowed over the window (default: the policy's drop_limit_points)")
+                        help="the largest fall allowed over the window (default: the policy's drift.limit_points, "
+                             "else its drop_limit_points)")
     window = parser.add_mutually_exclusive_group()
     window.add_argument("--baselines", type=int, default=None, metavar="N",
-                        help=f"the window: the last N accepted baselines (default: {DEFAULT_WINDOW_BASELINES})")
+                        help="the window: the last N accepted baselines (default: the policy's drift.baselines, 10)")
     window.add_argument("--days", type=float, default=None, metavar="D",
-                        help="the window: the baselines accepted in the last D days and the one before them")
-    parser.add_argument("--fail", action="store_true", help="exit 1 when a figure drifted (default: warn, exit 0)")
+                        help="the window: the baselines accepted in the last D days and the one before them "
+                             "(default: the policy's drift.days)")
+    parser.add_argument("--fail", action="store_true", help="exit 1 when a figure drifted (default: the policy's drift.fails; else warn, exit 0)")
     args = parse_arguments(parser, argv)
     if args.baselines is not None and args.baselines < 2:
         raise UsageError("--baselines: a window needs at least 2 baselines")
@@ -173,9 +176,12 @@ def drift(argv: list[str]) -> int:
         raise UsageError("--limit: points from 0 to under 100")
     policy_file = load_policy(args.policy, policy_metric_name)
     metrics = _metrics(args.metric) or list(policy_file.metrics)
-    policy = DriftPolicy(limit_points=policy_file.drop_limit_points if args.limit is None else args.limit,
-                         baselines=None if args.days is not None else args.baselines or DEFAULT_WINDOW_BASELINES,
-                         days=args.days, fails=args.fail)
+    policy = DriftPolicy.of(policy_file)
+    if args.baselines is not None or args.days is not None:
+        policy = dataclasses.replace(policy, baselines=args.baselines, days=args.days)
+    if args.limit is not None or args.fail:
+        policy = dataclasses.replace(policy, limit_points=policy.limit_points if args.limit is None else args.limit,
+                                     fails=policy.fails or args.fail)
     with HistoryStore.for_reading(_store_path(args)) as store:
         keys = store.series_keys(BASELINE)
         pairs = sorted({(k.backend, k.set_name) for k in keys if args.sets is None or k.set_name in args.sets})
@@ -184,4 +190,4 @@ def drift(argv: list[str]) -> int:
         print("no figure has two accepted baselines in the window: nothing to compare")
         return EXIT_OK
     print(render_drifts(found), end="")
-    return EXIT_GATE_FAILED if args.fail and any(d.drifted for d in found) else EXIT_OK
+    return EXIT_GATE_FAILED if policy.fails and any(d.drifted for d in found) else EXIT_OK

@@ -11,7 +11,8 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                  "relative_fails": false},
      "judged": {"warn_drop_points": 10.0},
-     "ratchet": {"improvement_points": null}}
+     "ratchet": {"improvement_points": null},
+     "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false}}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
 when it has at least `min_queries` scored queries and its drop still exceeds the limit with its
@@ -23,7 +24,10 @@ With `significance.require_ci_below_zero`, a drop beyond the limit fails only wh
 (`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
 when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
 figure that improved by more than that fails until it is re-baselined (the baseline follows
-improvements). Unknown keys at any depth, a `format` that is not the integer 1, and limits
+improvements). `drift` (read only with `--history`, docs/history.md): a gated figure that fell by
+more than `limit_points` (null: `drop_limit_points`) over the last `baselines` accepted baselines,
+or over those of the last `days` (then `baselines` is ignored), warns; with `fails`, it fails the
+run. Unknown keys at any depth, a `format` that is not the integer 1, and limits
 under which a gate could never fail are refused, one line each.
 """
 
@@ -45,12 +49,15 @@ MAX_POINTS = 100.0  # a mean of a [0, 1] metric moves at most 100 points: a limi
 MAX_COUNT = 1_000_000
 MAX_PERCENT = 1e6
 MAX_INCREASE_MS = 1e6
+MAX_DAYS = 1e6
+DEFAULT_DRIFT_BASELINES = 10  # the drift window: the last 10 accepted baselines
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
             "significance": {"require_ci_below_zero"},
             "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
             "judged": {"warn_drop_points"},
-            "ratchet": {"improvement_points"}}
+            "ratchet": {"improvement_points"},
+            "drift": {"limit_points", "baselines", "days", "fails"}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
 
 
@@ -71,6 +78,10 @@ class GatePolicy:
     latency_relative_fails: bool = False
     judged_warn_drop_points: float = 10.0
     ratchet_improvement_points: float | None = None
+    drift_limit_points: float | None = None  # None: drop_limit_points (what fails in one step warns over several)
+    drift_baselines: int = DEFAULT_DRIFT_BASELINES
+    drift_days: float | None = None  # a window of days instead of a count of baselines
+    drift_fails: bool = False
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -88,7 +99,9 @@ class GatePolicy:
                             "min_increase_ms": self.latency_min_increase_ms,
                             "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
-                "ratchet": {"improvement_points": self.ratchet_improvement_points}}
+                "ratchet": {"improvement_points": self.ratchet_improvement_points},
+                "drift": {"limit_points": self.drift_limit_points, "baselines": self.drift_baselines,
+                          "days": self.drift_days, "fails": self.drift_fails}}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -105,11 +118,13 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     policy = StrictReader(document, where, UsageError)
     policy.optional("format", None).version(POLICY_FORMAT)
     policy.only(TOP_KEYS)
-    categories, significance, latency, judged, ratchet = (
+    categories, significance, latency, judged, ratchet, drift = (
         policy.optional(name, {}).only(SECTIONS[name]) for name in SECTIONS)
     defaults = GatePolicy()
     relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
     improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
+    drift_limit = drift.optional("limit_points", defaults.drift_limit_points)
+    drift_days = drift.optional("days", defaults.drift_days)
     return GatePolicy(
         metrics=_metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric),
         drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
@@ -124,6 +139,11 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
         latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
         judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
         ratchet_improvement_points=None if improvement.value is None else _points(improvement),
+        drift_limit_points=None if drift_limit.value is None else _points(drift_limit),
+        drift_baselines=drift.optional("baselines", defaults.drift_baselines).integer_in(
+            2, MAX_COUNT, why="a window of one baseline has nothing to compare"),
+        drift_days=None if drift_days.value is None else drift_days.number_in(0, MAX_DAYS, above=True),
+        drift_fails=drift.optional("fails", defaults.drift_fails).boolean(),
         source=where)
 
 

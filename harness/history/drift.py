@@ -12,19 +12,18 @@ step warns over several). The window holds only baselines of the set's current v
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from harness.gating.gates import FLOAT_SLACK, FRACTION
-from harness.gating.policy import GatePolicy
+from harness.gating.policy import DEFAULT_DRIFT_BASELINES, GatePolicy
 from harness.history.store import BASELINE, OVERALL, HistoryStore, Point, SeriesKey
 from harness.records import GateResult
 from harness.report.document import Report, exit_code_for
 from harness.report.verdict import points
 
 DRIFT_GATE = "drift"
-DEFAULT_WINDOW_BASELINES = 10
 
 
 @dataclass(frozen=True)
@@ -32,9 +31,33 @@ class DriftPolicy:
     """How far a figure may move over which window of accepted baselines, and whether that fails."""
 
     limit_points: float = GatePolicy().drop_limit_points
-    baselines: int | None = DEFAULT_WINDOW_BASELINES  # the last N accepted baselines ...
-    days: float | None = None                         # ... or those of the last D days (then baselines is None)
+    baselines: int | None = DEFAULT_DRIFT_BASELINES  # the last N accepted baselines ...
+    days: float | None = None                        # ... or those of the last D days (then baselines is None)
     fails: bool = False
+
+    @classmethod
+    def of(cls, policy: GatePolicy) -> DriftPolicy:
+        """The gate policy's `drift` section (its limit defaults to the policy's drop limit)."""
+        return cls(limit_points=policy.drop_limit_points if policy.drift_limit_points is None
+                   else policy.drift_limit_points,
+                   baselines=None if policy.drift_days is not None else policy.drift_baselines,
+                   days=policy.drift_days, fails=policy.drift_fails)
+
+    @classmethod
+    def recorded(cls, policy: Mapping[str, object]) -> DriftPolicy:
+        """The drift settings of the policy a report records (`GatePolicy.to_dict`); a report written
+        before the policy had a `drift` section gets the defaults with its drop limit."""
+        drift = policy.get("drift")
+        drift = drift if isinstance(drift, Mapping) else {}
+        limit = drift.get("limit_points")
+        if not isinstance(limit, (int, float)):
+            limit = policy.get("drop_limit_points")
+        days, baselines = drift.get("days"), drift.get("baselines")
+        days = days if isinstance(days, (int, float)) else None
+        return cls(limit_points=limit if isinstance(limit, (int, float)) else cls.limit_points,
+                   baselines=None if days is not None else
+                   baselines if isinstance(baselines, int) else DEFAULT_DRIFT_BASELINES,
+                   days=days, fails=drift.get("fails") is True)
 
     def window_text(self) -> str:
         return f"the last {self.days:g} days" if self.days is not None else f"the last {self.baselines} baselines"

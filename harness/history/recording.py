@@ -71,8 +71,7 @@ def _drifts(store: HistoryStore, report: Report, labels: Mapping[str, str], poli
     recorded = recorded if isinstance(recorded, Mapping) else {}
     metrics = list(recorded.get("metrics") or [FOUNDING_METRIC])
     if policy is None:
-        limit = recorded.get("drop_limit_points")
-        policy = DriftPolicy(limit_points=limit) if isinstance(limit, (int, float)) else DriftPolicy()
+        policy = DriftPolicy.recorded(recorded)
     found = []
     for result in report.sets:
         backend = labels.get(result.name, report.provenance.backend.label)

@@ -103,6 +103,11 @@ def test_drift_warns_then_fails_by_policy(tmp_path, capsys):
     assert cli.main(["history", "drift", "--history", str(store), "--fail", "--limit", "25"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("ok    bm25: tiny")
     assert cli.main(["history", "drift", "--history", str(store), "--baselines", "1"]) == 2
+    policy = tmp_path / "gate-policy.json"
+    policy.write_text('{"format": 1, "drift": {"fails": true}}')
+    assert cli.main(["history", "drift", "--history", str(store), "--policy", str(policy)]) == 1
+    policy.write_text('{"format": 1, "drift": {"fails": true, "limit_points": 25}}')
+    assert cli.main(["history", "drift", "--history", str(store), "--policy", str(policy)]) == 0
 
 
 def test_a_run_with_history_appends_itself_and_its_baseline_and_gates_drift(stand_in, tmp_path, capsys):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
+from harness.errors import UsageError
 from harness.gating.baseline import baseline_text, build_baseline
+from harness.gating.policy import GatePolicy, load_policy
 from harness.history.drift import DRIFT_GATE, Drift, DriftPolicy, window, with_drift_gates
 from harness.history.entries import entries_from_baseline
 from harness.history.recording import record_baseline, record_run
@@ -103,3 +106,45 @@ def test_a_re_baseline_that_makes_a_drift_warns(tmp_path):
     [warning] = record_baseline(store, baseline, ["tiny"], gated_report(BASE_ANSWERS)).warnings
     assert warning.startswith("drift: tiny recall@10 moved -20.0 points over 2 accepted baselines")
     assert json.loads(baseline.read_text())["sets"]["tiny"]  # the baseline file is read, never rewritten
+
+
+def _with_policy(report, policy: GatePolicy):
+    extra = {**report.provenance.extra, "policy": policy.to_dict()}
+    return dataclasses.replace(report, provenance=dataclasses.replace(report.provenance, extra=extra))
+
+
+def test_the_policy_s_drift_section_makes_a_recorded_run_fail(tmp_path):
+    store, baseline = tmp_path / "h.sqlite", tmp_path / "current.json"
+    losing = {**BASE_ANSWERS, "tiny-01": (("doc-09",), 1.0)}
+    _write_baseline(baseline, BASE_ANSWERS, "2026-12-01T00:00:00+00:00")
+    record_baseline(store, baseline, ["tiny"], gated_report(BASE_ANSWERS))
+    _write_baseline(baseline, losing, "2026-12-02T00:00:00+00:00")
+    report = gated_report(BASE_ANSWERS)
+    assert report.exit_code == 0  # every gate of the run passes; the accepted baselines lost 20 points
+    failing = record_run(store, _with_policy(report, GatePolicy(drift_fails=True)), baseline=baseline)
+    assert failing.report.exit_code == 1 and failing.report.gates[-1].status == "fail"
+    # a limit above the 20-point fall, and a window of one day that holds both baselines: warns nothing
+    loose = GatePolicy(drift_limit_points=25.0, drift_days=1.5, drift_fails=True)
+    quiet = record_run(store, _with_policy(report, loose), baseline=baseline)
+    [drift] = quiet.drifts
+    assert quiet.report.exit_code == 0 and drift.policy == DriftPolicy(25.0, None, 1.5, True) and not drift.drifted
+
+
+def test_a_report_recorded_before_the_drift_section_gets_the_defaults_with_its_drop_limit():
+    assert DriftPolicy.recorded({"drop_limit_points": 3.0}) == DriftPolicy(limit_points=3.0)
+    assert DriftPolicy.recorded({}) == DriftPolicy()
+    assert DriftPolicy.of(GatePolicy(drop_limit_points=4.0, drift_baselines=5)) == DriftPolicy(4.0, 5, None, False)
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"baselines": 1}, "drift.baselines: must be an integer from 2 to"),
+    ({"limit_points": 100}, "drift.limit_points:"),
+    ({"days": 0}, "drift.days:"),
+    ({"fails": "yes"}, "drift.fails: must be true or false"),
+    ({"window": 3}, "drift"),
+])
+def test_a_drift_section_that_could_never_fail_or_is_misspelt_is_refused(tmp_path, section, message):
+    path = tmp_path / "gate-policy.json"
+    path.write_text(json.dumps({"format": 1, "drift": section}))
+    with pytest.raises(UsageError, match=re.escape(f"{path}: {message}")):
+        load_policy(path, lambda name: name)
