@@ -343,6 +343,14 @@ SUBCOMMAND_TOKENS = {
     "merge": ["report.json", "baseline.json", "--out", "out/m.json", "--baseline", "out/b.json", "--budgets",
               "budgets.json", "run.txt", "--update-baseline", "--yes", "--no-gate", "--known-contract-failures",
               "--summary", "out/s.md", "--junit", "out/j.xml", "--html", "out/m.html", "--quiet", "/dev/full"],
+    "history": ["--history", "out/h.sqlite", "drift", "import", "report.json", "baseline.json", "--html",
+                "out/h.html", "--set", "tiny", "nosuch", "--metric", "nope", "recall@10", "p95", "--scope",
+                "category:x", "--baselines", "--last", "0", "1", "-1", "--days", "nan", "--limit", "100", "--fail",
+                "--policy", "policy.json", "run.txt", "/dev/full", "--from-git", "--seed", LONG_NAME],
+    # bisect: the workspace is no git repository, so every argv ends before any adapter starts
+    "bisect": ["HEAD", "HEAD~1", "nosuch", "--set", "tiny", "--sets-dir", "sets", "--repo", "out", ".",
+               "--max-runs", "0", "-1", "--metric", "nope", "--json", "out/b.json", "/dev/full", "--timeout", "nan",
+               "--k", "0", "--", "true"],
     # check-adapter: its options; the adapter after `--` is always the correct stdlib fixture
     "check-adapter": ["--set", "tiny", "--sets-dir", "sets", "run.txt", "--corpus-dir", "beir", "out", "--kind",
                       "corpus", "../x", "--timeout", "--startup-timeout", "--startup-limit", "1e10", "nan", "0",
@@ -365,6 +373,57 @@ def test_fuzz_subcommand_options(capfd, data, command):
             log = data.draw(st.sampled_from(["out/check.log", "/dev/full", "out", f"out/{LONG_NAME}"]), label="log")
             argv += ["--log", log, *CHECK_ADAPTER]
         run_command([command, *argv], capfd, folder)
+
+
+STORE_VALUES = st.one_of(st.none(), st.integers(-2**63, 2**63 - 1), st.floats(allow_nan=True), st.text(max_size=12),
+                         st.sampled_from(["", "{}", "[1,", '{"q1": "x"}', '{"q1": 1e999}', "category:", "baseline",
+                                          "overall", "recall@10", "\x00"]))
+
+
+def history_store(folder: Path, capfd) -> Path:
+    """out/h.sqlite holding the workspace's baseline and one gated run, as a run with --history writes it."""
+    (folder / "out").mkdir(exist_ok=True)
+    store = folder / "out" / "h.sqlite"
+    assert run_command(run_argv(folder, "--history", str(store)), capfd, folder) == 0
+    return store
+
+
+def mutate_store(data, store: Path) -> None:
+    """A byte-level change of the SQLite file, or one value of one row of one table set to junk."""
+    if data.draw(st.booleans(), label="bytes?"):
+        store.write_bytes(mutate_bytes(data, store.read_bytes()))
+        return
+    import sqlite3
+    table, columns = data.draw(st.sampled_from([
+        ("meta", ["key", "value"]),
+        ("runs", ["source", "kind", "time", "git_commit", "backend", "identity", "condition", "machine", "exit_code",
+                  "resources"]),
+        ("set_runs", ["set_name", "revision", "corpus_hash", "k", "query_count", "numbers_hash"]),
+        ("figures", ["set_name", "scope", "metric", "value", "n"]),
+        ("query_values", ["set_name", "metric", "per_query"])]), label="table")
+    column, value = data.draw(st.sampled_from(columns), label="column"), data.draw(STORE_VALUES, label="value")
+    connection = sqlite3.connect(store)
+    try:
+        with connection:  # a constraint the junk breaks leaves the row as it was: still a valid example
+            connection.execute(f"UPDATE {table} SET {column} = ? WHERE rowid IN (SELECT rowid FROM {table} LIMIT 1)"
+                               if table in ("meta", "runs") else
+                               f"UPDATE {table} SET {column} = ? WHERE run = (SELECT MIN(run) FROM {table})", (value,))
+    except sqlite3.Error:
+        pass
+    finally:
+        connection.close()
+
+
+@fuzz_settings(150)
+@given(data=st.data())
+def test_fuzz_history_store(capfd, data):
+    base_files()
+    with workspace() as folder:
+        store = history_store(folder, capfd)
+        mutate_store(data, store)
+        run_command(["history", "--history", str(store), "--html", str(folder / "out" / "h.html")], capfd, folder)
+        run_command(["history", "drift", "--history", str(store)], capfd, folder)
+        run_command(run_argv(folder, "--history", str(store)), capfd, folder)
 
 
 # -- adapter output: a real child printing one mutated line per request -------------------------------
