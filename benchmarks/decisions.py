@@ -173,9 +173,10 @@ def decide_set(by_variant: Mapping[str, object], sizes: Sequence[int], draws: in
                     continue
                 truth = recall(by_variant[now_name]) - recall(by_variant[base_name])
                 kind = "settings" if base_name in same_backend and now_name in same_backend else "degraded"
+                groups = [kind, "all"] + (["from default"] if kind == "settings" and base_name == "default" else [])
                 for rule in RULES:
                     failed = verdict(cut[base_name], cut[now_name], rules[rule])
-                    for group in (kind, "all"):
+                    for group in groups:
                         tallies.setdefault((family, group, rule, size), Tally()).add(truth, failed)
                 decisions += 1
     return decisions
@@ -250,10 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"in {time.monotonic() - started:.0f} s")
     for family, sets, sizes in (("design", DESIGN_SETS, ("50", "120", "whole")),
                                 ("held-out", HELD_OUT_SETS, ("50", "whole"))):
-        for group in ("settings", "all"):
+        for group in ("settings", "from default", "all"):
             if group == "all" and args.quick:
                 continue
-            what = "one BM25 setting changed" if group == "settings" else "settings and degraded copies"
+            what = {"settings": "one BM25 setting changed (every ordered pair of settings)",
+                    "from default": "the usual pull request (the default baseline, one setting moved)",
+                    "all": "settings and degraded copies"}[group]
             print(f"\n{family} sets ({', '.join(sets)}), {what}; truth: whole-set recall@10 change")
             print("\n".join(table(tallies, family, group, sizes)))
             if group == "settings":

@@ -66,6 +66,17 @@ def test_every_ordered_pair_is_decided_at_every_size():
     assert (whole.regressions, whole.missed, whole.improvements, whole.improvements_failed) == (1, 0, 1, 0)
     assert tallies[("design", "settings", "holm", "50")].regressions == 3
     assert ("design", "degraded", "holm", "50") not in tallies  # both variants are settings of one backend
+    assert ("design", "from default", "holm", "whole") not in tallies  # neither is the default
+
+
+def test_the_usual_pull_request_is_the_default_baseline_against_one_setting():
+    rows = [("a", 1, 1, 0)] * 3 + [("a", 1, 1, 1)] * 57
+    variants = {"default": set_result(rows, 2), "y": set_result(rows, 3)}
+    tallies = {}
+    decisions.decide_set(variants, (), 1, 0, tallies, "design", ["default", "y"])
+    # only default -> y (a 5-point regression, caught on the whole set), not y -> default
+    usual = tallies[("design", "from default", "founding", "whole")]
+    assert (usual.regressions, usual.missed, usual.not_drops) == (1, 0, 0)
 
 
 def test_a_bad_draws_count_is_a_usage_error(capsys):
