@@ -1,7 +1,7 @@
 """What a verdict is worth: the gate's error rates per category rule and sample size, on real backend variants.
 
     python -m benchmarks.decisions            # 9 BM25 settings + 2 degraded copies, 6 draws per size
-    python -m benchmarks.decisions --quick    # 5 settings, 4 draws, no degraded copies: about a minute
+    python -m benchmarks.decisions --quick    # 5 settings, 4 draws, no degraded copies: under 2 minutes
 
 Every variant answers every query of the design sets (code-agent, memory-hard, dedupe-hard) and
 of the held-out sets (code, memory, dedupe, wiki: the shipped originals, never used to choose

@@ -40,3 +40,20 @@ def test_every_output_carries_the_same_words():
                "junit": render_junit(report), "json": json.dumps(json.loads(report.to_json()))}
     for name, text in outputs.items():
         assert NOISE in text, name
+
+
+def test_a_shipped_set_names_the_companion_that_can_tell():
+    import dataclasses
+
+    from harness.gating.gates import check
+    from tests.builders import set_result
+
+    # memory loses 2 of 40 queries (-5 points, beyond the limit): two moved queries, sign-flip p = 2/2^2 = 0.5
+    rows = [("a", 1, 1, 0)] * 2 + [("a", 1, 1, 1)] * 38
+    base, now = (dataclasses.replace(set_result(rows, which), name="memory") for which in (2, 3))
+    overall = next(g for g in check([now], {"memory": base.numbers()}, latency_gated=False)
+                   if g.gate == "recall" and g.category is None)
+    assert overall.status == "fail" and f"this set {NOISE} (p=0.500" in overall.message
+    # differences: two -1s and 38 zeros, sd = sqrt(2 x (1 - 0.05)^2 + 38 x 0.05^2) / sqrt(39) = 0.2207;
+    # (2.8 x 0.2207 / 0.05)^2 = 152.8 -> 153 queries (z 1.95996 + 0.84162 = 2.80158 gives the same ceiling)
+    assert "confirm it on memory-hard, the companion set that can tell or on about 153 queries" in overall.message
