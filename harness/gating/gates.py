@@ -16,18 +16,18 @@ points". Latency fails when p95 > budget (equal passes).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
-from harness.gating.policy import GatePolicy
+from harness.gating.policy import CATEGORY_ALPHA, GatePolicy
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
 from harness.records import GateResult, SetResult
-from harness.scoring.detectability import Detectability, detectability
+from harness.scoring.detectability import Detectability, detectability, queries_needed
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric
-from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
+from harness.scoring.stats import RESAMPLES, PairedTest, holm, paired_test
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
@@ -36,6 +36,8 @@ MAX_FLIPS_LISTED = 10
 # (shown in points); milliseconds whose `limit` is the largest value allowed; a count whose `limit`
 # is the largest change allowed.
 FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
+# A shipped set and its larger companion, which can tell a drop of a few points from noise (docs/sets.md).
+COMPANION_SETS = {"code": "code-agent", "dedupe": "dedupe-hard", "memory": "memory-hard"}
 
 
 @dataclass(frozen=True)
@@ -74,16 +76,20 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
           policy: GatePolicy = GatePolicy()) -> list[GateResult]:
     """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers)."""
     gates: list[GateResult] = []
+    family: list[int] = []  # positions of the run's category quality gates: the holm rule's family
     for result in results:
         base, now = baseline_sets[result.name], result.numbers()
         gates.extend(_count_gate(now, base))
         for metric in policy.metrics:
-            gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
+            for gate in _quality_gates(now, base, parse_metric(metric), policy):
+                if gate.category is not None and gate.metric is not None:
+                    family.append(len(gates))
+                gates.append(gate)
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
         later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
-    return gates
+    return _holm_categories(gates, family, policy)
 
 
 def flipped_queries(now: SetNumbers, base: SetNumbers, category: str | None = None) -> list[str]:
@@ -181,10 +187,13 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
-               + (f"; flipped: {listed or 'none'}" if not judged else "") + _below(detect, loss))
+               + (f"; flipped: {listed or 'none'}" if not judged else ""))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
     if why_warn:
-        message += f"; warning only: {why_warn}"
+        message += _below(detect, loss) + f"; warning only: {why_warn}"
+    elif category is None or policy.category_rule != "holm" or test is None:
+        message += _noise(now.name, category, loss, detect, test)
+    # else a category the holm rule decides with the run's other category tests (_holm_categories)
     return gate(bool(why_warn), message, warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
                 p_value=test.p_value if test else None)
 
@@ -196,7 +205,7 @@ def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mappi
     if category is not None and n < policy.min_category_queries:
         return (f"the category has {n} scored queries, fewer than the policy's min_queries "
                 f"{policy.min_category_queries}")
-    if category is not None and policy.discount_queries:
+    if category is not None and policy.category_rule == "discount" and policy.discount_queries:
         losses = sorted((worse_is * (base_values[qid] - now_values[qid]) for qid in now_values), reverse=True)
         if losses:
             kept = sum(losses[policy.discount_queries:]) / len(losses)
@@ -209,6 +218,51 @@ def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mappi
             test.ci_high < 0 if worse_is > 0 else test.ci_low > 0):
         return "the paired 95% CI does not lie wholly on the side of a loss (policy: require_ci_below_zero)"
     return ""
+
+
+def _holm_categories(gates: list[GateResult], family: Sequence[int], policy: GatePolicy) -> list[GateResult]:
+    """The holm rule (policy.categories.rule): a category's loss beyond the limit fails only when its paired
+    p-value stays below CATEGORY_ALPHA after Holm's adjustment over every category gate of the run (`family`,
+    positions in `gates`), else it warns; a category within the limit is in the family with p = 1."""
+    pending = [i for i in family if not gates[i].passed and gates[i].p_value is not None]
+    if policy.category_rule != "holm" or not pending:
+        return gates
+    raw = [gates[i].p_value if i in pending else 1.0 for i in family]
+    adjusted = dict(zip(family, holm([1.0 if p is None else p for p in raw])))
+    tests = f"the run's {len(family)} category test{'s' if len(family) != 1 else ''}"
+    decided = list(gates)
+    for i in pending:
+        gate, p = gates[i], adjusted[i]
+        if p < CATEGORY_ALPHA:
+            decided[i] = replace(gate, message=f"{gate.message}; significant with {tests} held to a family-wise "
+                                               f"error of {CATEGORY_ALPHA:g} (Holm-adjusted p={p:.3f})")
+        else:
+            decided[i] = replace(gate, passed=True, warning=True, message=(
+                f"{gate.message}; warning only: this category cannot tell the drop from noise with {tests} held "
+                f"to a family-wise error of {CATEGORY_ALPHA:g} (Holm-adjusted p={p:.3f}; policy: categories.rule "
+                f"holm)"))
+    return decided
+
+
+def _noise(set_name: str, category: str | None, loss: float, detect: Detectability, test: PairedTest | None) -> str:
+    """What a failing line adds when its scope cannot tell the loss from noise (paired p at or above
+    CATEGORY_ALPHA): that the rule fails it anyway, and how to tell (the companion set, or how many queries)."""
+    if test is None or test.p_value < CATEGORY_ALPHA:
+        return ""
+    scope = "set" if category is None else "category"
+    rule = ("the founding rule fails any set-level drop beyond the limit" if category is None else
+            "the policy's categories.rule fails it")
+    sizes = (f"; it detects about {detect.detectable * 100:.1f} points at power 0.8" if detect.detectable is not None
+             else "")
+    ways = []
+    if set_name in COMPANION_SETS:
+        ways.append(f"on {COMPANION_SETS[set_name]}, the companion set that can tell")
+    if detect.sigma_d and loss > FLOAT_SLACK:
+        ways.append(f"on about {queries_needed(detect.sigma_d, loss)} queries (what a {loss * 100:.2f}-point drop "
+                    f"needs at power 0.8)")
+    confirm = f"; confirm it {' or '.join(ways)}" if ways else ""
+    return (f"; this {scope} cannot tell this drop from noise (p={test.p_value:.3f}{sizes}): {rule}, "
+            f"so treat it as unconfirmed{confirm}")
 
 
 def _improved(gain: float, detect: Detectability) -> bool:

@@ -62,7 +62,8 @@ class GateInputs:
                 raise self._unreachable("categories.min_queries", policy.min_category_queries,
                                         f"more than the {most} scored queries of the largest category ({which})",
                                         "no category gate could ever fail", f"give 1 to {most}, or categories.gate false")
-            if policy.discount_queries >= most and policy.discount_queries > defaults.discount_queries:
+            if policy.category_rule == "discount" and policy.discount_queries >= most \
+                    and policy.discount_queries > defaults.discount_queries:
                 raise self._unreachable("categories.discount_queries", policy.discount_queries,
                                         f"the largest category ({which}) has {most} scored queries, all discounted",
                                         "no category gate could ever fail", f"give 0 to {most - 1}, or categories.gate false")

@@ -6,7 +6,7 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
     {"format": 1,
      "metrics": ["recall@10"],            # any metric the harness computes, any spelling
      "drop_limit_points": 2.0,            # a drop of more than this many points fails
-     "categories": {"gate": true, "min_queries": 1, "discount_queries": 1},
+     "categories": {"gate": true, "min_queries": 1, "rule": "holm", "discount_queries": 1},
      "significance": {"require_ci_below_zero": false},
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                  "relative_fails": false},
@@ -15,9 +15,16 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false}}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
-when it has at least `min_queries` scored queries and its drop still exceeds the limit with its
-`discount_queries` worst-changed queries set back to their baseline values (default 1: one
-query's noise never fails a category; 0: any drop beyond the limit does); otherwise it warns.
+when it has at least `min_queries` scored queries and, under `rule`:
+- "holm" (the default): its drop is beyond the limit AND significant with the family-wise error of
+  all the run's category tests held to 0.05 (CATEGORY_ALPHA): Holm's step-down over the paired
+  randomization p-values of every category gate of the run (every set, every gated metric), a
+  category within the limit counted in the family with p = 1 (never tested, never rejected), so a
+  run's categories together raise a false alarm at most 5 % of the time;
+- "discount": its drop still exceeds the limit with its `discount_queries` worst-changed queries
+  set back to their baseline values (1: one query's noise never fails a category; 0: any drop
+  beyond the limit does). `discount_queries` is read by this rule only.
+Otherwise it warns, saying why. `python -m benchmarks.decisions` measures both rules' error rates.
 With `significance.require_ci_below_zero`, a drop beyond the limit fails only when its paired
 95% CI lies wholly below zero, and otherwise warns. Latency: a p95 that grew by more than
 `relative_p95_limit_percent` of the baseline's AND by more than `min_increase_ms` warns
@@ -52,13 +59,16 @@ MAX_INCREASE_MS = 1e6
 MAX_DAYS = 1e6
 DEFAULT_DRIFT_BASELINES = 10  # the drift window: the last 10 accepted baselines
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
-SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
+SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
             "significance": {"require_ci_below_zero"},
             "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
             "judged": {"warn_drop_points"},
             "ratchet": {"improvement_points"},
             "drift": {"limit_points", "baselines", "days", "fails"}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
+# How a category's drop beyond the limit is told from noise (categories.rule; the docstring above).
+CATEGORY_RULES = ("holm", "discount")
+CATEGORY_ALPHA = 0.05  # the family-wise error the holm rule holds all of a run's category tests to
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,7 @@ class GatePolicy:
     drop_limit_points: float = 2.0
     gate_categories: bool = True
     min_category_queries: int = 1
+    category_rule: str = "holm"
     discount_queries: int = 1
     require_ci_below_zero: bool = False
     # p95 more than doubled AND grew by more than 10 ms: a busy 2-core machine moved the BM25 p95 of
@@ -93,7 +104,7 @@ class GatePolicy:
         return {"format": POLICY_FORMAT, "source": self.source, "metrics": list(self.metrics),
                 "drop_limit_points": self.drop_limit_points,
                 "categories": {"gate": self.gate_categories, "min_queries": self.min_category_queries,
-                               "discount_queries": self.discount_queries},
+                               "rule": self.category_rule, "discount_queries": self.discount_queries},
                 "significance": {"require_ci_below_zero": self.require_ci_below_zero},
                 "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
                             "min_increase_ms": self.latency_min_increase_ms,
@@ -130,6 +141,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
         drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
         gate_categories=categories.optional("gate", defaults.gate_categories).boolean(),
         min_category_queries=categories.optional("min_queries", defaults.min_category_queries).integer_in(1, MAX_COUNT),
+        category_rule=_choice(categories.optional("rule", defaults.category_rule), CATEGORY_RULES),
         discount_queries=categories.optional("discount_queries", defaults.discount_queries).integer_in(0, MAX_COUNT),
         require_ci_below_zero=significance.optional("require_ci_below_zero", defaults.require_ci_below_zero).boolean(),
         latency_relative_limit_percent=None if relative.value is None else relative.number_in(0, MAX_PERCENT),
@@ -151,6 +163,14 @@ def _points(reader: StrictReader) -> float:
     """A limit in points of a [0, 1] mean: below 100, or the gate it sets could never fail (or warn)."""
     return reader.number_in(0, MAX_POINTS, below=True, why=f"a mean moves at most {MAX_POINTS:g} points, so a "
                                                           f"limit of {MAX_POINTS:g} or more could never fail")
+
+
+def _choice(reader: StrictReader, choices: tuple[str, ...]) -> str:
+    """One of `choices`, named in the refusal from the tuple itself."""
+    value = reader.text()
+    if value not in choices:
+        raise reader.fail(f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+    return value
 
 
 def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:

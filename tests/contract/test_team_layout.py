@@ -88,7 +88,7 @@ def test_the_starter_policy_is_the_default_policy(tmp_path):
     # and the file spells out every field a policy has (none left implicit): the defaults, hand-listed
     assert policy_document() == {
         "format": 1, "metrics": ["recall@10"], "drop_limit_points": 2.0,
-        "categories": {"gate": True, "min_queries": 1, "discount_queries": 1},
+        "categories": {"gate": True, "min_queries": 1, "rule": "holm", "discount_queries": 1},
         "significance": {"require_ci_below_zero": False},
         "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                     "relative_fails": False},

@@ -217,7 +217,8 @@ def write_policy(tmp_path, **fields):
 def test_the_default_policy_is_the_founding_gates_with_noise_tolerated():
     policy = GatePolicy()
     assert (policy.metrics, policy.drop_limit_points, policy.gate_categories, policy.min_category_queries,
-            policy.discount_queries, policy.require_ci_below_zero) == (("recall@10",), 2.0, True, 1, 1, False)
+            policy.category_rule, policy.discount_queries, policy.require_ci_below_zero) == (
+        ("recall@10",), 2.0, True, 1, "holm", 1, False)
     # latency: p95 more than doubled and 10 ms more warns; nothing fails on latency but the budget
     assert (policy.latency_relative_limit_percent, policy.latency_min_increase_ms, policy.latency_relative_fails,
             policy.ratchet_improvement_points) == (100.0, 10.0, False, None)
@@ -241,6 +242,8 @@ def test_the_default_policy_is_the_founding_gates_with_noise_tolerated():
     ({"metrics": ["judged@10"]}, "judged@10 is judged coverage, not a quality measure"),
     ({"categories": {"min_queries": 0}}, "categories.min_queries: must be an integer from 1 to 1000000, got 0"),
     ({"categories": {"discount_queries": -1}}, "categories.discount_queries: must be an integer from 0"),
+    ({"categories": {"rule": "bonferroni"}}, "categories.rule: must be one of 'holm', 'discount', got 'bonferroni'"),
+    ({"categories": {"rule": 1}}, "categories.rule: must be a string, got 1"),
     ({"latency": {"min_samples": 0}}, "latency.min_samples: must be an integer from 1 to 1000000, got 0"),
     ({"latency": {"min_increase_ms": -1}}, "latency.min_increase_ms: must be a number from 0 to 1000000"),
     ({"latency": {"relative_p95_limit_percent": -5}}, "latency.relative_p95_limit_percent: must be a number from 0"),
@@ -257,6 +260,12 @@ def test_a_bad_policy_is_one_line(tmp_path, fields, message):
         write_policy(tmp_path, **fields)
     assert message in str(error.value) and "\n" not in str(error.value)
     assert str(error.value).startswith(str(tmp_path / "gate-policy.json"))
+
+
+def test_the_category_rule_is_read_from_the_policy(tmp_path):
+    assert write_policy(tmp_path, categories={"rule": "discount"}).category_rule == "discount"
+    assert write_policy(tmp_path, categories={"rule": "holm"}).category_rule == "holm"
+    assert write_policy(tmp_path).category_rule == "holm"
 
 
 def test_a_latency_section_without_its_relative_limit_keeps_the_documented_100_percent(tmp_path):
@@ -278,13 +287,18 @@ def gates_with(policy, answers=CURRENT_ANSWERS):
 
 def test_default_verdicts_on_the_tiny_set():
     # tiny-01 loses its only relevant document: overall 1.0 -> 0.8 fails (the founding rule); category a
-    # 1.0 -> 2/3 is that one query alone (without it: no loss), so it warns; b holds.
+    # 1.0 -> 2/3 is that one query alone (one moved query: sign-flip p = 2/2 = 1), so it warns; b holds.
     gates = {(g.gate, g.category): g for g in gates_with(GatePolicy())}
     assert gates[("recall", None)].status == "fail" and gates[("recall", "a")].status == "warn"
-    assert "without its worst query the category's loss is 0.00 points" in gates[("recall", "a")].message
+    assert "cannot tell the drop from noise" in gates[("recall", "a")].message
     assert gates[("recall", "b")].status == "pass"
-    # the policy can still make one query's loss fail a category
-    strict = {(g.gate, g.category): g.status for g in gates_with(GatePolicy(discount_queries=0))}
+    # the founding rule fails the set's drop and says plainly that 5 queries cannot tell it from noise
+    assert "this set cannot tell this drop from noise (p=1.000" in gates[("recall", None)].message
+    # the discount rule forgives the worst query; with discount_queries 0 one query's loss fails a category
+    discount = {(g.gate, g.category): g for g in gates_with(GatePolicy(category_rule="discount"))}
+    assert "without its worst query the category's loss is 0.00 points" in discount[("recall", "a")].message
+    strict = {(g.gate, g.category): g.status for g in gates_with(GatePolicy(category_rule="discount",
+                                                                            discount_queries=0))}
     assert strict[("recall", "a")] == "fail"
 
 
@@ -319,7 +333,7 @@ def test_more_gated_metrics_and_a_wider_limit(tmp_path):
     # differences -1, 0, 0, 0, 0: sd sqrt(0.2); (1.95996 + 0.84162) x 0.44721 / sqrt(5) = 0.5603
     assert "20.00 points is below what this scope can detect (56.0 points" in mrr[None].message
     assert mrr[None].detectable == pytest.approx(0.5603, abs=1e-4) and mrr[None].one_query == 0.2
-    # a's loss is tiny-01's alone: one query's noise warns (the policy's discount_queries 0 makes it fail)
+    # a's loss is tiny-01's alone: one query's noise warns (categories.rule discount with discount_queries 0 makes it fail)
     assert mrr["a"].status == "warn" and "dropped 33.33 points" in mrr["a"].message
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from harness.gating.baseline import Baseline, build_baseline, read_baseline
 from harness.errors import BaselineError, ProtocolError, SetError
 from harness.gating.gates import check
+from harness.gating.policy import GatePolicy
 from harness.adapter.protocol import Response, decode_response
 from harness.records import QuerySet
 from harness.sets.loader import load_set
@@ -199,9 +200,9 @@ query_rows = st.integers(1, 4).flatmap(lambda r: st.tuples(
 
 
 def reference_recall_failures(rows) -> set[str | None]:
-    """Scopes (None = overall, else a category) that fail under the default policy, decided exactly: the
+    """Scopes (None = overall, else a category) that fail under the discount rule, decided exactly: the
     set when its mean recall dropped by more than 2 points; a category when it did, and still does with
-    its worst-changed query set back to its baseline value (categories.discount_queries 1)."""
+    its worst-changed query set back to its baseline value (categories.rule discount, discount_queries 1)."""
     scopes: dict[str | None, list[tuple[Fraction, Fraction]]] = {None: []}
     for category, relevant, before, now in rows:
         pair = (Fraction(before, relevant), Fraction(now, relevant))
@@ -223,7 +224,7 @@ def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows)
     baseline, current = set_result(rows, 2), set_result(rows, 3)
     entry = baseline_numbers([baseline])["s"]
     with mock.patch("harness.gating.gates.RESAMPLES", 200):  # the CI in the message only; pass/fail ignores it
-        gates = check([current], {"s": entry})
+        gates = check([current], {"s": entry}, policy=GatePolicy(category_rule="discount"))
     failed = [g for g in gates if not g.passed]
     assert all(g.gate == "recall" for g in failed), [g.message for g in failed]
     assert {g.category for g in failed} == reference_recall_failures(rows)
@@ -232,6 +233,30 @@ def test_recall_gate_fails_exactly_when_a_scope_drops_more_than_two_points(rows)
         if gate.gate == "recall" and gate.category is not None and gate.passed and gate.change is not None \
                 and -gate.change > 0.02 + 1e-9:
             assert gate.status == "warn" and "without its worst query" in gate.message
+
+
+def exact_drops(rows) -> dict[str | None, bool]:
+    """Per scope (None = overall), whether its mean recall dropped by more than 2 points (exact fractions)."""
+    scopes: dict[str | None, list[Fraction]] = {None: []}
+    for category, relevant, before, now in rows:
+        scopes[None].append(Fraction(before - now, relevant))
+        scopes.setdefault(category, []).append(Fraction(before - now, relevant))
+    return {scope: sum(losses) / len(losses) > Fraction(2, 100) for scope, losses in scopes.items()}
+
+
+@settings(deadline=None, max_examples=150)
+@given(rows=st.lists(query_rows, min_size=1, max_size=40))
+def test_under_the_holm_rule_the_set_fails_by_the_founding_rule_and_a_category_only_beyond_the_limit(rows):
+    # The default rule: the set fails exactly as the founding rule says; a category fails only when its drop is
+    # beyond the limit, and never with 5 or fewer moved queries (the sign-flip test's smallest p is 2/2^5 > 0.05).
+    baseline, current = set_result(rows, 2), set_result(rows, 3)
+    gates = check([current], {"s": baseline_numbers([baseline])["s"]})  # 10,000 flips: p of 2/2^5 is never < 0.05
+    failed = {g.category for g in gates if not g.passed and g.gate == "recall"}
+    drops = exact_drops(rows)
+    assert (None in failed) == drops[None]
+    for category in failed - {None}:
+        moved = sum(1 for c, _, before, now in rows if c == category and before != now)
+        assert drops[category] and moved > 5, (category, moved)
 
 
 @pytest.mark.parametrize("shift", [0, 1, 2])

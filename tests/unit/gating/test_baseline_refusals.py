@@ -129,7 +129,7 @@ def test_a_reworded_query_is_refused_until_re_baselined(tiny_copy):
                                   "(tiny category a), so no category gate could ever fail; give 1 to 3, or "
                                   "categories.gate false"),
     ({"min_category_queries": 1_000_000}, "categories.min_queries: 1000000: more than the 3 scored queries"),
-    ({"discount_queries": 3}, "categories.discount_queries: 3: the largest category (tiny category a) has 3 scored "
+    ({"category_rule": "discount", "discount_queries": 3}, "categories.discount_queries: 3: the largest category (tiny category a) has 3 scored "
                               "queries, all discounted, so no category gate could ever fail; give 0 to 2, or "
                               "categories.gate false"),
     ({"latency_min_samples": 21}, "latency.min_samples: 21: more than the 7 queries of the largest set run (tiny), "
@@ -146,6 +146,7 @@ def test_a_limit_no_set_of_the_run_can_reach_is_refused_with_the_range_that_can_
 
 @pytest.mark.parametrize("limits", [
     {"min_category_queries": 3, "discount_queries": 2},  # category a can still fail
+    {"discount_queries": 3},  # the holm rule (the default) never reads discount_queries
     {"min_category_queries": 1_000_000, "discount_queries": 1_000_000, "gate_categories": False},  # no category gate
     {"latency_min_samples": 1_000_000, "latency_relative_limit_percent": None},  # no latency comparison
     {"latency_min_samples": 20},  # a default above a small set is the statistical floor, by design

@@ -1,11 +1,15 @@
 """The four gates: recall drop (rounding rule), latency budget, query count, hard contracts."""
 
+import dataclasses
+import re
+
 import pytest
 
 from pathlib import Path
 
 from harness.scoring.evaluate import Answer, evaluate_set
 from harness.gating.budgets import Budgets
+from harness.gating.policy import GatePolicy
 from harness.gating.gates import check, flipped_queries
 from harness.measured import Aggregates, EvidenceFigure, Latency, ScopeNumbers
 from harness.records import QueryResult, SetResult
@@ -73,17 +77,74 @@ def test_exactly_two_points_passes_more_fails():
     assert gates[None].flipped == ("c-34",)
     # the CI of a change where 2 queries lost (1.0 -> 0.95 and 1.0 -> 0.0) among 50 is below zero at the top
     assert "change 95% CI [" in gates[None].message and "+0.0] points, p=" in gates[None].message
-    # the category: without its worst query (c-34, 2 points) the loss is 0.10 points: one query's noise, a warning
+    # two queries moved (-1.0, -0.05): of the 4 sign flips, 2 reach the observed |mean|, so p = 0.5 and the set
+    # cannot tell it from noise; the founding rule fails it and says so, with how to confirm it
+    assert "this set cannot tell this drop from noise (p=0.500" in gates[None].message
+    assert "founding rule fails any set-level drop" in gates[None].message and "below what" not in gates[None].message
+    # the category (the run's only category test: Holm's p is the raw p, 0.5): a warning
     assert gates["c"].status == "warn" and "flipped: c-34" in gates["c"].message
-    assert "without its worst query the category's loss is 0.10 points, within the limit" in gates["c"].message
+    assert "cannot tell the drop from noise with the run's 1 category test" in gates["c"].message
+    assert "Holm-adjusted p=0.500" in gates["c"].message
+    # the discount rule: without its worst query (c-34, 2 points) the loss is 0.10 points: one query's noise
+    discount = {g.category: g for g in check([worse], {"s": entry_for(base)}, policy=GatePolicy(category_rule="discount"))
+                if g.gate == "recall"}
+    assert discount["c"].status == "warn"
+    assert "without its worst query the category's loss is 0.10 points, within the limit" in discount["c"].message
 
 
 def test_a_drop_in_one_category_fails_even_if_overall_holds():
+    # ten of a's twenty queries lost (-50 points), b gained ten of forty: overall unchanged. The sign-flip test of
+    # ten equal losses: only the all-negative and all-positive flips reach the observed mean, p = 2/2^10 = 0.00195;
+    # the family is a and b (b improved: p = 1), Holm multiplies the smallest p by 2: 0.0039 < 0.05, a fails
+    base = synthetic({"a": [1.0] * 20, "b": [0.0] * 40})
+    now = synthetic({"a": [1.0] * 10 + [0.0] * 10, "b": [0.0] * 30 + [1.0] * 10})
+    bad = failed(check([now], {"s": entry_for(base)}))
+    assert len(bad) == 1 and bad[0].category == "a" and "baseline 1.0000, now 0.5000" in bad[0].message
+    assert bad[0].p_value == pytest.approx(2 / 2 ** 10, abs=0.001)  # estimated from 10,000 random flips
+    assert "significant with the run's 2 category tests held to a family-wise error of 0.05" in bad[0].message
+    assert "Holm-adjusted p=0.00" in bad[0].message
+
+
+def test_the_discount_rule_fails_two_lost_queries_of_ten():
     # two of a's ten queries lost (-20 points; -10 without the worse of them), b gained two: overall unchanged
     base = synthetic({"a": [1.0] * 10, "b": [0.0] * 40})
     now = synthetic({"a": [1.0] * 8 + [0.0] * 2, "b": [0.0] * 38 + [1.0] * 2})
-    bad = failed(check([now], {"s": entry_for(base)}))
+    bad = failed(check([now], {"s": entry_for(base)}, policy=GatePolicy(category_rule="discount")))
     assert len(bad) == 1 and bad[0].category == "a" and "baseline 1.0000, now 0.8000" in bad[0].message
+    # under the holm rule two queries of ten are noise (p = 2/2^2 = 0.5): a warning that says so
+    gates = {g.category: g for g in check([now], {"s": entry_for(base)}) if g.gate == "recall"}
+    assert failed(gates.values()) == [] and gates["a"].status == "warn"
+    assert "Holm-adjusted p=1.000" in gates["a"].message  # min(1, 2 x 0.5)
+
+
+def holm_p(gate):
+    """The Holm-adjusted p a category line states (the raw p is estimated from 10,000 random sign flips)."""
+    return float(re.search(r"Holm-adjusted p=([0-9.]+)", gate.message).group(1))
+
+
+def test_holm_holds_the_family_of_every_category_of_the_run():
+    # a: 6 of 6 lost, sign-flip p = 2/2^6 = 0.03125 (significant alone); b: 10 of 10 lost, p = 2/2^10 = 0.00195;
+    # c: unchanged (p = 1). Holm over the 3 tests: b 3 x 0.00195 = 0.0059 < 0.05 fails; a max(0.0059,
+    # 2 x 0.03125) = 0.0625 >= 0.05 warns. The set's drop (16 of 36 queries) fails by the founding rule.
+    base = synthetic({"a": [1.0] * 6, "b": [1.0] * 10, "c": [1.0] * 20})
+    now = synthetic({"a": [0.0] * 6, "b": [0.0] * 10, "c": [1.0] * 20})
+    gates = {g.category: g for g in check([now], {"s": entry_for(base)}) if g.gate == "recall"}
+    assert gates[None].status == "fail" and "cannot tell" not in gates[None].message  # p about 2/2^16: it can
+    assert gates["b"].status == "fail" and holm_p(gates["b"]) == pytest.approx(3 * 2 / 2 ** 10, abs=0.003)
+    assert gates["a"].status == "warn" and holm_p(gates["a"]) == pytest.approx(2 * 2 / 2 ** 6, abs=0.005)
+    assert "the run's 3 category tests" in gates["a"].message
+    # the same a alone in its run (c unchanged, no b): Holm over 2 tests, 2 x 0.03125 = 0.0625: still a warning;
+    # with a family of one (a the only category), 0.03125 < 0.05 fails
+    alone = synthetic({"a": [0.0] * 6})
+    only = {g.category: g for g in check([alone], {"s": entry_for(synthetic({"a": [1.0] * 6}))}) if g.gate == "recall"}
+    assert only["a"].status == "fail" and "the run's 1 category test held" in only["a"].message
+    # two sets in one run: one family (the sets' 2 categories), 2 x 0.03125 = 0.0625: both warn
+    other = dataclasses.replace(alone, name="t")
+    both = check([alone, other], {"s": entry_for(synthetic({"a": [1.0] * 6})),
+                                  "t": baseline_sets(dataclasses.replace(synthetic({"a": [1.0] * 6}), name="t"))["t"]})
+    categories = [g for g in both if g.gate == "recall" and g.category == "a"]
+    assert [g.status for g in categories] == ["warn", "warn"]
+    assert all("the run's 2 category tests" in g.message for g in categories)
 
 
 def test_one_lost_query_in_a_small_category_of_a_net_improvement_passes():
