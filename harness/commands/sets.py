@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                            f"(default: the layout's, as a run's: {DEFAULT_BASELINE_PATH} of the team's folder)")
     show.add_argument("--paired", type=Path, metavar="REPORT_OR_BASELINE",
                       help="a second run of the set (a report or a baseline, e.g. one backend with one setting "
-                           "changed): the detectable drop for a small change, from the paired differences")
+                           "changed): per scope, how many units moved and the detectable drop of a change of that "
+                           "kind (sized only from 10 or more moved units)")
     verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
     beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
