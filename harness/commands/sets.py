@@ -176,7 +176,8 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
     small change like that one, sized from its moved units only when enough of them moved."""
     from harness.gating.baseline import Baseline
     from harness.gating.policy import FOUNDING_METRIC
-    from harness.scoring.detectability import MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed, small_change
+    from harness.scoring.detectability import (MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
+                                               small_change)
 
     if baseline is None or not baseline.exists():
         return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]

@@ -5,7 +5,8 @@ mean of a [0, 1] metric:
 - one query is worth 1/n of the mean's range (100/n points): the most a single query can move it;
 - the minimum detectable effect of a two-sided paired test at significance alpha with power
   1 - beta is delta = (t[1 - alpha/2; m - 1] + t[1 - beta; m - 1]) * sigma_d / sqrt(m), where
-  sigma_d is the standard deviation of the per-unit differences between the two runs and t the
+  sigma_d is the standard deviation of the per-unit differences between the two runs (a unit's
+  queries' differences summed, as the paired test draws and flips them, scaled by m / n) and t the
   quantiles of Student's t with m - 1 degrees of freedom (Webber, Moffat and Zobel 2008,
   "Statistical power in retrieval experimentation", CIKM; Sakai 2016, "Topic set size design",
   Information Retrieval Journal 19). The t quantiles are exact (an inverse of the regularised
@@ -165,7 +166,7 @@ def detectability(current: Mapping[str, float], units: Mapping[str, str],
         return Detectability(0, 0, None, None, False)
     differences = _unit_sums({qid: current[qid] - baseline[qid] for qid in qids}, units) if baseline else {}
     observed = len(differences) > 1 and statistics.pstdev(differences.values()) > 0
-    values = list(differences.values()) if observed else list(_unit_means({q: current[q] for q in qids}, units).values())
+    values = list((differences if observed else _unit_means({q: current[q] for q in qids}, units)).values())
     m = len(values)
     if smallest_sign_flip_p(m) > ALPHA:
         return Detectability(n, m, 1 / n, None, observed, unreachable=(
