@@ -91,6 +91,13 @@ class QuerySet:
     # sha256 over the canonical JSON of every query's judgments (sets/loader.py `judgments_hash`):
     # a gold edit without a revision bump changes it. "" when not computed (sets built by hand in tests).
     judgments_hash: str = ""
+    # How its hard contracts gate (set.json `contracts`, CONTRACT_RULES): "strict", every new break fails;
+    # "graded", a change fails only when it breaks significantly more contracts than it fixes.
+    contracts: str = "strict"
+
+
+# The rules a set.json `contracts` key may name (docs/sets.md, "set.json"): the first is the default.
+CONTRACT_RULES = ("strict", "graded")
 
 
 @dataclass(frozen=True, slots=True)

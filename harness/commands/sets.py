@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                            f"(default: the layout's, as a run's: {DEFAULT_BASELINE_PATH} of the team's folder)")
     show.add_argument("--paired", type=Path, metavar="REPORT_OR_BASELINE",
                       help="a second run of the set (a report or a baseline, e.g. one backend with one setting "
-                           "changed): the detectable drop for a small change, from the paired differences")
+                           "changed): per scope, how many units moved and the detectable drop of a change of that "
+                           "kind (sized only from 10 or more moved units)")
     verify = add_action("verify", help="fetch corpora, check every hash, pin and relevant id (exit 2 on a problem)")
     verify.add_argument("name", nargs="?", default="all")
     beir = add_action("import-beir", help="turn a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) into a set")
@@ -169,12 +170,14 @@ def show_set(folder: Path, offline: bool, baseline: Path | None = None, paired: 
 
 def detectability_lines(query_set, baseline: Path | None, paired: Path | None = None) -> list[str]:
     """What the set can detect (docs/sets.md, "What a set can detect"), from a baseline's per-query
-    recall@10 of it: per scope, one query's worth, the smallest detectable drop, the queries a 2-point
-    drop would need. Nothing when no baseline records the set (a line says so). With `paired` (a second
-    run of the set), sigma_d is that of the two runs' per-unit differences: a small change's figure."""
+    recall@10 of it: per scope, one query's worth, the smallest detectable change, the units a 2-point
+    change would need. Nothing when no baseline records the set (a line says so). Without `paired`, the
+    bound for a change of system (its assumption stated); with `paired` (a second run of the set), a
+    small change like that one, sized from its moved units only when enough of them moved."""
     from harness.gating.baseline import Baseline
     from harness.gating.policy import FOUNDING_METRIC
-    from harness.scoring.detectability import detectability, queries_needed
+    from harness.scoring.detectability import (MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
+                                               small_change)
 
     if baseline is None or not baseline.exists():
         return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]
@@ -187,20 +190,47 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
     scopes = [("overall", list(rows))] + [(category, [qid for qid, row in rows.items() if row.category == category])
                                           for category in categories]
     other = _paired_values(query_set.name, entry, paired) if paired is not None else None
-    what = (f"a small change: sigma_d of the per-unit differences from {paired}; '*' no difference in the scope, "
-            f"the bound" if other is not None else "the bound for a change of system")
-    lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, {what}):",
-             f"  {'scope':<16}{'n':>6}{'one query':>12}{'detectable':>13}{'units for 2 points':>20}"]
+    what = (f"a small change like {paired}'s: its moves as noise, the change made of moves like them; sized "
+            f"only from {MIN_MOVED_UNITS} or more moved units" if other is not None else
+            "the bound for a change of system: the other system independent of the baseline and as spread as a "
+            "[0, 1] value with its mean can be")
+    lines = [f"detectability of {FOUNDING_METRIC} ({baseline}; paired test, alpha 0.05, power 0.8, t quantiles; "
+             f"{what}):",
+             f"  {'scope':<16}{'n':>6}{'one query':>12}"
+             + (f"{'moved':>24}" if other is not None else "") + f"{'detectable':>13}{'units for 2 points':>20}"]
+    notes: dict[str, None] = {}
     for name, qids in scopes:
         values = {qid: rows[qid].metrics[FOUNDING_METRIC] for qid in qids}
-        found = (detectability({qid: other[qid] for qid in qids if qid in other}, units, values) if other is not None
-                 else detectability(values, units))
-        bound = "*" if other is not None and not found.observed else ""
-        detectable = f"{found.detectable * 100:.1f} pts{bound}" if found.detectable is not None else "-"
-        needed = f"{queries_needed(found.sigma_d, 0.02):,}" if found.sigma_d else "-"
-        lines.append(f"  {terminal_line(name):<16}{found.queries:>6}{(found.one_query or 0) * 100:>8.1f} pts"
-                     f"{detectable:>13}{needed:>20}")
+        head = f"  {terminal_line(name):<16}{len(qids):>6}{100 / len(qids) if qids else 0:>8.1f} pts"
+        if other is not None:
+            change = small_change({qid: other[qid] for qid in qids if qid in other}, values, units)
+            figure = f"{change.detectable * 100:.1f} pts" if change.detectable is not None else "none"
+            sigma = change.sigma_d(0.02) if change.detectable is not None else None
+            needed = f"{queries_needed(sigma, 0.02):,}" if sigma else "-"
+            if change.reason:
+                too_few = change.detectable is None and change.moved < MIN_MOVED_UNITS
+                figure = "-" if too_few else figure
+                notes[f"-: too few moved units to size a change (fewer than {MIN_MOVED_UNITS} moved)" if too_few
+                      else change.reason] = None
+            lines.append(f"{head}{change.moved_words():>24}{figure:>13}{needed:>20}")
+            continue
+        found = detectability(values, units)
+        sigma = bound_sigma_d(values, units, 0.02)
+        figure = f"{found.detectable * 100:.1f} pts" if found.detectable is not None else (
+            "none" if found.unreachable else "-")
+        if found.unreachable:
+            notes[f"none: {_reason_kind(found.unreachable)}"] = None
+        needed = f"{queries_needed(sigma, 0.02):,}" if sigma else "-"
+        lines.append(f"{head}{figure:>13}{needed:>20}")
+    lines.extend(f"  {note}" for note in notes)
     return lines
+
+
+def _reason_kind(reason: str) -> str:
+    """The general form of an `unreachable` reason, printed once under the table."""
+    if "sign-flip" in reason:
+        return "5 or fewer units: the sign-flip test's smallest p, 2/2^m, is above alpha 0.05"
+    return "the change it would need is beyond the metric's range of 100 points"
 
 
 def _paired_values(name: str, entry: SetNumbers, paired: Path) -> dict[str, float]:

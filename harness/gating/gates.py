@@ -15,7 +15,7 @@ points". Latency fails when p95 > budget (equal passes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -27,7 +27,7 @@ from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability, queries_needed
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric
-from harness.scoring.stats import RESAMPLES, PairedTest, holm, paired_test
+from harness.scoring.stats import RESAMPLES, PairedTest, holm, mcnemar_exact, paired_test
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
@@ -62,7 +62,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
         return Decision((), {}, {})
     entries = inputs.entries(k)  # matched as load_inputs matched them before the run started
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
-                  known_contract_failures=known_contract_failures, policy=inputs.policy)
+                  known_contract_failures=known_contract_failures, policy=inputs.policy,
+                  graded_contracts={s.name for s in inputs.query_sets if s.contracts == "graded"})
     flips = {}
     for result in results:
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
@@ -73,8 +74,9 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
           latency_gated: bool = True, known_contract_failures: bool = False,
-          policy: GatePolicy = GatePolicy()) -> list[GateResult]:
-    """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers)."""
+          policy: GatePolicy = GatePolicy(), graded_contracts: Collection[str] = ()) -> list[GateResult]:
+    """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers);
+    the sets named in `graded_contracts` declare their contracts graded (set.json `contracts`)."""
     gates: list[GateResult] = []
     family: list[int] = []  # positions of the run's category quality gates: the holm rule's family
     for result in results:
@@ -87,7 +89,9 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
                 gates.append(gate)
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
-        later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
+        contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
+                    else _contract_gate(result, base, known_contract_failures))
+        later = (*latency, contract, _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return _holm_categories(gates, family, policy)
 
@@ -253,6 +257,7 @@ def _noise(set_name: str, category: str | None, loss: float, detect: Detectabili
     rule = ("the founding rule fails any set-level drop beyond the limit" if category is None else
             "the policy's categories.rule fails it")
     sizes = (f"; it detects about {detect.detectable * 100:.1f} points at power 0.8" if detect.detectable is not None
+             else f"; it can detect no change: {detect.unreachable.removeprefix('none: ')}" if detect.unreachable
              else "")
     ways = []
     if set_name in COMPANION_SETS:
@@ -444,3 +449,38 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> G
     qids = sorted({qid for qid, _ in broken})
     return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
                        f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))
+
+
+CONTRACT_ALPHA = 0.05  # a graded set fails on significantly more broken than fixed contracts at this level
+
+
+def _graded_contract_gate(result: SetResult, base: SetNumbers) -> GateResult:
+    """A set whose contracts are graded: fails only when the change breaks significantly more contracts than
+    it fixes, by the exact McNemar test on the discordant contracts (broken now and held in the baseline,
+    against held now and broken in the baseline), two-sided at CONTRACT_ALPHA. A contract broken on both
+    sides is no evidence either way; xfail queries are left out, as the strict rule leaves them out."""
+    gated = [q for q in result.queries if q.outcome not in ("xfail", "xpass")]
+    checked = [(q.qid, c) for q in gated for c in q.contracts]
+    recorded = {(q.qid, key) for q in gated if q.qid in base.queries for key in base.queries[q.qid].broken}
+    broken_now = sorted((qid, c.key) for qid, c in checked if not c.passed and (qid, c.key) not in recorded)
+    fixed_now = sorted((qid, c.key) for qid, c in checked if c.passed and (qid, c.key) in recorded)
+    broken = sum(1 for _, c in checked if not c.passed)
+    p_value = mcnemar_exact(len(broken_now), len(fixed_now))
+    fails = len(broken_now) > len(fixed_now) and p_value < CONTRACT_ALPHA
+    gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
+                   current=broken, limit=0, unit=COUNT, p_value=p_value, flipped=tuple(qid for qid, _ in broken_now))
+    if not checked:
+        return gate(True, f"{result.name}: no hard contracts in this set")
+
+    def listed(flips: list[tuple[str, str]]) -> str:
+        names = [f"{qid} {key}" for qid, key in flips[:MAX_FLIPS_LISTED]]
+        more = f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else ""
+        return ", ".join(names) + more if names else "none"
+    counts = (f"{len(broken_now)} broken now, {len(fixed_now)} fixed now (exact McNemar p={p_value:.3g}"
+              f"{' < ' if fails else ', '}alpha {CONTRACT_ALPHA:g})")
+    verdict = ("significantly more broken than fixed" if fails else
+               "no more broken than fixed" if len(broken_now) <= len(fixed_now) else
+               "not significantly more broken than fixed")
+    return gate(not fails, f"{result.name}: graded contracts: {counts}: {verdict}; {broken} of {len(checked)} "
+                           f"broken, baseline {len(recorded)}; broken now: {listed(broken_now)}; "
+                           f"fixed now: {listed(fixed_now)}")

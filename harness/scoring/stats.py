@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -159,3 +160,19 @@ def _nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
     import math
     rank = max(1, math.ceil(fraction * len(sorted_values) - 1e-9))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Exact McNemar test: the two-sided binomial p of the discordant pairs (`only_first` of them one way,
+    `only_second` the other) under H0 "either way with probability 1/2".
+
+    p = min(1, 2 * P[X <= min(b, c)]) for X ~ Binomial(b + c, 1/2), summed in integers (exact at any
+    size); no discordant pair gives 1. Equal to scipy.stats.binomtest(b, b + c).pvalue (symmetric at 1/2).
+    """
+    if only_first < 0 or only_second < 0:
+        raise ValueError(f"discordant counts must be non-negative, got {only_first} and {only_second}")
+    n = only_first + only_second
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1))
+    return min(1.0, 2 * tail / 2 ** n)

@@ -12,7 +12,7 @@ from harness.strict_json import is_finite_number, lone_surrogate_at, read_json_f
 from harness.sets.corpus import _label, check_corpus_source, corpus_hash, iter_jsonl, load_corpus
 from harness.sets import evidence
 from harness.errors import SetError
-from harness.records import Document, Query, QuerySet, RankBefore
+from harness.records import CONTRACT_RULES, Document, Query, QuerySet, RankBefore
 from harness.quoting import field_key, preview
 
 SET_FORMAT = 1
@@ -212,6 +212,7 @@ def load_set(folder: Path, *, offline: bool = False, check_pins: bool = True) ->
         description=meta.get("description", ""), k=meta["k"], path=str(folder),
         queries=tuple(queries), documents=tuple(documents), corpus_hash=corpus_hash(documents),
         corpus_source=meta["corpus"]["source"], extra=extra, judgments_hash=judgments_hash(queries),
+        contracts=meta.get("contracts", CONTRACT_RULES[0]),
     )
 
 
@@ -268,6 +269,8 @@ def _read_meta(path: Path, where: str) -> dict:
         raise SetError(f"{where}: description: must be a string")
     if lone_surrogate_at(meta.get("description", "")) is not None:
         raise SetError(f"{where}: description: holds a lone surrogate (\\ud800-\\udfff escape), not text")
+    if "contracts" in meta and meta["contracts"] not in CONTRACT_RULES:
+        raise SetError(f"{where}: contracts: must be one of {', '.join(CONTRACT_RULES)}, got {meta['contracts']!r}")
     return meta
 
 

@@ -186,17 +186,21 @@ def test_show_paired_prints_the_detectable_drop_of_a_small_change(tmp_path, caps
     assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "tiny", "--baseline", str(base),
                  "--paired", str(paired)]) == 0
     out = capsys.readouterr().out
-    # By hand: differences 0, 0, -1, 0, -0.5; mean -0.3; sample variance (0.09*3 + 0.49 + 0.04)/4 = 0.2,
-    # sigma_d 0.44721; delta = (1.959964 + 0.841621) * 0.44721 / sqrt(5) = 2.801585 * 0.2 = 0.5603 -> 56.0
-    # points; units for 2 points: ceil((2.801585 * 0.44721 / 0.02)^2) = ceil(3924.4) = 3,925.
-    # Category a (01, 02, 05): differences 0, 0, -0.5, sd 0.288675, 2.801585 * 0.288675 / sqrt(3) = 46.7 points.
-    # Category b (03, 04): differences -1, 0, sd 0.707107, 2.801585 * 0.5 = 140.1 points.
-    assert f"a small change: sigma_d of the per-unit differences from {paired}" in out
-    assert "overall              5    20.0 pts     56.0 pts               3,925" in out
-    assert "  a                    3    33.3 pts     46.7 pts" in out and "  b                    2    50.0 pts    140.1 pts" in out
-    # Without --paired the same baseline is all 1.0: no variance, nothing to size a test by.
+    # By hand: differences 0, 0, -1, 0, -0.5: 2 of the 5 units moved, fewer than the 10 a change is sized from
+    # (sized from 2 moves, the figure would be the circular one: this change's own noise)
+    assert f"a small change like {paired}'s" in out
+    assert "  overall              5    20.0 pts      2 of 5 units moved            -                   -" in out
+    assert "  a                    3    33.3 pts      1 of 3 units moved            -" in out
+    assert "  -: too few moved units to size a change (fewer than 10 moved)" in out
+    # Without --paired: 5 units, whose sign-flip test's smallest p is 2/2^5 = 0.0625: no change is detectable.
+    # Units for 2 points: all 1.0, so sigma_d^2 = 0 + 0.02 x 0.98 (the other system 2 points lower), and
+    # m >= ((t[0.975;m-1] + t[0.8;m-1]) x 0.14 / 0.02)^2 = 2.80874^2 x 49 = 386.55 at m near 387 (the t
+    # quantiles from scipy.stats.t.ppf): 387.
     assert main(["sets", "--sets-dir", str(tiny_copy.parent), "show", "tiny", "--baseline", str(base)]) == 0
-    assert "overall              5    20.0 pts            -" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "  overall              5    20.0 pts         none                 387" in out
+    assert "  none: 5 or fewer units: the sign-flip test's smallest p, 2/2^m, is above alpha 0.05" in out
+    assert "the bound for a change of system: the other system independent of the baseline" in out
 
 
 def test_show_paired_refuses_a_run_of_another_revision(tmp_path, capsys, tiny_copy):

@@ -85,7 +85,9 @@ def test_no_change_between_the_ends_says_so_with_the_detectable_size():
     # the ends differ by noise only (4 queries each): sigma of the per-query differences, m = 400 units
     good, bad = repository.state(0, 0), repository.state(15, 0)
     differences = [bad[q] - good[q] for q in QUERIES]
-    assert change.detectable == pytest.approx(multiplier() * statistics.stdev(differences) / math.sqrt(400))
+    # t[0.975; 399] + t[0.8; 399], computed with scipy.stats.t.ppf: 1.965927 + 0.842523
+    assert multiplier(units=400) == pytest.approx(1.965927 + 0.842523, abs=1e-5)
+    assert change.detectable == pytest.approx(multiplier(units=400) * statistics.stdev(differences) / math.sqrt(400))
 
 
 def test_an_undecided_commit_a_deterministic_backend_repeats_is_skipped_and_the_answer_is_a_range():
