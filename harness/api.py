@@ -261,7 +261,8 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, provenance:
                   complete=complete, error=error, exit_code=exit_code_for(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
                   pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
-                  baseline_latency=gated.baseline_latency if gated is not None else None)
+                  baseline_latency=gated.baseline_latency if gated is not None else None,
+                  baseline_resources=gated.baseline_resources or None if gated is not None else None)
 
 
 def _rerun(provenance: Provenance, options: Sequence[str]) -> Rerun:

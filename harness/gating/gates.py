@@ -22,7 +22,7 @@ from functools import partial
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
-from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
+from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources, SetNumbers
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability
 from harness.scoring.flips import Flip, find_flips
@@ -46,6 +46,7 @@ class Decision:
     gates: tuple[GateResult, ...]
     flips: Mapping[str, tuple[Flip, ...]]
     baseline_latency: Mapping[str, Latency] = field(default_factory=dict)
+    baseline_resources: Mapping[str, Resources] = field(default_factory=dict)  # the sets whose baseline measured them
 
 
 def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
@@ -66,7 +67,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
         flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
                                               {q.qid: q.query for q in result.queries}))
-    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()})
+    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()},
+                    {name: numbers.resources for name, numbers in entries.items() if numbers.resources.measured})
 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
