@@ -16,7 +16,7 @@ null (unjudgeable): their mean is over the judged queries only.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
@@ -308,6 +308,15 @@ RESOURCE_FIGURES = (("startup_seconds", "s", "start-up"), ("peak_rss_mib", "MiB"
                     ("index_bytes", "bytes", "index size"))
 
 
+def resource_text(value: float | None, unit: str) -> str:
+    """A resource figure as every output and gate message writes it: `1.25 s`, `310.5 MiB`, `16,324 bytes`."""
+    if value is None:
+        return "not measured"
+    if unit == "bytes":
+        return f"{int(value):,} bytes"
+    return f"{value:.{2 if unit == 's' else 1}f} {unit}"
+
+
 @dataclass(frozen=True, slots=True)
 class Resources:
     """What the adapter cost in the run that measured a set (docs/gate.md, "Resource budgets"): seconds
@@ -330,6 +339,13 @@ class Resources:
 
     def to_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name, _, _ in RESOURCE_FIGURES if getattr(self, name) is not None}
+
+    @classmethod
+    def largest(cls, records: Iterable[Resources]) -> Resources:
+        """Each figure's largest over `records` (shards of one run, each its own adapter: the most one cost)."""
+        rows = list(records)
+        return cls(**{name: max((v for v in (getattr(r, name) for r in rows) if v is not None), default=None)
+                      for name, _, _ in RESOURCE_FIGURES})
 
 
 # -- a query's and a set's numbers -----------------------------------------------------------------------

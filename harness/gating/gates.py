@@ -22,7 +22,8 @@ from functools import partial
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
-from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources, SetNumbers
+from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources,
+                              SetNumbers, resource_text)
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability
 from harness.scoring.flips import Flip, find_flips
@@ -83,6 +84,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
             gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
+        latency += resource_gates(now, base, budgets, policy) if latency_gated else []  # nothing ran for a run file
         later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
@@ -330,6 +332,61 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
                       warning=grew and not policy.latency_relative_fails, metric="p95", baseline=before,
                       current=after, limit=allowed, unit=MILLISECONDS)
+
+
+# Why a figure was not measured, said beside a budget that could not be checked.
+_NOT_MEASURED = {"startup_seconds": "the adapter printed no ready banner",
+                 "peak_rss_mib": "this system has no /proc, or the adapter ran elsewhere (Ray)",
+                 "index_bytes": "the adapter's banner reports no index_bytes"}
+
+
+def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: GatePolicy) -> list[GateResult]:
+    """The adapter's resources (docs/gate.md, "Resource budgets"), apart from the latency gates: per figure of
+    measured.RESOURCE_FIGURES, its budget (budgets.json) fails when exceeded (equal passes; a figure not
+    measured warns, its budget unchecked), and against the baseline's figure it warns (policy:
+    resources.relative_fails, fails) when it grew by more than the relative limit AND its floor. No
+    comparison when either side did not measure it (baselines recorded before resources were)."""
+    gates: list[GateResult] = []
+    for name, unit, words in RESOURCE_FIGURES:
+        current, before = now.resources.figure(name), base.resources.figure(name)
+        budget = budgets.resources.get(name)
+        gate = partial(GateResult, now.name, metric=words, baseline=before, current=current, unit=unit)
+        was = f"; baseline {resource_text(before, unit)}" if before is not None else ""
+        if budget is not None and current is None:
+            gates.append(gate("resources", True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); its budget "
+                                                 f"of {resource_text(budget, unit)} was not checked", warning=True,
+                              limit=budget))
+        elif budget is not None:
+            verdict = "within" if current <= budget else "exceeds"
+            gates.append(gate("resources", current <= budget, f"{now.name} {words} {resource_text(current, unit)} "
+                                                               f"{verdict} the budget of {resource_text(budget, unit)}{was}",
+                              limit=budget))
+        relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy)
+        if relative is not None:
+            gates.append(relative)
+    return gates
+
+
+def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, values: tuple[float | None, float | None],
+                            policy: GatePolicy) -> GateResult | None:
+    """One figure against the baseline's: grown beyond +limit % AND +floor warns (policy: fails); None when off
+    or when either side did not measure it."""
+    before, after = values
+    limit = policy.resources_relative_limit_percent
+    if limit is None or before is None or after is None:
+        return None
+    floor = {"s": policy.resources_min_increase_seconds, "MiB": policy.resources_min_increase_mib,
+             "bytes": policy.resources_min_increase_bytes}[unit]
+    allowed = max(before * (1 + limit / 100), before + floor)
+    grew = after > allowed + FLOAT_SLACK
+    fails = grew and policy.resources_relative_fails
+    change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
+    message = (f"{set_name} {words} {resource_text(after, unit)}, baseline {resource_text(before, unit)} ({change}; "
+               f"allowed: +{limit:g} % and +{resource_text(floor, unit)})")
+    if grew and not fails:
+        message += "; warning only (policy: resources.relative_fails)"
+    return GateResult(set_name, "resources-relative", not fails, message, warning=grew and not fails, metric=words,
+                      baseline=before, current=after, limit=allowed, unit=unit)
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:

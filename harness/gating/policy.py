@@ -11,7 +11,9 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                  "relative_fails": false},
      "judged": {"warn_drop_points": 10.0},
-     "ratchet": {"improvement_points": null}}
+     "ratchet": {"improvement_points": null},
+     "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,
+                   "min_increase_bytes": 1048576, "relative_fails": false}}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
 when it has at least `min_queries` scored queries and its drop still exceeds the limit with its
@@ -23,7 +25,10 @@ With `significance.require_ci_below_zero`, a drop beyond the limit fails only wh
 (`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
 when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
 figure that improved by more than that fails until it is re-baselined (the baseline follows
-improvements). Unknown keys at any depth, a `format` that is not the integer 1, and limits
+improvements). Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
+that grew by more than `relative_limit_percent` of the baseline's AND by more than its floor
+(`min_increase_seconds`, `_mib`, `_bytes`) warns (`relative_fails`: fails); null switches the
+comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a `format` that is not the integer 1, and limits
 under which a gate could never fail are refused, one line each.
 """
 
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.gating.budgets import MAX_INDEX_BYTES, MAX_RSS_MIB, MAX_STARTUP_SECONDS
 from harness.measured import StrictReader
 from harness.strict_json import read_settings_file
 
@@ -45,12 +51,17 @@ MAX_POINTS = 100.0  # a mean of a [0, 1] metric moves at most 100 points: a limi
 MAX_COUNT = 1_000_000
 MAX_PERCENT = 1e6
 MAX_INCREASE_MS = 1e6
+# A resource floor at these or above can never be crossed: a start-up is cut at the longest --startup-limit
+# (harness/gating/budgets.py MAX_STARTUP_SECONDS), memory and index past the budgets' largest values.
+RESOURCE_FLOOR_BOUNDS = {"min_increase_seconds": MAX_STARTUP_SECONDS, "min_increase_mib": MAX_RSS_MIB,
+                         "min_increase_bytes": float(MAX_INDEX_BYTES)}
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
             "significance": {"require_ci_below_zero"},
             "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
             "judged": {"warn_drop_points"},
-            "ratchet": {"improvement_points"}}
+            "ratchet": {"improvement_points"},
+            "resources": {"relative_limit_percent", *RESOURCE_FLOOR_BOUNDS, "relative_fails"}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
 
 
@@ -71,6 +82,13 @@ class GatePolicy:
     latency_relative_fails: bool = False
     judged_warn_drop_points: float = 10.0
     ratchet_improvement_points: float | None = None
+    # A start-up, peak RSS or index size beyond +50 % AND its floor warns: a busy runner's start-up moves by
+    # seconds, memory by tens of MiB; an index is deterministic, so its floor is small.
+    resources_relative_limit_percent: float | None = 50.0
+    resources_min_increase_seconds: float = 2.0
+    resources_min_increase_mib: float = 64.0
+    resources_min_increase_bytes: float = 1048576.0
+    resources_relative_fails: bool = False
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -88,7 +106,12 @@ class GatePolicy:
                             "min_increase_ms": self.latency_min_increase_ms,
                             "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
-                "ratchet": {"improvement_points": self.ratchet_improvement_points}}
+                "ratchet": {"improvement_points": self.ratchet_improvement_points},
+                "resources": {"relative_limit_percent": self.resources_relative_limit_percent,
+                              "min_increase_seconds": self.resources_min_increase_seconds,
+                              "min_increase_mib": self.resources_min_increase_mib,
+                              "min_increase_bytes": self.resources_min_increase_bytes,
+                              "relative_fails": self.resources_relative_fails}}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -105,7 +128,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     policy = StrictReader(document, where, UsageError)
     policy.optional("format", None).version(POLICY_FORMAT)
     policy.only(TOP_KEYS)
-    categories, significance, latency, judged, ratchet = (
+    categories, significance, latency, judged, ratchet, resources = (
         policy.optional(name, {}).only(SECTIONS[name]) for name in SECTIONS)
     defaults = GatePolicy()
     relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
@@ -124,7 +147,20 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
         latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
         judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
         ratchet_improvement_points=None if improvement.value is None else _points(improvement),
+        **_resources(resources, defaults),
         source=where)
+
+
+def _resources(section: StrictReader, defaults: GatePolicy) -> dict[str, object]:
+    """The `resources` section's fields: the relative limit (null: off), each floor below the value it could
+    never cross, and whether a growth beyond both fails."""
+    relative = section.optional("relative_limit_percent", defaults.resources_relative_limit_percent)
+    floors = {key: section.optional(key, getattr(defaults, f"resources_{key}")).number_in(
+        0, bound, below=True, why=f"no run's figure grows by {bound:g} or more, so the comparison could never "
+                                  f"warn or fail") for key, bound in RESOURCE_FLOOR_BOUNDS.items()}
+    return {"resources_relative_limit_percent": None if relative.value is None else relative.number_in(0, MAX_PERCENT),
+            **{f"resources_{key}": value for key, value in floors.items()},
+            "resources_relative_fails": section.optional("relative_fails", defaults.resources_relative_fails).boolean()}
 
 
 def _points(reader: StrictReader) -> float:

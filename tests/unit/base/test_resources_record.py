@@ -47,3 +47,10 @@ def test_the_banner_index_bytes_must_be_a_count():
     for bad in (b"-1", b"1.5", b"true", b'"5"'):
         with pytest.raises(ProtocolError, match="'index_bytes' must be an integer >= 0"):
             decode_banner(b'{"ready": true, "index_bytes": ' + bad + b"}", check_fields=True)
+
+
+def test_shards_merge_to_each_figures_largest():
+    merged = Resources.largest([Resources(startup_seconds=2.0, peak_rss_mib=100.0),
+                                Resources(startup_seconds=1.0, peak_rss_mib=150.0), Resources()])
+    assert merged == Resources(startup_seconds=2.0, peak_rss_mib=150.0, index_bytes=None)
+    assert Resources.largest([]) == Resources()
