@@ -14,7 +14,10 @@ How the peak is measured, and why this way:
   looks of the thread is seen with the high-water mark it had at the last look.
 - The group's peak is the sum of each process's last high-water mark seen: an upper bound of
   the group's resident memory at any one moment (processes that peak at different times are
-  each counted at their peak), and exact for one process.
+  each counted at their peak; pages two processes share, such as a forked worker's, are
+  counted in each), and exact for one process. The last mark, not the largest: a process that
+  exec'd another program starts a new mark, and what a look saw between its fork and its exec
+  was its parent's pages.
 - Not `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`: it is the largest single descendant,
   not a tree's sum, covers only children already reaped, and keeps every earlier child of
   this process (a second run in one harness process, pip) in the same figure.
@@ -110,8 +113,11 @@ class PeakMemory:
         if not memory:
             return
         with self._lock:
+            # The latest mark, not the largest: within one program it only grows, and when it is lower the
+            # process has exec'd a new program, so what was seen before was its fork's copy of the parent's
+            # pages (a sample between fork and exec), which would count the parent twice.
             for pid, (_, high_water) in memory.items():
-                self._high_water[pid] = max(high_water, self._high_water.get(pid, 0))
+                self._high_water[pid] = high_water
 
     def stop(self) -> None:
         """A last look, then the thread ends (it is a daemon: a stuck read never holds the harness)."""

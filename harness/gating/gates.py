@@ -3,7 +3,8 @@
 A run (`harness.api.run_gate`), `merge`, and the Python API all decide through `decide`, so
 one backend on one set gets one verdict whichever path gated it. Gates (docs/design.md): query
 count, one quality gate per gated metric (overall and per category), latency (absolute budget;
-optional relative limit), hard contracts, judged coverage. Each result is PASS, WARN (reported,
+optional relative limit), the adapter's resources (start-up, memory, index size: budgets, and against the
+baseline), hard contracts, judged coverage. Each result is PASS, WARN (reported,
 never fails CI) or FAIL, with a message that says in words what moved, and the numbers it
 decided on (`GateResult.metric`, `baseline`, `current`, `limit`, `unit`, `ci`).
 
@@ -334,6 +335,8 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
                       current=after, limit=allowed, unit=MILLISECONDS)
 
 
+# The gate each resource figure is reported under (its budget; `-relative`: against the baseline).
+RESOURCE_GATES = {"startup_seconds": "startup", "peak_rss_mib": "memory", "index_bytes": "index-size"}
 # Why a figure was not measured, said beside a budget that could not be checked.
 _NOT_MEASURED = {"startup_seconds": "the adapter printed no ready banner",
                  "peak_rss_mib": "this system has no /proc, or the adapter ran elsewhere (Ray)",
@@ -353,12 +356,12 @@ def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: 
         gate = partial(GateResult, now.name, metric=words, baseline=before, current=current, unit=unit)
         was = f"; baseline {resource_text(before, unit)}" if before is not None else ""
         if budget is not None and current is None:
-            gates.append(gate("resources", True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); its budget "
+            gates.append(gate(RESOURCE_GATES[name], True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); its budget "
                                                  f"of {resource_text(budget, unit)} was not checked", warning=True,
                               limit=budget))
         elif budget is not None:
             verdict = "within" if current <= budget else "exceeds"
-            gates.append(gate("resources", current <= budget, f"{now.name} {words} {resource_text(current, unit)} "
+            gates.append(gate(RESOURCE_GATES[name], current <= budget, f"{now.name} {words} {resource_text(current, unit)} "
                                                                f"{verdict} the budget of {resource_text(budget, unit)}{was}",
                               limit=budget))
         relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy)
@@ -385,7 +388,7 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
                f"allowed: +{limit:g} % and +{resource_text(floor, unit)})")
     if grew and not fails:
         message += "; warning only (policy: resources.relative_fails)"
-    return GateResult(set_name, "resources-relative", not fails, message, warning=grew and not fails, metric=words,
+    return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message, warning=grew and not fails, metric=words,
                       baseline=before, current=after, limit=allowed, unit=unit)
 
 

@@ -27,11 +27,11 @@ def gates(now: Resources, base: Resources, budgets: Budgets = Budgets(), policy:
 def test_a_budget_exceeded_fails_and_one_met_exactly_passes():
     budgets = Budgets(resources={"peak_rss_mib": 500.0, "startup_seconds": 3.0})
     result = gates(Resources(startup_seconds=3.0, peak_rss_mib=500.1), Resources(), budgets)
-    memory, startup = result["resources", "peak RSS"], result["resources", "start-up"]
+    memory, startup = result["memory", "peak RSS"], result["startup", "start-up"]
     assert memory.status == "fail" and (memory.current, memory.limit, memory.unit) == (500.1, 500.0, "MiB")
     assert memory.message == "s peak RSS 500.1 MiB exceeds the budget of 500.0 MiB"
     assert startup.status == "pass"  # equal passes, as the latency budget
-    assert ("resources", "index size") not in result  # not budgeted: no gate
+    assert ("index-size", "index size") not in result  # not budgeted: no gate
 
 
 def test_a_budgeted_figure_not_measured_warns_with_the_reason():
@@ -43,20 +43,20 @@ def test_a_budgeted_figure_not_measured_warns_with_the_reason():
 
 def test_growth_beyond_both_the_percent_and_the_floor_warns_by_default():
     # defaults: +50 % and +64 MiB. 200 -> 300 MiB: allowed max(300, 264) = 300, so 300 passes and 300.1 warns.
-    assert gates(Resources(peak_rss_mib=300.0), Resources(peak_rss_mib=200.0))["resources-relative", "peak RSS"].status \
+    assert gates(Resources(peak_rss_mib=300.0), Resources(peak_rss_mib=200.0))["memory-relative", "peak RSS"].status \
         == "pass"
-    grown = gates(Resources(peak_rss_mib=300.1), Resources(peak_rss_mib=200.0))["resources-relative", "peak RSS"]
+    grown = gates(Resources(peak_rss_mib=300.1), Resources(peak_rss_mib=200.0))["memory-relative", "peak RSS"]
     assert grown.status == "warn" and grown.limit == 300.0
     assert grown.message.endswith("; warning only (policy: resources.relative_fails)")
     # a small adapter: 20 -> 80 MiB is +300 % but only +60 MiB, under the floor
-    assert gates(Resources(peak_rss_mib=80.0), Resources(peak_rss_mib=20.0))["resources-relative", "peak RSS"].status \
+    assert gates(Resources(peak_rss_mib=80.0), Resources(peak_rss_mib=20.0))["memory-relative", "peak RSS"].status \
         == "pass"
 
 
 def test_growth_fails_by_policy_and_a_null_limit_switches_the_comparison_off():
     fails = GatePolicy(resources_relative_fails=True)
     grown = gates(Resources(startup_seconds=10.0), Resources(startup_seconds=5.0), policy=fails)
-    assert grown["resources-relative", "start-up"].status == "fail"  # allowed max(7.5, 7.0) = 7.5 s
+    assert grown["startup-relative", "start-up"].status == "fail"  # allowed max(7.5, 7.0) = 7.5 s
     assert gates(Resources(startup_seconds=10.0), Resources(startup_seconds=5.0),
                  policy=GatePolicy(resources_relative_limit_percent=None)) == {}
 
@@ -67,8 +67,8 @@ def test_no_comparison_when_the_baseline_measured_nothing():
 
 def test_index_bytes_use_their_own_floor():
     base = Resources(index_bytes=10_000_000)
-    assert gates(Resources(index_bytes=15_000_000), base)["resources-relative", "index size"].status == "pass"
-    grown = gates(Resources(index_bytes=15_000_001), base)["resources-relative", "index size"]
+    assert gates(Resources(index_bytes=15_000_000), base)["index-size-relative", "index size"].status == "pass"
+    grown = gates(Resources(index_bytes=15_000_001), base)["index-size-relative", "index size"]
     assert grown.status == "warn" and grown.limit == 15_000_000
 
 
