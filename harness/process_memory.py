@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.interrupts import HANDLED_SIGNALS
 
-SAMPLE_SECONDS = 0.5     # between two looks of the sampling thread
+SAMPLE_SECONDS = 1.0     # between two looks of the sampling thread (a look: ~10 ms with 124 processes here)
 KIB_PER_MIB = 1024
 _PROC = Path("/proc")
 
