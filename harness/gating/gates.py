@@ -356,14 +356,14 @@ def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: 
         gate = partial(GateResult, now.name, metric=words, baseline=before, current=current, unit=unit)
         was = f"; baseline {resource_text(before, unit)}" if before is not None else ""
         if budget is not None and current is None:
-            gates.append(gate(RESOURCE_GATES[name], True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); its budget "
-                                                 f"of {resource_text(budget, unit)} was not checked", warning=True,
-                              limit=budget))
-        elif budget is not None:
-            verdict = "within" if current <= budget else "exceeds"
-            gates.append(gate(RESOURCE_GATES[name], current <= budget, f"{now.name} {words} {resource_text(current, unit)} "
-                                                               f"{verdict} the budget of {resource_text(budget, unit)}{was}",
-                              limit=budget))
+            gates.append(gate(RESOURCE_GATES[name], True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); "
+                                                          f"its budget of {resource_text(budget, unit)} was not checked",
+                              warning=True, limit=budget))
+        elif budget is not None and current is not None:
+            within = current <= budget
+            gates.append(gate(RESOURCE_GATES[name], within,
+                              f"{now.name} {words} {resource_text(current, unit)} {'within' if within else 'exceeds'} "
+                              f"the budget of {resource_text(budget, unit)}{was}", limit=budget))
         relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy)
         if relative is not None:
             gates.append(relative)

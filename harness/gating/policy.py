@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UsageError
 from harness.gating.budgets import MAX_INDEX_BYTES, MAX_RSS_MIB, MAX_STARTUP_SECONDS
@@ -151,7 +152,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
         source=where)
 
 
-def _resources(section: StrictReader, defaults: GatePolicy) -> dict[str, object]:
+def _resources(section: StrictReader, defaults: GatePolicy) -> dict[str, Any]:
     """The `resources` section's fields: the relative limit (null: off), each floor below the value it could
     never cross, and whether a growth beyond both fails."""
     relative = section.optional("relative_limit_percent", defaults.resources_relative_limit_percent)
