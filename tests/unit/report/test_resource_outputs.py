@@ -80,3 +80,19 @@ def test_a_report_without_resources_shows_none():
     assert "resources:" not in render_text(plain)
     assert "#### Resources" not in render_markdown(plain)
     assert "<h3>resources</h3>" not in render_html(plain)
+
+
+def test_compare_shows_each_runs_resources_side_by_side():
+    from harness.report.comparison import resource_lines
+    from harness.report.views import report_view
+    from harness.scoring.compare import compare
+
+    base = dataclasses.replace(report(), sets=(dataclasses.replace(tiny_result(BASE_ANSWERS), resources=BASE),))
+    pair = compare(report_view(base, "base.json"), report_view(report(), "candidate.json"), resamples=200)
+    assert pair.resources == {"tiny": (BASE, NOW)}
+    assert resource_lines(pair) == ["tiny resources (each run's own; across runs): start-up 1.50 s -> 1.25 s; "
+                                    "peak RSS 200.0 MiB -> 512.5 MiB; index size 1,000,000 bytes -> 1,048,576 bytes"]
+    assert pair.to_dict()["resources"] == {"tiny": {"base": BASE.to_dict(), "candidate": NOW.to_dict()}}
+    plain = compare(report_view(dataclasses.replace(base, sets=(tiny_result(BASE_ANSWERS),)), "a.json"),
+                    report_view(dataclasses.replace(base, sets=(tiny_result(BASE_ANSWERS),)), "b.json"), resamples=200)
+    assert plain.resources == {} and "resources" not in plain.to_dict()
