@@ -343,12 +343,15 @@ _NOT_MEASURED = {"startup_seconds": "the adapter printed no ready banner",
                  "index_bytes": "the adapter's banner reports no index_bytes"}
 
 
-def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: GatePolicy) -> list[GateResult]:
+def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: GatePolicy,
+                   noise: Mapping[str, float] | None = None) -> list[GateResult]:
     """The adapter's resources (docs/gate.md, "Resource budgets"), apart from the latency gates: per figure of
     measured.RESOURCE_FIGURES, its budget (budgets.json) fails when exceeded (equal passes; a figure not
     measured warns, its budget unchecked), and against the baseline's figure it warns (policy:
     resources.relative_fails, fails) when it grew by more than the relative limit AND its floor. No
-    comparison when either side did not measure it (baselines recorded before resources were)."""
+    comparison when either side did not measure it (baselines recorded before resources were). `noise` (field ->
+    an allowance in the figure's unit, from a calibrated baseline's run-to-run spread) widens the comparison's
+    allowed value by that much; budgets are absolute and never widened."""
     gates: list[GateResult] = []
     for name, unit, words in RESOURCE_FIGURES:
         current, before = now.resources.figure(name), base.resources.figure(name)
@@ -364,14 +367,15 @@ def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: 
             gates.append(gate(RESOURCE_GATES[name], within,
                               f"{now.name} {words} {resource_text(current, unit)} {'within' if within else 'exceeds'} "
                               f"the budget of {resource_text(budget, unit)}{was}", limit=budget))
-        relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy)
+        relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy,
+                                           (noise or {}).get(name, 0.0))
         if relative is not None:
             gates.append(relative)
     return gates
 
 
 def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, values: tuple[float | None, float | None],
-                            policy: GatePolicy) -> GateResult | None:
+                            policy: GatePolicy, allowance: float = 0.0) -> GateResult | None:
     """One figure against the baseline's: grown beyond +limit % AND +floor warns (policy: fails); None when off
     or when either side did not measure it."""
     before, after = values
@@ -380,12 +384,13 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
         return None
     floor = {"s": policy.resources_min_increase_seconds, "MiB": policy.resources_min_increase_mib,
              "bytes": policy.resources_min_increase_bytes}[unit]
-    allowed = max(before * (1 + limit / 100), before + floor)
+    allowed = max(before * (1 + limit / 100), before + floor) + allowance
     grew = after > allowed + FLOAT_SLACK
     fails = grew and policy.resources_relative_fails
     change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
     message = (f"{set_name} {words} {resource_text(after, unit)}, baseline {resource_text(before, unit)} ({change}; "
-               f"allowed: +{limit:g} % and +{resource_text(floor, unit)})")
+               f"allowed: +{limit:g} % and +{resource_text(floor, unit)}"
+               + (f", +{resource_text(allowance, unit)} calibrated noise" if allowance else "") + ")")
     if grew and not fails:
         message += "; warning only (policy: resources.relative_fails)"
     return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message, warning=grew and not fails, metric=words,

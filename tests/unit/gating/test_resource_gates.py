@@ -111,3 +111,15 @@ def test_the_policy_section_reads_and_refuses_floors_no_run_could_cross(tmp_path
 def test_the_startup_bound_is_the_longest_wait_a_run_allows():
     from harness.adapter.startup import MAX_WAIT_SECONDS
     assert MAX_STARTUP_SECONDS == MAX_WAIT_SECONDS
+
+
+def test_calibrated_noise_widens_the_comparison_never_the_budget():
+    base, now = Resources(startup_seconds=5.0), Resources(startup_seconds=8.0)  # allowed max(7.5, 7.0) = 7.5 s
+    assert gates(now, base)["startup-relative", "start-up"].status == "warn"
+    widened = {(g.gate, g.metric): g for g in resource_gates(numbers(now), numbers(base),
+                                                              Budgets(resources={"startup_seconds": 7.9}),
+                                                              GatePolicy(), noise={"startup_seconds": 0.6})}
+    relative = widened["startup-relative", "start-up"]
+    assert relative.status == "pass" and relative.limit == 8.1
+    assert "+0.60 s calibrated noise" in relative.message
+    assert widened["startup", "start-up"].status == "fail"  # the budget of 7.9 s stays
