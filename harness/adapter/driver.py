@@ -71,18 +71,16 @@ class AdapterProcess:
             try:
                 self._await_banner()
             except BaseException:
-                self._stop_sampling()
-                self._running.stop(0.0)
+                self._stop(0.0)
                 raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        self._stop_sampling()  # its last look, while the group still runs
         interrupted = exc_type is not None and issubclass(exc_type, (Interrupted, KeyboardInterrupt))
         if self._failure is not None or interrupted:
-            self._running.stop(0.0)  # it already failed, or the user wants it stopped now
+            self._stop(0.0)  # it already failed, or the user wants it stopped now
             return
-        unread = self._running.stop(STOP_GRACE_SECONDS)
+        unread = self._stop(STOP_GRACE_SECONDS)
         lines = self._unasked_lines(unread)
         if exc_type is None and lines:
             # Lines nobody asked for, found once it exited: its answers were one (or more) off,
@@ -106,11 +104,22 @@ class AdapterProcess:
         except OSError as exc:
             raise AdapterError(f"cannot start the adapter: {exc.strerror or exc}"
                                f" [adapter: {shlex.join(self.argv)}]", argv=self.argv) from None
-        self._memory = PeakMemory(self._child.pid).start()
+        try:
+            self._memory = PeakMemory(self._child.pid).start()
+        except BaseException:  # a signal while the sampler starts: nobody would stop the adapter
+            self._child.stop(0.0)
+            raise
 
-    def _stop_sampling(self) -> None:
-        if self._memory is not None:
-            self._memory.stop()
+    def _stop(self, grace_seconds: float) -> bytes:
+        """The last look at its memory (while the group still runs), then `ChildProcess.stop`: a signal
+        during the look cuts the grace, never the stop."""
+        try:
+            if self._memory is not None:
+                self._memory.stop()
+        except BaseException:
+            self._running.stop(0.0)
+            raise
+        return self._running.stop(grace_seconds)
 
     @property
     def peak_rss_mib(self) -> float | None:
@@ -248,8 +257,7 @@ class AdapterProcess:
     def _give_up(self, label: str | None, text: str) -> AdapterError:
         """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
-        self._stop_sampling()
-        self._running.stop(0.0)
+        self._stop(0.0)
         return self._error(label, f"{text}; its process group was killed")
 
     def _ended(self, label: str | None, stage: str) -> AdapterError:
