@@ -382,8 +382,8 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
     limit = policy.resources_relative_limit_percent
     if limit is None or before is None or after is None:
         return None
-    floor = {"s": policy.resources_min_increase_seconds, "MiB": policy.resources_min_increase_mib,
-             "bytes": policy.resources_min_increase_bytes}[unit]
+    floor = {"startup_seconds": policy.resources_min_increase_seconds, "peak_rss_mib": policy.resources_min_increase_mib,
+             "index_bytes": policy.resources_min_increase_bytes}[name]
     allowed = max(before * (1 + limit / 100), before + floor) + allowance
     grew = after > allowed + FLOAT_SLACK
     fails = grew and policy.resources_relative_fails
@@ -393,8 +393,8 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
                + (f", +{resource_text(allowance, unit)} calibrated noise" if allowance else "") + ")")
     if grew and not fails:
         message += "; warning only (policy: resources.relative_fails)"
-    return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message, warning=grew and not fails, metric=words,
-                      baseline=before, current=after, limit=allowed, unit=unit)
+    return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message,
+                      warning=grew and not fails, metric=words, baseline=before, current=after, limit=allowed, unit=unit)
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:

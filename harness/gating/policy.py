@@ -28,8 +28,9 @@ figure that improved by more than that fails until it is re-baselined (the basel
 improvements). Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
 that grew by more than `relative_limit_percent` of the baseline's AND by more than its floor
 (`min_increase_seconds`, `_mib`, `_bytes`) warns (`relative_fails`: fails); null switches the
-comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a `format` that is not the integer 1, and limits
-under which a gate could never fail are refused, one line each.
+comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a
+`format` that is not the integer 1, and limits under which a gate could never fail are refused,
+one line each.
 """
 
 from __future__ import annotations
