@@ -201,6 +201,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
              progress: Progress | None = None) -> Report:
     """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, decide, and build the Report."""
     options, label = _with_backend(options, backend, run_file, inputs)
+    if run_file is None:
+        inputs.budgets.check_startup_reach(options.startup_limit)  # before the adapter starts
     inputs, shard_record = _select_shard(inputs, gating.shard)
     outcome, checked, drift = _ask(inputs, options, gating, run_file, progress)
     error, error_code = _run_error(outcome, drift)

@@ -30,6 +30,16 @@ class Budgets:
     # The adapter's resources, for every set (a run's figures): field of measured.RESOURCE_FIGURES -> the largest
     # value allowed; a figure without a budget is not budgeted.
     resources: Mapping[str, float] = field(default_factory=dict)
+    source: str = "default"  # the file it was read from, for errors
+
+    def check_startup_reach(self, startup_limit: float) -> None:
+        """UsageError when the start-up budget is at or above the run's --startup-limit: a start-up that long
+        stops the run (exit 3) first, so the budget could never fail."""
+        budget = self.resources.get("startup_seconds")
+        if budget is not None and budget >= startup_limit:
+            raise UsageError(f"{self.source}: resources.startup_seconds: {budget:g} s: no start-up passes the "
+                             f"--startup-limit of {startup_limit:g} s, so this budget could never fail; give less "
+                             f"than {startup_limit:g}, or a longer --startup-limit")
 
     def for_set(self, name: str) -> float:
         return float(self.per_set_ms.get(name, self.default_ms))
@@ -51,7 +61,7 @@ def load_budgets(path: Path | None) -> Budgets:
     budgets.only({"format", "default_p95_ms", "p95_ms", "resources"})  # a misspelt key would leave a default on
     default = _milliseconds(budgets.optional("default_p95_ms", DEFAULT_P95_BUDGET_MS))
     return Budgets({name: _milliseconds(value) for name, value in budgets.optional("p95_ms", {}).items()}, default,
-                   _resources(budgets.optional("resources", {})))
+                   _resources(budgets.optional("resources", {})), source=budgets.label)
 
 
 def _resources(reader: StrictReader) -> dict[str, float]:

@@ -123,3 +123,17 @@ def test_calibrated_noise_widens_the_comparison_never_the_budget():
     assert relative.status == "pass" and relative.limit == 8.1
     assert "+0.60 s calibrated noise" in relative.message
     assert widened["startup", "start-up"].status == "fail"  # the budget of 7.9 s stays
+
+
+def test_a_startup_budget_no_run_can_reach_is_refused_before_the_adapter_starts(tmp_path):
+    import harness
+    from tests.conftest import TINY_SET
+    path = write(tmp_path, "budgets.json", {"resources": {"startup_seconds": 30}})
+    load_budgets(path).check_startup_reach(30.5)  # a start-up of 30.2 s would fail it: fine
+    with pytest.raises(UsageError) as caught:
+        harness.gate([str(TINY_SET)], baseline=None, budgets=path, startup_limit=30.0,
+                     log_path=tmp_path / "adapter.log")
+    assert str(caught.value) == (f"{path}: resources.startup_seconds: 30 s: no start-up passes the --startup-limit "
+                                 f"of 30 s, so this budget could never fail; give less than 30, or a longer "
+                                 f"--startup-limit")
+    assert not (tmp_path / "adapter.log").exists()  # refused before the adapter started
