@@ -101,7 +101,9 @@ def prepare(args: argparse.Namespace):
         return index_for(indexes, kind).search(query, k)
 
     banner = {"name": NAME, "version": VERSION, "settings": settings.scoring(),
-              "index": {kind: index.provenance for kind, index in indexes.items()}}
+              "index": {kind: index.provenance for kind, index in indexes.items()},
+              # a resource figure (docs/gate.md, "Resource budgets"); a windowed index counts its inner index
+              "index_bytes": sum(getattr(index, "index", index).nbytes for index in indexes.values())}
     return search, banner
 
 

@@ -144,6 +144,12 @@ class BM25Index:
     def vocab_size(self) -> int:
         return len(self.vocab)
 
+    @property
+    def nbytes(self) -> int:
+        """The index's size in memory: its arrays (postings, offsets, per-term statistics), the banner's
+        `index_bytes` (docs/adapters.md), the same whether it was built or read from the cache."""
+        return sum(int(getattr(self, name).nbytes) for name in _ARRAYS)
+
     @classmethod
     def build(cls, ids: Sequence[str], texts: Sequence[str], settings: BM25Settings,
               progress: Callable[[int, int], None] | None = None) -> BM25Index:

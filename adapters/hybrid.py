@@ -172,6 +172,9 @@ def prepare(args: argparse.Namespace):
         "embedder": onnx_embed.model_banner(embedder, files),
         "index": {kind: {"bm25": lexical[kind].provenance, "embedder": parts.embedder_index[kind]}
                   for kind in sorted(lexical)},
+        # a resource figure (docs/gate.md, "Resource budgets"): both parts' indexes in memory
+        "index_bytes": sum(getattr(index, "index", index).nbytes for index in lexical.values())
+                       + sum(onnx_embed.index_nbytes(index) for index in parts.semantic.values()),
     }
     return search, banner
 

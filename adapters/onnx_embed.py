@@ -210,6 +210,12 @@ def build_indexes(embedder: Embedder, paths: dict[str, Path], *, use_cache: bool
     return indexes, provenance
 
 
+def index_nbytes(index: object) -> int:
+    """An index's size in memory (the banner's `index_bytes`): its vectors and id ranks; a windowed one's inner index."""
+    inner = getattr(index, "index", index)
+    return int(inner.matrix.nbytes) + int(inner.id_rank.nbytes)
+
+
 def model_banner(embedder: Embedder, files: ModelFiles) -> dict[str, object]:
     """Everything that decides the vectors, for the banner (and so for baselines)."""
     options = embedder.options
@@ -326,7 +332,9 @@ def prepare(args: argparse.Namespace):
               # identity (harness/gating/identity.py): another model is another backend; new settings are noted
               "model_digest": embedder.model_digest,
               "settings": model_settings(embedder, args.long_documents),
-              "embedder": model_banner(embedder, files), "index": provenance}
+              "embedder": model_banner(embedder, files), "index": provenance,
+              # a resource figure (docs/gate.md, "Resource budgets"): the vectors and their id order in memory
+              "index_bytes": sum(index_nbytes(index) for index in indexes.values())}
 
     def search(kind: str, query: str, k: int) -> list[tuple]:
         hits = index_for(indexes, kind).search(embedder.embed_query(query), k)

@@ -201,6 +201,8 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
              progress: Progress | None = None) -> Report:
     """`gate` on inputs already loaded (`load_inputs`): ask, evaluate, decide, and build the Report."""
     options, label = _with_backend(options, backend, run_file, inputs)
+    if run_file is None:
+        inputs.budgets.check_startup_reach(options.startup_limit)  # before the adapter starts
     inputs, shard_record = _select_shard(inputs, gating.shard)
     outcome, checked, drift = _ask(inputs, options, gating, run_file, progress)
     error, error_code = _run_error(outcome, drift)
@@ -261,7 +263,8 @@ def decided_report(results: Sequence[SetResult], inputs: GateInputs, provenance:
                   complete=complete, error=error, exit_code=exit_code_for(error_code, gates),
                   warnings=(identity.notes if identity is not None else ()) + tuple(warnings),
                   pooled=pooled_aggregate(results), flips=gated.flips if gated is not None else None,
-                  baseline_latency=gated.baseline_latency if gated is not None else None)
+                  baseline_latency=gated.baseline_latency if gated is not None else None,
+                  baseline_resources=gated.baseline_resources or None if gated is not None else None)
 
 
 def _rerun(provenance: Provenance, options: Sequence[str]) -> Rerun:

@@ -38,6 +38,7 @@ from typing import Literal
 
 from harness.fsutil import open_log
 from harness.interrupts import HANDLED_SIGNALS
+from harness.process_memory import group_rss_kib
 from harness.watchdog import TERM_GRACE_SECONDS, guard_group, release_group
 
 STOP_GRACE_SECONDS = 5.0          # stdin closed -> child expected to have exited by itself
@@ -437,28 +438,6 @@ def describe_exit(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"adapter was killed by {name}"
     return f"adapter exited with status {returncode}"
-
-
-def group_rss_kib(group_id: int) -> int | None:
-    """Sum of VmRSS over the processes of a process group, from /proc; None where /proc is missing."""
-    proc = Path("/proc")
-    if not (proc / "self" / "status").exists():
-        return None
-    total = 0
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            # Fields after the command name (which may hold spaces and parentheses): state ppid pgrp ...
-            if int(stat[stat.rindex(")") + 2:].split()[2]) != group_id:
-                continue
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # the process ended meanwhile
-    return total
 
 
 @contextlib.contextmanager

@@ -39,7 +39,7 @@ DEFAULT_WORKERS = 1
 CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "sets": ("the team's sets folder (NAME/set.json); shipped sets are found after it", str(DEFAULT_SETS_DIR)),
     "baseline": ("the baseline file gated against and written by --update-baseline", str(DEFAULT_BASELINE_PATH)),
-    "budgets": ("the p95 latency budgets file (300 ms per set when absent)", str(DEFAULT_BUDGETS_PATH)),
+    "budgets": ("the p95 latency and resource budgets file (300 ms per set when absent)", str(DEFAULT_BUDGETS_PATH)),
     "policy": ("the gate policy file (the defaults when absent)", str(DEFAULT_POLICY_FILE)),
     "adapter": ("the team's adapter command (argv, never a shell; run in the working folder) a run, harness.gate "
                 "and check-adapter use without --backend, --adapter or --run-file; no default: an example",

@@ -16,7 +16,7 @@ null (unjudgeable): their mean is over the judged queries only.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from harness.errors import HarnessError
@@ -303,6 +303,51 @@ class Latency:
         return {"n": self.n, "p50": self.p50, "p95": self.p95, "max": self.max}
 
 
+# What each resource figure is: its field, its unit, its words (every output and the gates read this table).
+RESOURCE_FIGURES = (("startup_seconds", "s", "start-up"), ("peak_rss_mib", "MiB", "peak RSS"),
+                    ("index_bytes", "bytes", "index size"))
+
+
+def resource_text(value: float | None, unit: str) -> str:
+    """A resource figure as every output and gate message writes it: `1.25 s`, `310.5 MiB`, `16,324 bytes`."""
+    if value is None:
+        return "not measured"
+    if unit == "bytes":
+        return f"{int(value):,} bytes"
+    return f"{value:.{2 if unit == 's' else 1}f} {unit}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """What the adapter cost in the run that measured a set (docs/gate.md, "Resource budgets"): seconds
+    from spawn to its ready banner, the peak resident memory of its process group in MiB
+    (harness/process_memory.py), and the index size in bytes its banner reported; each None when not
+    measured. The figures are the run's: every set of one run carries the same."""
+
+    startup_seconds: float | None = None
+    peak_rss_mib: float | None = None
+    index_bytes: int | None = None
+
+    @property
+    def measured(self) -> bool:
+        return any(getattr(self, name) is not None for name, _, _ in RESOURCE_FIGURES)
+
+    def figure(self, name: str) -> float | None:
+        """The figure `name` (a field of RESOURCE_FIGURES), None when not measured."""
+        value: float | None = getattr(self, name)
+        return value
+
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name, _, _ in RESOURCE_FIGURES if getattr(self, name) is not None}
+
+    @classmethod
+    def largest(cls, records: Iterable[Resources]) -> Resources:
+        """Each figure's largest over `records` (shards of one run, each its own adapter: the most one cost)."""
+        rows = list(records)
+        return cls(**{name: max((v for v in (getattr(r, name) for r in rows) if v is not None), default=None)
+                      for name, _, _ in RESOURCE_FIGURES})
+
+
 # -- a query's and a set's numbers -----------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +385,7 @@ class QueryNumbers:
 @dataclass(frozen=True)
 class SetNumbers:
     """A set's measured numbers: what it was (revision, corpus, judgments, k, query count), its
-    scopes, its latency, and every query's row by qid in the set's order."""
+    scopes, its latency, every query's row by qid in the set's order, and the run's resources."""
 
     name: str
     revision: int
@@ -351,6 +396,7 @@ class SetNumbers:
     latency: Latency
     queries: Mapping[str, QueryNumbers]
     judgments_hash: str | None = None
+    resources: Resources = Resources()
 
     def rows(self, category: str | None = None) -> list[QueryNumbers]:
         """The scored rows of the set, or of one category."""
@@ -425,3 +471,22 @@ def read_latency(reader: StrictReader) -> Latency:
     values = reader.numbers()
     n = reader.get("n").count() if "n" in values else 0
     return Latency(n=n, p50=values.get("p50"), p95=values.get("p95"), max=values.get("max"))
+
+
+def read_resources(reader: StrictReader) -> Resources:
+    """A resources record (absent or null: nothing measured): start-up seconds, peak RSS MiB, index bytes,
+    each a number >= 0 when present; unknown keys are refused."""
+    if reader.value is None:
+        return Resources()
+    reader.only({name for name, _, _ in RESOURCE_FIGURES})
+    figures = {name: reader.get(name, required=False) for name, _, _ in RESOURCE_FIGURES}
+
+    def seconds_or_mib(figure: StrictReader) -> float | None:
+        value = figure.optional_number()
+        if value is not None and value < 0:
+            raise figure.fail(f"must be >= 0, got {kind_of(value)}")
+        return value
+    index = figures["index_bytes"]
+    return Resources(startup_seconds=seconds_or_mib(figures["startup_seconds"]),
+                     peak_rss_mib=seconds_or_mib(figures["peak_rss_mib"]),
+                     index_bytes=None if index.value is None else index.count())

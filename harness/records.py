@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.measured import Aggregates, Latency, QueryNumbers, SetNumbers, resampling_unit
+from harness.measured import Aggregates, Latency, QueryNumbers, Resources, SetNumbers, resampling_unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,8 @@ class QueryResult:
 
 @dataclass(frozen=True, slots=True)
 class SetResult:
-    """A set's evaluated run: aggregates (overall / category / split), latency, per-query rows."""
+    """A set's evaluated run: aggregates (overall / category / split), latency, per-query rows, and what the
+    run's adapter cost (`resources`, the same for every set of the run; nothing measured for a run file)."""
 
     name: str
     kind: str
@@ -191,12 +192,14 @@ class SetResult:
     aggregates: Aggregates
     latency: Latency
     queries: tuple[QueryResult, ...]
+    resources: Resources = Resources()
 
     def numbers(self, judgments_hash: str | None = None) -> SetNumbers:
         """The set's numbers as a baseline records them, to compare record with record."""
         return SetNumbers(name=self.name, revision=self.revision, corpus_hash=self.corpus_hash, k=self.k,
                           query_count=self.query_count, aggregates=self.aggregates, latency=self.latency,
-                          queries={q.qid: q.numbers() for q in self.queries}, judgments_hash=judgments_hash)
+                          queries={q.qid: q.numbers() for q in self.queries}, judgments_hash=judgments_hash,
+                          resources=self.resources)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -204,6 +207,7 @@ class SetResult:
             "corpus_hash": self.corpus_hash, "k": self.k, "query_count": self.query_count,
             "complete": self.complete, "aggregates": self.aggregates.to_dict(), "latency_ms": self.latency.to_dict(),
             "queries": [q.to_dict() for q in self.queries],
+            **({"resources": self.resources.to_dict()} if self.resources.measured else {}),
         }
 
 

@@ -21,8 +21,8 @@ from typing import Protocol
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
 from harness.scoring.metrics import trec_eval_order
-from harness.adapter.protocol import Request, Response
-from harness.measured import Latency
+from harness.adapter.protocol import Request, Response, banner_index_bytes
+from harness.measured import Latency, Resources
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
@@ -149,10 +149,22 @@ def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
     for query_set in run.pending if run is not None else query_sets:  # a run cut short: unanswered
         outcome.results.append(evaluate_set(query_set, {}, options.k or query_set.k, options.metrics))
     outcome.duration_seconds = round(time.monotonic() - started, 3)
+    resources = run_resources(outcome, run.workers if run is not None else ())
+    if resources.measured:  # every worker stopped: their last look at memory is taken
+        outcome.results = [dataclasses.replace(result, resources=resources) for result in outcome.results]
     outcome.warnings += tied_warning(outcome.tied_order_changed)
     if executor is not None:
         outcome.executor = executor.provenance()
         outcome.warnings += executor.warnings()
+
+
+def run_resources(outcome: RunOutcome, workers: Sequence[Worker]) -> Resources:
+    """What the run's adapter cost (docs/gate.md, "Resource budgets"): start-up seconds to the banner and the
+    peak RSS of one worker's process group (with several workers, the largest of each), the index bytes the
+    first banner reported. A worker that does not measure memory (a Ray actor) gives None."""
+    peaks = [peak for peak in (getattr(worker, "peak_rss_mib", None) for worker in workers) if peak is not None]
+    return Resources(startup_seconds=None if outcome.startup_seconds is None else round(outcome.startup_seconds, 3),
+                     peak_rss_mib=max(peaks) if peaks else None, index_bytes=banner_index_bytes(outcome.banner))
 
 
 def tied_warning(tied: Sequence[str]) -> list[str]:

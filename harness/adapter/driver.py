@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
+from harness.process_memory import PeakMemory
 from harness.errors import AdapterError, Interrupted, ProtocolError, UsageError
 from harness.adapter.startup import (QUERY_TIMEOUT_SECONDS, STARTUP_LIMIT_SECONDS, STARTUP_TIMEOUT_SECONDS,
                                      ProgressCallback, StartupTimeout, read_startup_line)
@@ -34,7 +35,8 @@ class AdapterProcess:
     the first line arrives the first query may take `startup_timeout` on top of
     `query_timeout` because it pays the adapter's start-up. Progress lines before the banner
     (or first answer) are logged, passed to `on_progress` and restart the start-up clock;
-    `startup_limit` caps the whole start-up.
+    `startup_limit` caps the whole start-up. From spawn to stop, the peak resident memory of its
+    process group is sampled (`peak_rss_mib`, harness/process_memory.py).
     """
 
     def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
@@ -54,6 +56,7 @@ class AdapterProcess:
         self.banner: dict | None = None
         self.startup_seconds: float | None = None
         self._child: ChildProcess | None = None
+        self._memory: PeakMemory | None = None
         self._spawned_at = 0.0
         self._seen_first_line = False
         self._asked = 0
@@ -68,16 +71,16 @@ class AdapterProcess:
             try:
                 self._await_banner()
             except BaseException:
-                self._running.stop(0.0)
+                self._stop(0.0)
                 raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         interrupted = exc_type is not None and issubclass(exc_type, (Interrupted, KeyboardInterrupt))
         if self._failure is not None or interrupted:
-            self._running.stop(0.0)  # it already failed, or the user wants it stopped now
+            self._stop(0.0)  # it already failed, or the user wants it stopped now
             return
-        unread = self._running.stop(STOP_GRACE_SECONDS)
+        unread = self._stop(STOP_GRACE_SECONDS)
         lines = self._unasked_lines(unread)
         if exc_type is None and lines:
             # Lines nobody asked for, found once it exited: its answers were one (or more) off,
@@ -101,6 +104,27 @@ class AdapterProcess:
         except OSError as exc:
             raise AdapterError(f"cannot start the adapter: {exc.strerror or exc}"
                                f" [adapter: {shlex.join(self.argv)}]", argv=self.argv) from None
+        try:
+            self._memory = PeakMemory(self._child.pid).start()
+        except BaseException:  # a signal while the sampler starts: nobody would stop the adapter
+            self._child.stop(0.0)
+            raise
+
+    def _stop(self, grace_seconds: float) -> bytes:
+        """The last look at its memory (while the group still runs), then `ChildProcess.stop`: a signal
+        during the look cuts the grace, never the stop."""
+        try:
+            if self._memory is not None:
+                self._memory.stop()
+        except BaseException:
+            self._running.stop(0.0)
+            raise
+        return self._running.stop(grace_seconds)
+
+    @property
+    def peak_rss_mib(self) -> float | None:
+        """The peak resident memory of the adapter's process group so far, in MiB (None: not measured)."""
+        return self._memory.peak_mib if self._memory is not None else None
 
     def _read_startup(self, label: str | None, stage: str, silent_since: float) -> bytes:
         """The first line that is no progress line; every failure an AdapterError."""
@@ -132,6 +156,8 @@ class AdapterProcess:
         if banner is not None:
             self.banner = banner
             self.startup_seconds = time.perf_counter() - self._spawned_at
+            if self._memory is not None:
+                self._memory.sample()  # the start-up's peak (an index built in memory), seen by the time it is ready
         return banner is not None
 
     # -- queries -----------------------------------------------------------------------------
@@ -231,7 +257,7 @@ class AdapterProcess:
     def _give_up(self, label: str | None, text: str) -> AdapterError:
         """Give up on a stuck adapter: kill its group first, so the tail is complete, then report."""
         self._failure = text
-        self._running.stop(0.0)
+        self._stop(0.0)
         return self._error(label, f"{text}; its process group was killed")
 
     def _ended(self, label: str | None, stage: str) -> AdapterError:

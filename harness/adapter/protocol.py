@@ -6,8 +6,9 @@ Response `{"ids": ["pkg/a.py", ...], "scores": [2.5, ...]?, "error": "message"?,
          `"passages": [{"start": 0, "end": 480}, null, ...]?` parallel to `ids`: the window of
          the document's text the backend would show (characters, end exclusive), or null for
          the whole document; bounds against the corpus and --max-window: adapter/windows.py
-Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ...}` (optional,
-         first line, before any request is read)
+Banner   `{"ready": true, "name": ..., "version": ..., "model": ..., "index": ..., "index_bytes": ...}`
+         (optional, first line, before any request is read; `index_bytes`, optional, an integer
+         >= 0: the size of the index the adapter built or loaded, a resource figure)
 Progress `{"progress": {"stage": "embedding memory", "done": 1200, "total": 6778}}` (optional,
          any number of lines before the banner while the adapter starts: `stage` a non-empty
          string, `done` an integer >= 0, `total` an integer >= done or absent/null when unknown)
@@ -172,10 +173,19 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
         for name in BANNER_TEXT_FIELDS:
             if name in obj and not isinstance(obj[name], str):
                 raise ProtocolError(f"banner: {name!r} must be a string, got {preview(json.dumps(obj[name]))}")
+        if "index_bytes" in obj and (type(obj["index_bytes"]) is not int or obj["index_bytes"] < 0):
+            raise ProtocolError(f"banner: 'index_bytes' must be an integer >= 0 (bytes), got "
+                                f"{preview(json.dumps(obj['index_bytes']))}")
         if "protocol" in obj and (type(obj["protocol"]) is not int or obj["protocol"] != PROTOCOL_VERSION):
             raise ProtocolError(f"banner: 'protocol' is {preview(json.dumps(obj['protocol']))}; "
                                 f"this harness speaks {PROTOCOL_VERSION}")
     return obj
+
+
+def banner_index_bytes(banner: dict[str, object] | None) -> int | None:
+    """The index size a banner reported (`index_bytes`, checked by `decode_banner`), None when it reported none."""
+    value = (banner or {}).get("index_bytes")
+    return value if type(value) is int and value >= 0 else None
 
 
 def _refused_field(text: bytes | str) -> str:

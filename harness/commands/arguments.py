@@ -318,7 +318,7 @@ def add_gating_options(parser: argparse.ArgumentParser, title: str = "gating") -
                       help=f"baseline to gate against (default: the config's `baseline`, else {DEFAULT_BASELINE_PATH} "
                            f"of the team's folder, else the shipped one when the team has no sets)")
     gate.add_argument("--budgets", type=Path, default=None,
-                      help=f"latency budgets file (default: the config's `budgets`, else {DEFAULT_BUDGETS_PATH} "
+                      help=f"latency and resource budgets file (default: the config's `budgets`, else {DEFAULT_BUDGETS_PATH} "
                            f"when present, else 300 ms p95)")
     gate.add_argument("--policy", type=Path, default=None,
                       help=f"gate policy file: gated metrics, drop limit, category and significance rules "

@@ -14,7 +14,7 @@ from typing import Any
 from harness.errors import BaselineError
 from harness.fsutil import SHIPPED_REFUSAL, atomic_write_text
 from harness.shipped import is_shipped_data
-from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency
+from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency, read_resources
 from harness.strict_json import read_json_file, strict_json_dumps
 from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
@@ -176,6 +176,8 @@ def baseline_entry(numbers: SetNumbers) -> dict[str, object]:
         **({"judgments_hash": numbers.judgments_hash} if numbers.judgments_hash else {}), "k": numbers.k,
         "query_count": numbers.query_count, "aggregates": numbers.aggregates.to_dict(),
         "latency_ms": numbers.latency.to_dict(),
+        # the run's adapter cost (docs/gate.md, "Resource budgets"); baselines recorded before it have none
+        **({"resources": numbers.resources.to_dict()} if numbers.resources.measured else {}),
         "queries": {row.qid: {"query": row.query, "category": row.category, "split": row.split, "group": row.group,
                               "scored": row.scored, "outcome": row.outcome, "metrics": row.metrics,
                               "found": list(row.found), "broken": list(row.broken),
@@ -317,7 +319,8 @@ def _read_entry(name: str, reader: StrictReader) -> SetNumbers:
         name=name, revision=revision, corpus_hash=corpus_hash, k=k, query_count=query_count, aggregates=aggregates,
         latency=read_latency(reader.get("latency_ms")),
         queries={qid: _read_row(qid, row) for qid, row in reader.get("queries").items()},
-        judgments_hash=reader.get("judgments_hash", required=False).optional_text())
+        judgments_hash=reader.get("judgments_hash", required=False).optional_text(),
+        resources=read_resources(reader.get("resources", required=False)))
     disagreement = numbers.disagreement()
     if disagreement is not None:
         where, why = disagreement

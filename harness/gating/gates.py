@@ -3,7 +3,8 @@
 A run (`harness.api.run_gate`), `merge`, and the Python API all decide through `decide`, so
 one backend on one set gets one verdict whichever path gated it. Gates (docs/design.md): query
 count, one quality gate per gated metric (overall and per category), latency (absolute budget;
-optional relative limit), hard contracts, judged coverage. Each result is PASS, WARN (reported,
+optional relative limit), the adapter's resources (start-up, memory, index size: budgets, and against the
+baseline), hard contracts, judged coverage. Each result is PASS, WARN (reported,
 never fails CI) or FAIL, with a message that says in words what moved, and the numbers it
 decided on (`GateResult.metric`, `baseline`, `current`, `limit`, `unit`, `ci`).
 
@@ -22,7 +23,8 @@ from functools import partial
 from harness.gating.budgets import Budgets
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import CATEGORY_ALPHA, GatePolicy
-from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
+from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources,
+                              SetNumbers, resource_text)
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability, queries_needed
 from harness.scoring.flips import Flip, find_flips
@@ -48,6 +50,7 @@ class Decision:
     gates: tuple[GateResult, ...]
     flips: Mapping[str, tuple[Flip, ...]]
     baseline_latency: Mapping[str, Latency] = field(default_factory=dict)
+    baseline_resources: Mapping[str, Resources] = field(default_factory=dict)  # the sets whose baseline measured them
 
 
 def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = None, latency_gated: bool = True,
@@ -69,7 +72,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
         flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
                                               {q.qid: q.query for q in result.queries}))
-    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()})
+    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()},
+                    {name: numbers.resources for name, numbers in entries.items() if numbers.resources.measured})
 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
@@ -89,6 +93,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
                 gates.append(gate)
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
+        latency += resource_gates(now, base, budgets, policy) if latency_gated else []  # nothing ran for a run file
         contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
                     else _contract_gate(result, base, known_contract_failures))
         later = (*latency, contract, _judged_gate(result, base, policy))
@@ -387,6 +392,68 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
                       warning=grew and not policy.latency_relative_fails, metric="p95", baseline=before,
                       current=after, limit=allowed, unit=MILLISECONDS)
+
+
+# The gate each resource figure is reported under (its budget; `-relative`: against the baseline).
+RESOURCE_GATES = {"startup_seconds": "startup", "peak_rss_mib": "memory", "index_bytes": "index-size"}
+# Why a figure was not measured, said beside a budget that could not be checked.
+_NOT_MEASURED = {"startup_seconds": "the adapter printed no ready banner",
+                 "peak_rss_mib": "this system has no /proc, or the adapter ran elsewhere (Ray)",
+                 "index_bytes": "the adapter's banner reports no index_bytes"}
+
+
+def resource_gates(now: SetNumbers, base: SetNumbers, budgets: Budgets, policy: GatePolicy,
+                   noise: Mapping[str, float] | None = None) -> list[GateResult]:
+    """The adapter's resources (docs/gate.md, "Resource budgets"), apart from the latency gates: per figure of
+    measured.RESOURCE_FIGURES, its budget (budgets.json) fails when exceeded (equal passes; a figure not
+    measured warns, its budget unchecked), and against the baseline's figure it warns (policy:
+    resources.relative_fails, fails) when it grew by more than the relative limit AND its floor. No
+    comparison when either side did not measure it (baselines recorded before resources were). `noise` (field ->
+    an allowance in the figure's unit, from a calibrated baseline's run-to-run spread) widens the comparison's
+    allowed value by that much; budgets are absolute and never widened."""
+    gates: list[GateResult] = []
+    for name, unit, words in RESOURCE_FIGURES:
+        current, before = now.resources.figure(name), base.resources.figure(name)
+        budget = budgets.resources.get(name)
+        gate = partial(GateResult, now.name, metric=words, baseline=before, current=current, unit=unit)
+        was = f"; baseline {resource_text(before, unit)}" if before is not None else ""
+        if budget is not None and current is None:
+            gates.append(gate(RESOURCE_GATES[name], True, f"{now.name} {words} not measured ({_NOT_MEASURED[name]}); "
+                                                          f"its budget of {resource_text(budget, unit)} was not checked",
+                              warning=True, limit=budget))
+        elif budget is not None and current is not None:
+            within = current <= budget
+            gates.append(gate(RESOURCE_GATES[name], within,
+                              f"{now.name} {words} {resource_text(current, unit)} {'within' if within else 'exceeds'} "
+                              f"the budget of {resource_text(budget, unit)}{was}", limit=budget))
+        relative = _relative_resource_gate(now.name, name, unit, words, (before, current), policy,
+                                           (noise or {}).get(name, 0.0))
+        if relative is not None:
+            gates.append(relative)
+    return gates
+
+
+def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, values: tuple[float | None, float | None],
+                            policy: GatePolicy, allowance: float = 0.0) -> GateResult | None:
+    """One figure against the baseline's: grown beyond +limit % AND +floor warns (policy: fails); None when off
+    or when either side did not measure it."""
+    before, after = values
+    limit = policy.resources_relative_limit_percent
+    if limit is None or before is None or after is None:
+        return None
+    floor = {"startup_seconds": policy.resources_min_increase_seconds, "peak_rss_mib": policy.resources_min_increase_mib,
+             "index_bytes": policy.resources_min_increase_bytes}[name]
+    allowed = max(before * (1 + limit / 100), before + floor) + allowance
+    grew = after > allowed + FLOAT_SLACK
+    fails = grew and policy.resources_relative_fails
+    change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
+    message = (f"{set_name} {words} {resource_text(after, unit)}, baseline {resource_text(before, unit)} ({change}; "
+               f"allowed: +{limit:g} % and +{resource_text(floor, unit)}"
+               + (f", +{resource_text(allowance, unit)} calibrated noise" if allowance else "") + ")")
+    if grew and not fails:
+        message += "; warning only (policy: resources.relative_fails)"
+    return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message,
+                      warning=grew and not fails, metric=words, baseline=before, current=after, limit=allowed, unit=unit)
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:

@@ -12,7 +12,9 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
                  "relative_fails": false},
      "judged": {"warn_drop_points": 10.0},
      "ratchet": {"improvement_points": null},
-     "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false}}
+     "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false},
+     "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,
+                   "min_increase_bytes": 1048576, "relative_fails": false}}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
 when it has at least `min_queries` scored queries and, under `rule`:
@@ -34,8 +36,12 @@ figure that improved by more than that fails until it is re-baselined (the basel
 improvements). `drift` (read only with `--history`, docs/history.md): a gated figure that fell by
 more than `limit_points` (null: `drop_limit_points`) over the last `baselines` accepted baselines,
 or over those of the last `days` (then `baselines` is ignored), warns; with `fails`, it fails the
-run. Unknown keys at any depth, a `format` that is not the integer 1, and limits
-under which a gate could never fail are refused, one line each.
+run. Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
+that grew by more than `relative_limit_percent` of the baseline's AND by more than its floor
+(`min_increase_seconds`, `_mib`, `_bytes`) warns (`relative_fails`: fails); null switches the
+comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a
+`format` that is not the integer 1, and limits under which a gate could never fail are refused,
+one line each.
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UsageError
+from harness.gating.budgets import MAX_INDEX_BYTES, MAX_RSS_MIB, MAX_STARTUP_SECONDS
 from harness.measured import StrictReader
 from harness.strict_json import read_settings_file
 
@@ -58,13 +66,18 @@ MAX_PERCENT = 1e6
 MAX_INCREASE_MS = 1e6
 MAX_DAYS = 1e6
 DEFAULT_DRIFT_BASELINES = 10  # the drift window: the last 10 accepted baselines
+# A resource floor at these or above can never be crossed: a start-up is cut at the longest --startup-limit
+# (harness/gating/budgets.py MAX_STARTUP_SECONDS), memory and index past the budgets' largest values.
+RESOURCE_FLOOR_BOUNDS = {"min_increase_seconds": MAX_STARTUP_SECONDS, "min_increase_mib": MAX_RSS_MIB,
+                         "min_increase_bytes": float(MAX_INDEX_BYTES)}
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
             "significance": {"require_ci_below_zero"},
             "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
             "judged": {"warn_drop_points"},
             "ratchet": {"improvement_points"},
-            "drift": {"limit_points", "baselines", "days", "fails"}}
+            "drift": {"limit_points", "baselines", "days", "fails"},
+            "resources": {"relative_limit_percent", *RESOURCE_FLOOR_BOUNDS, "relative_fails"}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
 # How a category's drop beyond the limit is told from noise (categories.rule; the docstring above).
 CATEGORY_RULES = ("holm", "discount")
@@ -93,6 +106,13 @@ class GatePolicy:
     drift_baselines: int = DEFAULT_DRIFT_BASELINES
     drift_days: float | None = None  # a window of days instead of a count of baselines
     drift_fails: bool = False
+    # A start-up, peak RSS or index size beyond +50 % AND its floor warns: a busy runner's start-up moves by
+    # seconds, memory by tens of MiB; an index is deterministic, so its floor is small.
+    resources_relative_limit_percent: float | None = 50.0
+    resources_min_increase_seconds: float = 2.0
+    resources_min_increase_mib: float = 64.0
+    resources_min_increase_bytes: float = 1048576.0
+    resources_relative_fails: bool = False
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -112,7 +132,12 @@ class GatePolicy:
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
                 "ratchet": {"improvement_points": self.ratchet_improvement_points},
                 "drift": {"limit_points": self.drift_limit_points, "baselines": self.drift_baselines,
-                          "days": self.drift_days, "fails": self.drift_fails}}
+                          "days": self.drift_days, "fails": self.drift_fails},
+                "resources": {"relative_limit_percent": self.resources_relative_limit_percent,
+                              "min_increase_seconds": self.resources_min_increase_seconds,
+                              "min_increase_mib": self.resources_min_increase_mib,
+                              "min_increase_bytes": self.resources_min_increase_bytes,
+                              "relative_fails": self.resources_relative_fails}}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -129,7 +154,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     policy = StrictReader(document, where, UsageError)
     policy.optional("format", None).version(POLICY_FORMAT)
     policy.only(TOP_KEYS)
-    categories, significance, latency, judged, ratchet, drift = (
+    categories, significance, latency, judged, ratchet, drift, resources = (
         policy.optional(name, {}).only(SECTIONS[name]) for name in SECTIONS)
     defaults = GatePolicy()
     relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
@@ -156,7 +181,20 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
             2, MAX_COUNT, why="a window of one baseline has nothing to compare"),
         drift_days=None if drift_days.value is None else drift_days.number_in(0, MAX_DAYS, above=True),
         drift_fails=drift.optional("fails", defaults.drift_fails).boolean(),
+        **_resources(resources, defaults),
         source=where)
+
+
+def _resources(section: StrictReader, defaults: GatePolicy) -> dict[str, Any]:
+    """The `resources` section's fields: the relative limit (null: off), each floor below the value it could
+    never cross, and whether a growth beyond both fails."""
+    relative = section.optional("relative_limit_percent", defaults.resources_relative_limit_percent)
+    floors = {key: section.optional(key, getattr(defaults, f"resources_{key}")).number_in(
+        0, bound, below=True, why=f"no run's figure grows by {bound:g} or more, so the comparison could never "
+                                  f"warn or fail") for key, bound in RESOURCE_FLOOR_BOUNDS.items()}
+    return {"resources_relative_limit_percent": None if relative.value is None else relative.number_in(0, MAX_PERCENT),
+            **{f"resources_{key}": value for key, value in floors.items()},
+            "resources_relative_fails": section.optional("relative_fails", defaults.resources_relative_fails).boolean()}
 
 
 def _points(reader: StrictReader) -> float:

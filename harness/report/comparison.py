@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from harness.fsutil import xml_safe
+from harness.measured import RESOURCE_FIGURES, resource_text
 from harness.report.escape import markdown_code, markdown_text, terminal_line
 from harness.report.junit import junit_text
 from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, STATUSES, URISK_ALPHA, Comparison, ComparisonSuite,
@@ -168,6 +169,17 @@ def latency_lines(comparison: Comparison) -> list[str]:
         for entry in comparison.latency]
 
 
+def resource_lines(comparison: Comparison) -> list[str]:
+    """Per set, the adapter's resource figures, base -> candidate, each measured in its own run (none: nothing)."""
+    lines = []
+    for name, (base, candidate) in comparison.resources.items():
+        figures = [f"{words} {resource_text(base.figure(field), unit)} -> {resource_text(candidate.figure(field), unit)}"
+                   for field, unit, words in RESOURCE_FIGURES
+                   if base.figure(field) is not None or candidate.figure(field) is not None]
+        lines.append(f"{name} resources (each run's own; across runs): " + "; ".join(figures))
+    return lines
+
+
 # --- terminal -----------------------------------------------------------------------------------
 
 def render_text(suite: ComparisonSuite) -> str:
@@ -183,6 +195,7 @@ def render_text(suite: ComparisonSuite) -> str:
         lines += [f"    {line}" for line in movement_lines(comparison)]
         lines.append("  latency (nearest-rank percentiles over the queries both answered; candidate - base):")
         lines += [f"    {line}" for line in latency_lines(comparison)]
+        lines += [f"  {line}" for line in resource_lines(comparison)]
         lines.append("")
     headers, rows = system_table(suite)
     lines.append("systems (overall, tested metrics):")
@@ -235,7 +248,8 @@ def render_markdown(suite: ComparisonSuite) -> str:
     out += [""] + [f"- {markdown_text(line)}" for line in method_lines(suite)]
     out += ["", "### Per-query movement and latency", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
-        out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)]
+        out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)
+                + resource_lines(comparison)]
     out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
     for (letter, _), comparison in zip(letters[1:], suite.comparisons):
         rows = [[letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),

@@ -18,7 +18,7 @@ from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import (backend_identity, baseline_text, category_problems, change_text,
                                     improvement_text, improvements, ordered_gates, plural, rebaseline_hint,
-                                    startup_text, value_text, verdict_of)
+                                    resources_line, startup_text, value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
 
@@ -52,6 +52,8 @@ def render_text(report: Report, *, verbose: bool = False, style: Style = PLAIN,
     for result in report.sets:
         lines.append("")
         lines.extend(_set_lines(result, (report.baseline_latency or {}).get(result.name)))
+        resources = resources_line(result, report)
+        lines += [f"resources: {resources}"] if resources is not None else []
     lines.extend(pooled_lines(report))
     startup = startup_text(provenance)
     lines += ["", f"adapter startup: {startup}"] if startup is not None else []

@@ -19,6 +19,9 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
       against the baseline); `baseline_latency` per gated set (the baseline's p50, p95, max, n);
       provenance.settings gains `max_window`. Version 1 reports still read (gates without
       numbers, no flips, no baseline latency).
+      Later in version 2 (optional, absent reads as nothing measured): per set `resources` (the
+      run's adapter start-up seconds, peak RSS MiB, index bytes) and `baseline_resources` per
+      gated set (the baseline's).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
-from harness.measured import Latency, ScopeNumbers
+from harness.measured import Latency, Resources, ScopeNumbers
 from harness.strict_json import strict_json_dumps
 from harness.records import GateResult, SetResult
 from harness.scoring.flips import Flip
@@ -142,6 +145,7 @@ class Report:
     pooled: ScopeNumbers | None = None  # means over every scored query of every set
     flips: Mapping[str, tuple[Flip, ...]] | None = None  # per gated set: queries whose found relevant ids moved
     baseline_latency: Mapping[str, Latency] | None = None  # per gated set: the baseline's p50/p95/max
+    baseline_resources: Mapping[str, Resources] | None = None  # per gated set whose baseline recorded resources
 
     @property
     def failed_gates(self) -> tuple[GateResult, ...]:
@@ -156,13 +160,15 @@ class Report:
         pooled = self.pooled.to_dict() if self.pooled is not None else None
         baseline_latency = (None if self.baseline_latency is None else
                             {name: latency.to_dict() for name, latency in self.baseline_latency.items()})
+        baseline_resources = (None if not self.baseline_resources else
+                              {name: resources.to_dict() for name, resources in self.baseline_resources.items()})
         return {
             "report_format": REPORT_FORMAT, "complete": self.complete, "error": self.error,
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
             **_plain_mapping(_present(warnings=self.warnings or None, what_if=self.what_if,
                               previous_baseline=self.previous_baseline, pooled=pooled, flips=flips,
-                              baseline_latency=baseline_latency)),
+                              baseline_latency=baseline_latency, baseline_resources=baseline_resources)),
         }
 
     def to_json(self) -> str:

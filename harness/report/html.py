@@ -15,7 +15,7 @@ from harness.report.document import REPORT_FORMAT, Report
 from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, change_text,
                                     counts_line, error_parts, improvement_text, improvements, ordered_gates,
                                     rebaseline_hint, short_message, startup_text, value_text)
-from harness.report.verdict import verdict_of
+from harness.report.verdict import RESOURCES_HOW, resource_figures, verdict_of
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
@@ -138,6 +138,7 @@ def _run_set_section(index: int, result: SetResult, report: Report) -> list[str]
             _aggregates_table(result.aggregates), f"<h3>{_text(metric)} per category</h3>", _chart_box(chart),
             "<h3>latency</h3>", _latency_block(result, latency.limit if latency is not None else None,
                                                (report.baseline_latency or {}).get(name)),
+            *_resources_block(result, report),
             "<h3>flipped queries (relevant found in the baseline, lost now, or the reverse)</h3>",
             "<p>No baseline for this set (the run was not gated).</p>" if flips is None
             else flips_table(flips, {q.qid: q for q in result.queries}, index),
@@ -231,6 +232,16 @@ def _latency_block(result: SetResult, budget_ms: float | None, baseline: Latency
     markers = [("p50", summary.p50), ("p95", summary.p95)] + ([("budget", budget_ms)] if budget_ms else [])
     chart = latency_cdf_svg(f"set {result.name}: latency distribution", latencies, markers, over_budget=over)
     return caption + "\n" + _chart_box(chart)
+
+
+def _resources_block(result: SetResult, report: Report) -> list[str]:
+    """The adapter's resource figures beside the baseline's, and how they were measured (nothing when none were)."""
+    figures = resource_figures(result, report)
+    if not figures:
+        return []
+    rows = ((("th", _text(words)), _text(was), _text(now)) for _, words, now, was in figures)
+    return ["<h3>resources</h3>", _table(("figure", "baseline", "this run"), rows, "resources"),
+            f"<p>Measured: {_text(RESOURCES_HOW)}.</p>"]
 
 
 def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None = None,

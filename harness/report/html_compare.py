@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.report.charts import _chart_box, recall_bars_svg
-from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, system_legend,
-                                       system_letters, system_table, verdict_line)
+from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, resource_lines,
+                                       system_legend, system_letters, system_table, verdict_line)
 from harness.report.html import flips_table
 from harness.report.html_kit import (_anchor, _exact, _fixed, _ms, _page, _signed,
                                      _table, _text)
@@ -73,6 +73,8 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
                      _chart_box(recall_bars_svg(f"set {name}: {FOUNDING_METRIC} per category, base vs candidate",
                                                 _comparison_bar_groups(scopes), ("base", "candidate"))),
                      "<h3>latency</h3>", _comparison_latency(name, base, view, pair),
+                     *(f"<p>{_text(line)}</p>" for line in resource_lines(dataclasses.replace(
+                         pair, resources={k: v for k, v in pair.resources.items() if k == name}))),
                      "<h3>every scope: change, 95% CI and p (Holm on the overall rows; categories and splits "
                      "exploratory, p unadjusted)</h3>", _scope_table(scopes),
                      "<h3>flipped queries (relevant found in one run, lost in the other)</h3>",

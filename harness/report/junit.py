@@ -6,7 +6,8 @@ import xml.etree.ElementTree as ET
 
 from harness.fsutil import xml_safe
 from harness.report.document import Report
-from harness.report.verdict import backend_identity, baseline_identity
+from harness.records import SetResult
+from harness.report.verdict import backend_identity, baseline_identity, resource_figures
 
 
 def render_junit(report: Report) -> str:
@@ -18,6 +19,7 @@ def render_junit(report: Report) -> str:
         suite = ET.SubElement(root, "testsuite", name=f"retrieval-gate.{name}", tests=str(max(len(cases), 1)),
                               failures=str(sum(not g.passed for g in cases)), errors="0", skipped="0")
         _properties(suite, report)
+        _resource_properties(suite, result, report)
         if not report.complete:
             suite.set("errors", "1")
             case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name="backend")
@@ -56,3 +58,13 @@ def _properties(suite: ET.Element, report: Report) -> None:
     values += [(f"baseline.{key}", value) for key, value in (baseline_identity(report.provenance) or {}).items()]
     for name, value in values:
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
+
+
+def _resource_properties(suite: ET.Element, result: SetResult, report: Report) -> None:
+    """The set's resource figures beside the baseline's: `resources.peak_rss_mib` and `baseline.resources.peak_rss_mib`."""
+    properties = suite.find("properties")
+    if properties is None:
+        return
+    for name, _, now, was in resource_figures(result, report):
+        ET.SubElement(properties, "property", name=f"resources.{name}", value=xml_safe(now))
+        ET.SubElement(properties, "property", name=f"baseline.resources.{name}", value=xml_safe(was))

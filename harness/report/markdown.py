@@ -21,8 +21,8 @@ from harness.report import evidence
 from harness.report.document import Report
 from harness.report.escape import markdown_code, markdown_fence, markdown_text
 from harness.report.verdict import (backend_identity, baseline_text, category_problems, change_text, counts_line,
-                                    error_parts, improvement_text, improvements, plural, rebaseline_hint, set_level,
-                                    value_text, verdict_of)
+                                    error_parts, improvement_text, improvements, plural, rebaseline_hint,
+                                    resource_figures, RESOURCES_HOW, set_level, value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 
 MAX_QUERIES_LISTED = 10  # per failed gate; the rest are counted
@@ -55,6 +55,7 @@ def render_markdown(report: Report) -> str:
         lines += ["", "#### Gated values", ""] + _gated_values(report)
     if report.sets:
         lines += ["", "#### Metrics", "", *_metrics_table(report)]
+    lines.extend(_resources_table(report))
     lines.extend(evidence.markdown_lines(report.sets))  # nothing for sets without evidence
     return "\n".join(lines) + "\n"
 
@@ -140,8 +141,8 @@ def _gated_values(report: Report) -> list[str]:
     and every category's figure is in the JSON and HTML reports."""
     lines = ["| set | value | baseline | current | change | detectable | gate |", "|---|---|---:|---:|---:|---:|---|"]
     for gate in report.gates:
-        # the relative p95 gate repeats the budget gate's numbers: shown when it said something
-        if gate.metric is not None and gate.category is None and not (gate.gate == "latency-relative" and gate.passed
+        # a relative gate (p95, resources) repeats figures shown elsewhere: shown when it said something
+        if gate.metric is not None and gate.category is None and not (gate.gate.endswith("-relative") and gate.passed
                                                                       and not gate.warning):
             lines.append(_value_row(gate))
     return lines
@@ -155,6 +156,16 @@ def _value_row(gate: GateResult) -> str:
     detectable = f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None else "-"
     return (f"| {_cell(gate.set_name)} | {_cell(value)} | {value_text(gate, gate.baseline)} | "
             f"{value_text(gate, gate.current)} | {change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
+
+
+def _resources_table(report: Report) -> list[str]:
+    """Each set's resource figures beside the baseline's, and how they were measured (nothing when none were)."""
+    rows = [f"| {markdown_text(result.name)} | {markdown_text(words)} | {markdown_text(was)} | {markdown_text(now)} |"
+            for result in report.sets for _, words, now, was in resource_figures(result, report)]
+    if not rows:
+        return []
+    return ["", "#### Resources", "", "| set | figure | baseline | current |", "|---|---|---:|---:|", *rows, "",
+            markdown_text(f"Measured: {RESOURCES_HOW}.")]
 
 
 def _metrics_table(report: Report) -> list[str]:

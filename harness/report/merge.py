@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.gating.identity import BackendIdentity
+from harness.measured import Resources
 from harness.records import QueryResult, QuerySet, SetResult
 from harness.report.document import Provenance, Report, ReportError
 from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set
@@ -109,7 +110,8 @@ def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[s
                               f"{' ...' if len(missing) > 5 else ''}; were they run on another revision of the set?")
         for (recorded, label), now in zip(records, result.queries):
             _check_recorded(label, query_set.name, recorded, now)
-        results.append(result)
+        shards = [s.resources for part in plan.parts for s in part.report.sets if s.name == query_set.name]
+        results.append(replace(result, resources=Resources.largest(shards)))
     return results
 
 

@@ -16,7 +16,7 @@ from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, exit_code_for)
 from harness.scoring.flips import Flip
-from harness.measured import StrictReader, read_aggregates, read_latency, read_scope
+from harness.measured import StrictReader, read_aggregates, read_latency, read_resources, read_scope
 from harness.strict_json import read_json_file
 
 
@@ -73,6 +73,8 @@ def _read_report(reader: StrictReader) -> Report:
         flips=_read_flips(reader.get("flips"), sets) if reader.has("flips") else None,
         baseline_latency={name: read_latency(row) for name, row in reader.get("baseline_latency").items()}
         if reader.has("baseline_latency") else None,
+        baseline_resources={name: read_resources(row) for name, row in reader.get("baseline_resources").items()}
+        if reader.has("baseline_resources") else None,
     )
 
 
@@ -149,6 +151,7 @@ def _read_set(reader: StrictReader) -> SetResult:
         aggregates=read_aggregates(reader.get("aggregates")),
         latency=read_latency(reader.get("latency_ms")),
         queries=_read_queries(reader.get("queries")),
+        resources=read_resources(reader.get("resources", required=False)),
     )
 
 

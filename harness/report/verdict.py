@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.gating.gates import COUNT, FRACTION, MILLISECONDS
-from harness.records import GateResult
+from harness.measured import RESOURCE_FIGURES, Resources, resource_text
+from harness.records import GateResult, SetResult
 from harness.rerun import Rerun
 from harness.report.document import Provenance, Report
 
@@ -72,6 +73,34 @@ def improvement_text(gate: GateResult) -> str:
             f"({gate.baseline:.3f} -> {gate.current:.3f})")
 
 
+_RESOURCE_UNITS = {unit for _, unit, _ in RESOURCE_FIGURES}
+# How the resource figures were measured, said wherever they are shown beside the baseline's.
+RESOURCES_HOW = ("the adapter's start-up to its banner, the peak resident memory of its process group, the index "
+                 "size its banner reports; the baseline's from the run that recorded it (across runs and machines)")
+
+
+def resource_figures(result: SetResult, report: Report) -> list[tuple[str, str, str, str]]:
+    """(field, words, this run's figure, the baseline's) per resource figure measured on either side, as text;
+    empty when neither measured any (a run file; reports written before resources were recorded)."""
+    now = result.resources
+    was = (report.baseline_resources or {}).get(result.name, Resources())
+    return [(name, words, resource_text(now.figure(name), unit),
+             resource_text(was.figure(name), unit) if was.measured else "-")
+            for name, unit, words in RESOURCE_FIGURES if now.figure(name) is not None or was.figure(name) is not None]
+
+
+def resources_line(result: SetResult, report: Report) -> str | None:
+    """`start-up 0.19 s (baseline 0.20 s), peak RSS 34.9 MiB (baseline 34.9 MiB), index size 16,324 bytes
+    (baseline not measured); the baseline's measured in another run`: the run's adapter cost beside the
+    baseline's; None when nothing was measured."""
+    figures = resource_figures(result, report)
+    if not figures:
+        return None
+    gated = (report.baseline_resources or {}).get(result.name) is not None
+    return (", ".join(f"{words} {now}" + (f" (baseline {was})" if gated else "") for _, words, now, was in figures)
+            + ("; the baseline's measured in another run" if gated else ""))
+
+
 def change_text(gate: GateResult) -> str:
     """A gate's change in its unit: `-33.3 pts`, `+243.0 ms`, `+1`; `-` without both values."""
     if gate.change is None:
@@ -81,6 +110,8 @@ def change_text(gate: GateResult) -> str:
     if gate.unit == MILLISECONDS:
         rounded = round(gate.change, 1)
         return "0.0 ms" if rounded == 0 else f"{rounded:+.1f} ms"
+    if gate.unit in _RESOURCE_UNITS:
+        return ("+" if gate.change >= 0 else "-") + resource_text(abs(gate.change), gate.unit)
     return "0" if gate.change == 0 else f"{gate.change:+g}"
 
 
@@ -90,6 +121,8 @@ def value_text(gate: GateResult, value: float | None) -> str:
         return "-"
     if gate.unit == COUNT:
         return f"{value:g}"
+    if gate.unit in _RESOURCE_UNITS:
+        return resource_text(value, gate.unit)
     return f"{value + 0.0:.{1 if gate.unit == MILLISECONDS else 3}f}"
 
 

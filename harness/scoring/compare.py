@@ -35,7 +35,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.measured import SCOPE_GROUPS, QueryNumbers, SetNumbers
+from harness.measured import SCOPE_GROUPS, QueryNumbers, Resources, SetNumbers
 from harness.scoring.evaluate import REPORTED_METRICS
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import nearest_rank, percentile
@@ -142,6 +142,9 @@ class Comparison:
     latency_note: str | None = None  # why latency was not compared, when it was not
     family_size: int = 0  # how many tests the Holm adjustment spanned
     engine: str = "python"  # the statistics engine that resampled (harness.scoring.stats.ENGINES)
+    # per shared set whose base or candidate measured them: the adapter's resources (base, candidate), each from
+    # its own run (docs/gate.md, "Resource budgets")
+    resources: dict[str, tuple[Resources, Resources]] = field(default_factory=dict)
 
     @property
     def margin(self) -> float:
@@ -195,6 +198,8 @@ class Comparison:
             "flips": [{"set": f.set_name, "qid": f.qid, "query": f.query, "lost": list(f.lost),
                        "gained": list(f.gained)} for f in self.flips],
             "latency": [entry.to_dict() for entry in self.latency], "latency_note": self.latency_note,
+            **({"resources": {name: {"base": base.to_dict(), "candidate": candidate.to_dict()}
+                              for name, (base, candidate) in self.resources.items()}} if self.resources else {}),
         }
 
 
@@ -287,7 +292,9 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
                             {qid: row.found for qid, row in cand_rows.items()}, texts)
     latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples, engine=engine)
     comparison = Comparison(base.label, candidate.label, mismatches(base, candidate), scopes, flips, only, seed,
-                            resamples, tuple(tested), margin_points, latency, note, engine=engine)
+                            resamples, tuple(tested), margin_points, latency, note, engine=engine,
+                            resources={name: (base.sets[name].resources, candidate.sets[name].resources) for name in shared
+                                       if base.sets[name].resources.measured or candidate.sets[name].resources.measured})
     if adjust:
         adjust_headline([comparison])
     return comparison

@@ -11,8 +11,8 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 HARNESS = REPO_ROOT / "harness"
-BASE = {"child", "errors", "fsutil", "interrupts", "measured", "quoting", "records", "rerun", "shipped", "strict_json",
-        "text", "version", "watchdog", "__init__"}
+BASE = {"child", "errors", "fsutil", "interrupts", "measured", "process_memory", "quoting", "records", "rerun", "shipped",
+        "strict_json", "text", "version", "watchdog", "__init__"}
 # package -> the packages it may import (besides itself and the shared base modules)
 ALLOWED = {
     "base": set(),

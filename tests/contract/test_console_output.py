@@ -17,6 +17,7 @@ VOLATILE = [
      "latency ms: p50 <ms> (baseline <ms>)  p95 <ms> (baseline <ms>)  max <ms>"),
     (re.compile(r"p95 latency [\d.]+ ms"), "p95 latency <ms> ms"),
     (re.compile(r"adapter startup: [\d.]+ s"), "adapter startup: <s> s"),
+    (re.compile(r"[\d.]+ MiB"), "<mib> MiB"),  # the adapter's peak memory (docs/gate.md, "Resource budgets")
     (re.compile(r"recorded \d{4}-\d\d-\d\dT[\d:]+\+00:00"), "recorded <time>"),
     (re.compile(r" at [0-9a-f]{12}\)"), " at <commit>)"),
 ]
@@ -52,12 +53,16 @@ def test_console_of_a_real_failing_run(tmp_path):
     lines = text.splitlines()
     # By hand: tiny-01 loses its only relevant document: overall 5/5 -> 4/5, category a 3/3 -> 2/3;
     # the verdict names the set-level figure.
-    assert lines[-1] == "FAILED: 1 of 7 gates (worst: tiny overall recall@10 -20.0 points), 1 warning"
+    # 8 gates: query count, recall overall and per category (the warning), latency, the peak memory against the
+    # baseline's (the scripted adapter prints no banner: no start-up or index figure), contracts, judged coverage
+    assert lines[-1] == "FAILED: 1 of 8 gates (worst: tiny overall recall@10 -20.0 points), 1 warning"
     # category a's loss is tiny-01's alone: one query's noise, a warning in its set's table
     assert "WARN a         recall@10     1.000     0.667  -33.3 pts" in lines
     assert lines[-2] == "report: <tmp>/r.json  adapter log: <tmp>/r.adapter.log"
     assert [line.split()[:2] for line in lines if line.startswith(("FAIL ", "PASS "))] == [["FAIL", "recall"]]
-    assert "passed: 5 gates (query-count 1, recall 1, latency 1, contract 1, judged 1); -v lists them" in lines
+    assert ("passed: 6 gates (query-count 1, recall 1, latency 1, memory-relative 1, contract 1, judged 1); "
+            "-v lists them") in lines
+    assert "resources: peak RSS <mib> MiB (baseline <mib> MiB); the baseline's measured in another run" in lines
 
 
 def test_console_of_a_real_crash(tmp_path):

@@ -92,7 +92,10 @@ def test_the_starter_policy_is_the_default_policy(tmp_path):
         "significance": {"require_ci_below_zero": False},
         "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                     "relative_fails": False},
-        "judged": {"warn_drop_points": 10.0}, "ratchet": {"improvement_points": None}}
+        "judged": {"warn_drop_points": 10.0}, "ratchet": {"improvement_points": None},
+        "drift": {"limit_points": None, "baselines": 10, "days": None, "fails": False},
+        "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,
+                      "min_increase_bytes": 1048576.0, "relative_fails": False}}
 
 
 def test_a_set_not_in_the_baseline_is_named_not_run_and_the_gate_passes(repo, capsys):

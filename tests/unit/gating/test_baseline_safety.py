@@ -186,7 +186,7 @@ def test_the_lock_excludes_a_second_holder(tmp_path):
     ('{"format": 1, "p95_ms": {"co\\nde": -1}}', "p95_ms.'co\\nde': must be a number above 0 and up to 86400000, got -1"),
     ('{"format": 1, "default_p95_ms": NaN}', "not valid strict JSON (NaN is not a JSON number)"),
     ('{"format": true, "default_p95_ms": 5}', "format: expected the integer 1, got true"),
-    ('{"format": 1, "p95ms": {"code": 5}}', "p95ms: unknown field (known: default_p95_ms, format, p95_ms)"),
+    ('{"format": 1, "p95ms": {"code": 5}}', "p95ms: unknown field (known: default_p95_ms, format, p95_ms, resources)"),
 ])
 def test_budgets_with_huge_or_non_finite_numbers_are_one_line_errors(tmp_path, text, why):
     from harness.errors import UsageError
