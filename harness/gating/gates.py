@@ -25,9 +25,11 @@ from harness.gating.policy import GatePolicy
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability
+from harness.scoring.evaluate import FLIP_DEPTH
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
+from harness.scoring.ties import score_runs
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
@@ -77,8 +79,9 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
     for result in results:
         base, now = baseline_sets[result.name], result.numbers()
         gates.extend(_count_gate(now, base))
+        in_ties = lost_within_ties(result, base)
         for metric in policy.metrics:
-            gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
+            gates.extend(_quality_gates(now, base, parse_metric(metric), policy, in_ties))
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
         later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
@@ -113,7 +116,8 @@ def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
     return gates
 
 
-def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy) -> list[GateResult]:
+def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy,
+                   in_ties: Mapping[str, str] | None = None) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
     Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
@@ -140,12 +144,14 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
                        f"(re-record the baseline with this gate policy: --update-baseline)")
             gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
-        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy))
+        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy,
+                                   in_ties or {}))
     return gates
 
 
 def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
-                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy) -> GateResult:
+                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy,
+                  in_ties: Mapping[str, str]) -> GateResult:
     """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
     metric = measure.name
     label = now.name + (f"/{category}" if category else " overall")
@@ -181,12 +187,49 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
-               + (f"; flipped: {listed or 'none'}" if not judged else "") + _below(detect, loss))
+               + (f"; flipped: {listed or 'none'}" if not judged else "") + _tie_words(flips, in_ties, measure)
+               + _below(detect, loss))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
     if why_warn:
         message += f"; warning only: {why_warn}"
     return gate(bool(why_warn), message, warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
                 p_value=test.p_value if test else None)
+
+
+def lost_within_ties(result: SetResult, base: SetNumbers) -> dict[str, str]:
+    """Per query whose every lost relevant document (a flip) is still returned, below the top 10 but scored
+    equal to the 10th: the tie in words (`fact-3 moved within a tie of 11 equal scores at ranks 1-11`).
+
+    Such a loss is the adapter's order among equal scores, not its scores (docs/adapters.md,
+    "Scores and ties"). Only the current answer's scores are known: the baseline keeps no ids.
+    """
+    notes = {}
+    for row in result.queries:
+        was = base.queries.get(row.qid)
+        if was is None or row.scores is None or len(row.scores) != len(row.ids) or len(row.ids) <= FLIP_DEPTH:
+            continue
+        lost = [doc_id for doc_id in was.found if doc_id not in row.found]
+        runs = score_runs(row.scores, len(row.ids))
+        edge = next(run for run in runs if run[0] <= FLIP_DEPTH <= run[1])  # the run holding the 10th position
+        positions = {doc_id: position for position, doc_id in enumerate(row.ids, start=1)}
+        if lost and all(edge[0] <= positions.get(doc_id, 0) <= edge[1] for doc_id in lost):
+            first, last = edge
+            notes[row.qid] = (f"{', '.join(lost)} moved within a tie of {last - first + 1} equal scores at ranks "
+                              f"{first}-{last}")
+    return notes
+
+
+def _tie_words(flips: Sequence[str], in_ties: Mapping[str, str], measure: Measure) -> str:
+    """"; within ties: ..." for the flipped queries whose loss is confined to tied positions ("" when none)."""
+    tied = [f"{qid}: {in_ties[qid]}" for qid in flips if qid in in_ties]
+    if not tied:
+        return ""
+    which = "the loss is" if len(tied) == len(flips) else f"{len(tied)} of {len(flips)} flips"
+    shown = "; ".join(tied[:MAX_FLIPS_LISTED]) + (f" (+{len(tied) - MAX_FLIPS_LISTED} more)"
+                                                 if len(tied) > MAX_FLIPS_LISTED else "")
+    hint = "" if measure.tie_aware else "; the gate policy's tie_aware gates the expected value over tie orders"
+    return (f"; {which} confined to tied positions: {shown} (the order among equal scores is the adapter's "
+            f"choice{hint})")
 
 
 def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],

@@ -11,7 +11,8 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
                  "relative_fails": false},
      "judged": {"warn_drop_points": 10.0},
-     "ratchet": {"improvement_points": null}}
+     "ratchet": {"improvement_points": null},
+     "tie_aware": false}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
 when it has at least `min_queries` scored queries and its drop still exceeds the limit with its
@@ -23,7 +24,9 @@ With `significance.require_ci_below_zero`, a drop beyond the limit fails only wh
 (`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
 when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
 figure that improved by more than that fails until it is re-baselined (the baseline follows
-improvements). Unknown keys at any depth, a `format` that is not the integer 1, and limits
+improvements). `tie_aware`: every gated metric is scored as its expected value over the orders
+of the documents the adapter scored equally (`recall@10` gates `recall@10(ties)`; exact,
+harness/scoring/ties.py), so a backend whose tie order moves is not failed by it. Unknown keys at any depth, a `format` that is not the integer 1, and limits
 under which a gate could never fail are refused, one line each.
 """
 
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.measured import StrictReader
+from harness.scoring.metrics import parse_metric, tie_aware_measure
 from harness.strict_json import read_settings_file
 
 FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
@@ -51,7 +55,7 @@ SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
             "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
             "judged": {"warn_drop_points"},
             "ratchet": {"improvement_points"}}
-TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
+TOP_KEYS = {"format", "metrics", "drop_limit_points", "tie_aware", *SECTIONS}
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class GatePolicy:
     latency_relative_fails: bool = False
     judged_warn_drop_points: float = 10.0
     ratchet_improvement_points: float | None = None
+    tie_aware: bool = False  # `metrics` already name the tie-aware measures (`recall@10(ties)`)
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -88,7 +93,8 @@ class GatePolicy:
                             "min_increase_ms": self.latency_min_increase_ms,
                             "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
-                "ratchet": {"improvement_points": self.ratchet_improvement_points}}
+                "ratchet": {"improvement_points": self.ratchet_improvement_points},
+                **({"tie_aware": True} if self.tie_aware else {})}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -110,8 +116,11 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     defaults = GatePolicy()
     relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
     improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
+    tie_aware = policy.optional("tie_aware", defaults.tie_aware).boolean()
+    metrics = _metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric)
     return GatePolicy(
-        metrics=_metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric),
+        metrics=_tie_aware(metrics, policy.get("tie_aware"), canonical_metric) if tie_aware else metrics,
+        tie_aware=tie_aware,
         drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
         gate_categories=categories.optional("gate", defaults.gate_categories).boolean(),
         min_category_queries=categories.optional("min_queries", defaults.min_category_queries).integer_in(1, MAX_COUNT),
@@ -131,6 +140,17 @@ def _points(reader: StrictReader) -> float:
     """A limit in points of a [0, 1] mean: below 100, or the gate it sets could never fail (or warn)."""
     return reader.number_in(0, MAX_POINTS, below=True, why=f"a mean moves at most {MAX_POINTS:g} points, so a "
                                                           f"limit of {MAX_POINTS:g} or more could never fail")
+
+
+def _tie_aware(metrics: tuple[str, ...], reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
+    """Each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused."""
+    names = []
+    for name in metrics:
+        try:
+            names.append(canonical_metric(tie_aware_measure(parse_metric(name)).name))
+        except ValueError as exc:
+            raise reader.fail(f"metrics: {exc}") from None
+    return tuple(dict.fromkeys(names))
 
 
 def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
