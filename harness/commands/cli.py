@@ -57,8 +57,8 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         crash_guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
-        refused = crash_guard.stdout_refused(error)
-        if refused is not None:  # stdout read-only, closed or full: the environment, exit 2
+        refused = crash_guard.stdout_refused(error) or crash_guard.file_refused(error)
+        if refused is not None:  # stdout or a file read-only, closed or full: the environment, exit 2
             print(f"harness: error: {refused}", file=sys.stderr)
             return EXIT_CONFIG
         return crash_guard.report_internal_error(error, _traceback_path(command, args_list))

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from math import comb
+from typing import Any
 
 from harness.scoring.measures import Ranking, discount_table, ideal_dcg
 
 Runs = Sequence[tuple[int, int]]
-TieFunction = Callable[[Ranking, Runs, "int | None"], float]
+# f(ranking, runs, cutoff): the cutoff an int, or None for a family whose cutoff is optional (as FamilyFunction).
+TieFunction = Callable[[Ranking, Runs, Any], float]
 
 
 def score_runs(scores: Sequence[float] | None, length: int) -> list[tuple[int, int]]:
