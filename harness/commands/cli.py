@@ -11,6 +11,7 @@ from harness.commands.arguments import SUBCOMMANDS
 from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_block
+from harness.version import foreign_package
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     handling is 130; a reader closing stdout ends quietly (harness.commands.crash_guard); anything
     else is a bug: one line, the traceback in a file, EXIT_INTERNAL.
     """
+    foreign = foreign_package()
+    if foreign is not None:  # another distribution's `harness` replaced ours: say so, not an AttributeError
+        print(f"harness: error: {foreign}", file=sys.stderr)
+        return EXIT_CONFIG
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     with crash_guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:

@@ -111,3 +111,15 @@ def test_a_forged_shard_is_refused_naming_the_field(reports, tmp_path, edit, fie
 def test_out_naming_no_file_is_one_line(tmp_path, out):
     done = run("--set", str(TINY_SET), "--no-gate", "--quiet", "--out", out, cwd=tmp_path)
     one_error_line(done, "--out:", "is a directory; give a file path")
+
+
+def test_a_distribution_also_named_harness_is_named_instead_of_an_attribute_error(tmp_path):
+    """Another `harness` installed over ours replaces its __init__.py; our modules say so, exit 2."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(REPO_ROOT / "harness", site / "harness", ignore=shutil.ignore_patterns("__pycache__", "_shipped"))
+    (site / "harness" / "__init__.py").write_text('"""Another project\'s harness."""\n')
+    done = subprocess.run([sys.executable, "-m", "harness", "--version"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, timeout=120)
+    line = one_error_line(done, f"the package 'harness' imported from {site / 'harness' / '__init__.py'} is not "
+                                "retrieval-gate's", "pip install --force-reinstall retrieval-gate")
+    assert "AttributeError" not in line
