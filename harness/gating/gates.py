@@ -30,6 +30,7 @@ from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric
 from harness.scoring.stats import RESAMPLES, PairedTest, paired_test
 from harness.scoring.ties import score_runs
+from harness.text import plural
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
@@ -103,7 +104,7 @@ def gate_name(metric: str) -> str:
 
 def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
     same = now.query_count == base.query_count
-    message = (f"{now.name}: {now.query_count} queries, as the baseline" if same else
+    message = (f"{now.name}: {plural(now.query_count, 'query', 'queries')}, as the baseline" if same else
                f"{now.name}: query count {now.query_count} differs from the baseline's {base.query_count} "
                f"(re-baseline deliberately if queries were added or removed)")
     gates = [GateResult(now.name, "query-count", same, message, metric="queries", baseline=base.query_count,
@@ -167,7 +168,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
                    baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
                    one_query=detect.one_query, detectable=detect.detectable, improved=_improved(-loss, detect))
-    judged = f"; judged on {counts[1]} queries, {counts[0]} in the baseline" if measure.nullable else ""
+    judged = f"; judged on {plural(counts[1], 'query', 'queries')}, {counts[0]} in the baseline" if measure.nullable else ""
     if loss <= policy.drop_limit + FLOAT_SLACK:
         change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
         message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
@@ -317,7 +318,7 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
             same += 1
     total = better + worse + same
     if worst is None:
-        return f"{total} queries compared, none worse"
+        return f"{plural(total, 'query', 'queries')} compared, none worse"
     _, row, before = worst
     had = list(before.found)
     lost = [doc_id for doc_id in had if doc_id not in row.found]
@@ -329,7 +330,7 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
         if len(had) == 1 and len(lost) == 1:
             return f"1 of 1 query lost its relevant document ({row.qid})"
         return f"1 of 1 query got worse: {row.qid} {what}"
-    return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
+    return f"{plural(better, 'query', 'queries')} better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
 def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> GateResult:
@@ -339,7 +340,7 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
     if p95 is None:
         if not result.queries:
             return gate(True, f"{result.name}: no queries asked, no latency to gate")
-        return gate(False, f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate "
+        return gate(False, f"{result.name}: {plural(len(result.queries), 'query', 'queries')} but no p95 latency; the latency gate "
                            f"cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"

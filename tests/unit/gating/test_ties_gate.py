@@ -92,3 +92,9 @@ def test_a_tie_aware_policy_refuses_a_family_without_an_expectation(tmp_path):
         load_policy(path, policy_metric_name)
     with pytest.raises(UsageError, match=r"tie_aware"):
         load_policy(write_policy(tmp_path, {"tie_aware": "yes"}), policy_metric_name)
+
+
+def test_a_set_of_one_query_is_counted_in_the_singular():
+    result = evaluate_set(ONE, {"tiny-01": TENTH}, k=11)
+    count = next(g for g in check([result], baseline_of(result), latency_gated=False) if g.gate == "query-count")
+    assert count.message == "tiny: 1 query, as the baseline"
