@@ -198,8 +198,11 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
 
 
 def lost_within_ties(result: SetResult, base: SetNumbers) -> dict[str, str]:
-    """Per query whose every lost relevant document (a flip) is still returned, below the top 10 but scored
-    equal to the 10th: the tie in words (`fact-3 moved within a tie of 11 equal scores at ranks 1-11`).
+    """Per query whose every lost relevant document (a flip) sits in the run of equal scores holding the 10th
+    position: the tie in words. Returned below the top 10 inside that run, it certainly only moved within the
+    tie (`fact-3 moved within a tie of 11 equal scores at ranks 1-11`); not returned, with the list ending
+    inside that run, it may have (`fact-3 not returned; the list ends inside a tie of 4 equal scores at ranks
+    7-10, which may go on past it`).
 
     Such a loss is the adapter's order among equal scores, not its scores (docs/adapters.md,
     "Scores and ties"). Only the current answer's scores are known: the baseline keeps no ids.
@@ -207,29 +210,37 @@ def lost_within_ties(result: SetResult, base: SetNumbers) -> dict[str, str]:
     notes = {}
     for row in result.queries:
         was = base.queries.get(row.qid)
-        if was is None or row.scores is None or len(row.scores) != len(row.ids) or len(row.ids) <= FLIP_DEPTH:
+        if was is None or row.scores is None or len(row.scores) != len(row.ids) or len(row.ids) < FLIP_DEPTH:
             continue
         lost = [doc_id for doc_id in was.found if doc_id not in row.found]
+        if not lost:
+            continue
         runs = score_runs(row.scores, len(row.ids))
-        edge = next(run for run in runs if run[0] <= FLIP_DEPTH <= run[1])  # the run holding the 10th position
+        first, last = next(run for run in runs if run[0] <= FLIP_DEPTH <= run[1])  # the run holding the 10th
+        if last == first:
+            continue
         positions = {doc_id: position for position, doc_id in enumerate(row.ids, start=1)}
-        if lost and all(edge[0] <= positions.get(doc_id, 0) <= edge[1] for doc_id in lost):
-            first, last = edge
-            notes[row.qid] = (f"{', '.join(lost)} moved within a tie of {last - first + 1} equal scores at ranks "
-                              f"{first}-{last}")
+        tie = f"a tie of {last - first + 1} equal scores at ranks {first}-{last}"
+        if all(first <= positions.get(doc_id, 0) <= last for doc_id in lost):
+            notes[row.qid] = f"{', '.join(lost)} moved within {tie}"
+        elif last == len(row.ids) and not any(doc_id in positions for doc_id in lost):
+            notes[row.qid] = f"{', '.join(lost)} not returned; the list ends inside {tie}, which may go on past it"
     return notes
 
 
 def _tie_words(flips: Sequence[str], in_ties: Mapping[str, str], measure: Measure) -> str:
-    """"; within ties: ..." for the flipped queries whose loss is confined to tied positions ("" when none)."""
+    """"; ... tied positions: ..." for the flipped queries whose loss lies (or may lie) in a tie ("" when none)."""
     tied = [f"{qid}: {in_ties[qid]}" for qid in flips if qid in in_ties]
     if not tied:
         return ""
-    which = "the loss is" if len(tied) == len(flips) else f"{len(tied)} of {len(flips)} flips"
+    certain = all("moved within" in in_ties[qid] for qid in flips if qid in in_ties)
+    which = (("the loss is" if certain else "the loss may be") if len(tied) == len(flips)
+             else f"{len(tied)} of {len(flips)} flips")
     shown = "; ".join(tied[:MAX_FLIPS_LISTED]) + (f" (+{len(tied) - MAX_FLIPS_LISTED} more)"
                                                  if len(tied) > MAX_FLIPS_LISTED else "")
     hint = "" if measure.tie_aware else "; the gate policy's tie_aware gates the expected value over tie orders"
-    return (f"; {which} confined to tied positions: {shown} (the order among equal scores is the adapter's "
+    where = "confined to tied positions" if len(tied) == len(flips) else "in tied positions"
+    return (f"; {which} {where}: {shown} (the order among equal scores is the adapter's "
             f"choice{hint})")
 
 

@@ -98,3 +98,18 @@ def test_a_set_of_one_query_is_counted_in_the_singular():
     result = evaluate_set(ONE, {"tiny-01": TENTH}, k=11)
     count = next(g for g in check([result], baseline_of(result), latency_gated=False) if g.gate == "query-count")
     assert count.message == "tiny: 1 query, as the baseline"
+
+
+def test_a_relevant_document_cut_off_inside_a_tie_is_said_to_maybe_have_moved():
+    """k = 10: the 11th document is never returned; the list ending inside a tie may hide it just past the cut."""
+    ten = dataclasses.replace(ONE, k=10)
+    base = baseline_of(evaluate_set(ten, {"tiny-01": Answer(FILLERS[:9] + ("doc-01",), (2.0,) * 6 + (1.5,) * 4,
+                                                            0.001)}, k=10))
+    cut = evaluate_set(ten, {"tiny-01": Answer(FILLERS, (2.0,) * 6 + (1.5,) * 4, 0.001)}, k=10)
+    assert lost_within_ties(cut, base["tiny"]) == {
+        "tiny-01": "doc-01 not returned; the list ends inside a tie of 4 equal scores at ranks 7-10, which may go on "
+                   "past it"}
+    [gate] = [g for g in check([cut], base, latency_gated=False) if g.gate == "recall" and g.category is None]
+    assert not gate.passed and "the loss may be confined to tied positions: tiny-01: doc-01 not returned" in gate.message
+    untied = evaluate_set(ten, {"tiny-01": Answer(FILLERS, tuple(float(20 - i) for i in range(10)), 0.001)}, k=10)
+    assert lost_within_ties(untied, base["tiny"]) == {}
