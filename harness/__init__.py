@@ -2,7 +2,7 @@
 
 `harness.gate(...)` runs the main job and returns a typed `harness.Report` (see harness/api.py);
 `harness.read_report(path)` and `harness.report_from_json(text)` read one back;
-`harness.raise_for_gates(report)` raises `GatesFailed` with the verdict's few lines unless it
+`harness.raise_for_gates(report)` raises `harness.GatesFailed` with the verdict's few lines unless it
 passed; `harness.HarnessError` is what `gate` raises before a run starts (with its `exit_code`; a
 wrong argument type is its subclass `harness.UsageError`). All are imported on first use, so
 `from harness.adapter import serve` in an adapter stays light.
@@ -10,14 +10,16 @@ wrong argument type is its subclass `harness.UsageError`). All are imported on f
 
 from harness.version import __version__ as __version__  # re-exported: harness.__version__
 
-__all__ = ["HarnessError", "Report", "UsageError", "gate", "raise_for_gates", "read_report", "report_from_json"]
+__distribution__ = "retrieval-gate"  # harness/version.py `foreign_package`: a same-named package replacing this one
+__all__ = ["GatesFailed", "HarnessError", "Report", "UsageError", "gate", "raise_for_gates", "read_report",
+           "report_from_json"]
 
 
 def __getattr__(name: str):
     if name == "gate":
         from harness.api import gate
         return gate
-    if name in ("HarnessError", "UsageError"):  # what `gate` raises, with its exit_code
+    if name in ("HarnessError", "UsageError", "GatesFailed"):  # what `gate` and `raise_for_gates` raise
         from harness import errors
         return getattr(errors, name)
     if name == "Report":

@@ -21,6 +21,11 @@ class UsageError(HarnessError):
     """Bad command-line usage or configuration (budgets file, option values)."""
 
 
+class CacheFolderError(UsageError, OSError):
+    """The user cache folder cannot be created or written (exit 2, the environment's); an OSError too, so an
+    adapter that can run without the cache goes on without it."""
+
+
 class SetError(HarnessError):
     """A query set or its corpus is malformed, inconsistent or has drifted."""
 

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from harness.errors import UsageError
+from harness.errors import CacheFolderError, UsageError
 from harness.shipped import is_shipped_data
 
 CACHE_ENV = "RETRIEVAL_GATE_CACHE"
@@ -48,8 +48,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     if names_a_stream(target):  # missing: created; any other problem surfaces, as OSError, from the write
         _write_into(target, data)
         return
-    with _temp_beside(target, data) as tmp_name:
-        os.replace(tmp_name, target)
+    try:
+        with _temp_beside(target, data) as tmp_name:
+            os.replace(tmp_name, target)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        # a write or sync error names no file: name the target, so that no one blames stdout for a full disk
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
 
 
 @contextlib.contextmanager
@@ -405,7 +411,8 @@ def file_sha256(path: Path) -> str:
 def cache_dir(*parts: str) -> Path:
     """The user cache folder (created), from $RETRIEVAL_GATE_CACHE, $XDG_CACHE_HOME or ~/.cache.
 
-    Adapters and the harness share it so a fetched archive or model is downloaded once.
+    Adapters and the harness share it so a fetched archive or model is downloaded once. A folder
+    that cannot be created raises CacheFolderError (exit 2, naming the folder and the variable).
     """
     root = os.environ.get(CACHE_ENV)
     if root:
@@ -414,7 +421,12 @@ def cache_dir(*parts: str) -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = (Path(xdg) if xdg else Path.home() / ".cache") / "retrieval-gate"
     folder = base.joinpath(*parts)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        source = f"${CACHE_ENV}" if root else "$XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "the home folder"
+        raise CacheFolderError(f"{folder}: the user cache folder cannot be used ({exc.strerror or exc}; from "
+                               f"{source}): set ${CACHE_ENV} to a writable folder") from None
     return folder
 
 

@@ -470,6 +470,10 @@ def read_latency(reader: StrictReader) -> Latency:
     """A latency summary: `{"n": 0}` or n, p50, p95 and max in milliseconds."""
     values = reader.numbers()
     n = reader.get("n").count() if "n" in values else 0
+    for key in ("p50", "p95", "max"):
+        value = values.get(key)
+        if value is not None and value < 0:
+            raise reader.get(key).fail(f"must be >= 0 milliseconds, got {_plain(value)}")
     return Latency(n=n, p50=values.get("p50"), p95=values.get("p95"), max=values.get("max"))
 
 

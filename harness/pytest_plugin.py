@@ -29,6 +29,10 @@ def retrieval_gate(tmp_path: Path):
     """
 
     def run(sets: Sequence[str | Path] = ("all",), *, report_path: str | Path | None = None, **arguments: Any):
+        from harness.version import foreign_package
+        foreign = foreign_package()
+        if foreign is not None:
+            pytest.fail(foreign, pytrace=False)
         from harness.api import gate
         from harness.errors import HarnessError
         from harness.fsutil import write_output

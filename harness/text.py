@@ -1,4 +1,4 @@
-"""Plain word handling shared by set statistics and the BM25 adapter: content words and stop words."""
+"""Plain word handling shared by set statistics and the BM25 adapter: content words and stop words; a count in words."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 def words(text: str) -> list[str]:
     """Lowercased Unicode words; underscores and punctuation separate words."""
     return [match.group(0) for match in _WORD.finditer(text.lower())]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 query`, `2 queries`: a count and its noun, singular for exactly one (`many`: the plural when not word + s)."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def content_words(text: str) -> set[str]:

@@ -17,6 +17,7 @@ from harness.adapter.probe import Exchange, LiveAdapter, shorten
 from harness.adapter.check_inputs import CORPUS_TEXTS, UNICODE_QUERIES, Corpus, long_query
 from harness.adapter.windows import DEFAULT_MAX_WINDOW, check_windows
 from harness.scoring.evaluate import ranking_change
+from harness.text import plural
 
 PROG = "python -m harness check-adapter"
 DEFAULT_QUERIES = 2000
@@ -86,7 +87,7 @@ def check_answers(suite: Suite) -> None:
         suite.report("answers", FAIL, f"{len(refused)} of {len(answered)} queries got an error reply "
                                       f"(a run stops at the first, exit 3): {named}")
     else:
-        suite.report("answers", PASS, f"{len(answered)} queries answered with id lists")
+        suite.report("answers", PASS, f"{plural(len(answered), 'query', 'queries')} answered with id lists")
 
 
 def check_order(suite: Suite) -> None:
@@ -184,7 +185,7 @@ def check_endurance(suite: Suite) -> None:
         if number == 1:
             start_kib = suite.adapter.rss_kib()
     end_kib = suite.adapter.rss_kib()
-    answered = f"{suite.queries} queries answered"
+    answered = f"{plural(suite.queries, 'query', 'queries')} answered"
     if start_kib is None or end_kib is None:
         suite.report("endurance", PASS, f"{answered}; memory not measured (no /proc)")
         return
@@ -214,7 +215,7 @@ def check_determinism(suite: Suite) -> None:
         suite.report("determinism", FAIL, f"{len(changed)} of {len(pairs)} queries changed ranking when "
                                           f"asked again: {_named(changed)}{tied_note}")
         return
-    suite.report("determinism", PASS, f"{len(pairs)} queries asked twice, same rankings{tied_note}")
+    suite.report("determinism", PASS, f"{plural(len(pairs), 'query', 'queries')} asked twice, same rankings{tied_note}")
 
 
 def _change(first: Exchange, again: Exchange) -> str | None:

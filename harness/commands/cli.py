@@ -11,6 +11,7 @@ from harness.commands.arguments import SUBCOMMANDS
 from harness.errors import EXIT_CONFIG, EXIT_INTERNAL, HarnessError
 from harness.interrupts import signals_raise_interrupted
 from harness.report.escape import terminal_block
+from harness.version import foreign_package
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     handling is 130; a reader closing stdout ends quietly (harness.commands.crash_guard); anything
     else is a bug: one line, the traceback in a file, EXIT_INTERNAL.
     """
+    foreign = foreign_package()
+    if foreign is not None:  # another distribution's `harness` replaced ours: say so, not an AttributeError
+        print(f"harness: error: {foreign}", file=sys.stderr)
+        return EXIT_CONFIG
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     with crash_guard.thread_bugs_recorded(lambda: _traceback_path(command, args_list)) as thread_bugs:
@@ -57,8 +62,8 @@ def _guarded(command: str | None, args_list: list[str]) -> int:
         crash_guard.silence_closed_stdout()
         return 128 + signal.SIGPIPE
     except Exception as error:  # noqa: BLE001 - the one place a bug is turned into a line and a code
-        refused = crash_guard.stdout_refused(error)
-        if refused is not None:  # stdout read-only, closed or full: the environment, exit 2
+        refused = crash_guard.stdout_refused(error) or crash_guard.file_refused(error)
+        if refused is not None:  # stdout or a file read-only, closed or full: the environment, exit 2
             print(f"harness: error: {refused}", file=sys.stderr)
             return EXIT_CONFIG
         return crash_guard.report_internal_error(error, _traceback_path(command, args_list))

@@ -15,7 +15,7 @@ from harness.report.comparison import render_junit, render_markdown, render_text
 from harness.report.views import load_run
 from harness.scoring.compare import compare_many, mismatches
 from harness.scoring.evaluate import report_metric_name
-from harness.scoring.stats import RESAMPLES
+from harness.scoring.stats import MAX_RESAMPLES, RESAMPLES
 
 EPILOG = """\
 The headline (Holm-adjusted) is each set's overall value of each gated metric, per candidate;
@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parse_arguments(build_parser(), argv)
-    if args.resamples < 1:
-        raise UsageError("--resamples: must be >= 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise UsageError(f"--resamples: {args.resamples}: must be 1 to {MAX_RESAMPLES:,} (more adds nothing a "
+                         f"p-value can show and grows without bound)")
     inputs = {"base": args.base, **{f"candidate {i}": path for i, path in enumerate(args.candidates, start=1)}}
     step_summary = step_summary_target()
     check_outputs({"--json": args.json, "--summary": args.summary, "--junit": args.junit, "--html": args.html,

@@ -33,8 +33,9 @@ def run_traceback_path(out: Path) -> Path:
 def beside_out(out: Path, suffix: str) -> Path:
     """A run's companion file (adapter log, traceback): `<--out stem><suffix>` beside `--out`, or
     `.retrieval-gate/report<suffix>` when --out is a stream (/dev/stdout, /dev/null, a FIFO), whose
-    folder (/dev, /proc) is no place for files."""
-    if names_a_stream(out):
+    folder (/dev, /proc) is no place for files; the same when --out has no file name (`.`, `/`), which the
+    output check refuses in its own words."""
+    if names_a_stream(out) or not out.name:
         return TRACEBACK_FOLDER / f"report{suffix}"
     return out.with_name(out.stem + suffix)
 
@@ -107,6 +108,14 @@ def stdout_refused(error: BaseException) -> str | None:
             return None
     silence_closed_stdout()
     return f"stdout: cannot write: {reason}"
+
+
+def file_refused(error: BaseException) -> str | None:
+    """`PATH: cannot write: why` when `error` is a file the environment refuses a write to (a full disk, a quota,
+    a read-only filesystem: exit 2, not a bug), else None."""
+    if not isinstance(error, OSError) or error.filename is None or error.errno not in _REFUSED_WRITE_ERRNOS:
+        return None
+    return f"{error.filename}: cannot write: {error.strerror or error}"
 
 
 def stdout_is_closed() -> bool:

@@ -14,6 +14,7 @@ from harness.report.document import Report
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
+from harness.text import plural
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def main(argv: list[str]) -> int:
             print(line)
         lines = sum(len(row.ids) for s in report.sets for row in s.queries)
         queries = sum(len(s.queries) for s in report.sets)
-        print(f"run: {args.trec_run} ({lines} lines, {queries} queries{_prefix_note(report)})")
+        print(f"run: {args.trec_run} ({plural(lines, 'line')}, {plural(queries, 'query', 'queries')}{_prefix_note(report)})")
     if args.trec_qrels is not None:
         team = resolve_layout(args)
         query_sets = report_sets(report, args.report, (team.sets_dir, team.shipped_sets), offline=args.offline)

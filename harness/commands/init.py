@@ -2,8 +2,8 @@
 starter layout written, nothing overwritten.
 
 Writes the config with every key and its default (the team's adapter when given), a tiny working set
-whose README explains each field (only into a sets folder holding none of the team's: a team that
-replaced it never sees it again), an empty baselines folder, the budgets and the gate policy with the
+whose README explains each field (only into a sets folder holding none of the team's, and never again
+once a team deleted it: a team that replaced or removed it never sees it again), an empty baselines folder, the budgets and the gate policy with the
 defaults spelled out (generated from the code's defaults, so they cannot drift), the CI jobs for the
 gate with the line that installs this harness (a wheel file, a git URL or an index: `install_spec`),
 and `.retrieval-gate/.gitignore`, so reports and logs are never committed. A file that exists is
@@ -13,6 +13,7 @@ kept as it is and reported "kept".
 from __future__ import annotations
 
 import argparse
+import os
 import importlib.metadata
 import json
 import re
@@ -193,9 +194,10 @@ def main(argv: list[str]) -> int:
         raise UsageError("init: --expect-banner: only with --adapter")
     install, guessed = (check_install_spec(args.install), False) if args.install else default_install_spec()
     own_sets = teams_own_sets(args.folder)
+    deleted = own_sets is None and example_deleted(args.folder)
     written_ci = False
     for relative, text in starter_files(adapter=adapter, expect_banner=args.expect_banner, install=install,
-                                        example=own_sets is None).items():
+                                        example=own_sets is None and not deleted).items():
         path = args.folder / relative
         try:
             written = write_new_text(path, text)
@@ -205,6 +207,9 @@ def main(argv: list[str]) -> int:
         print(f"{'wrote' if written else 'kept '} {path}")
     if own_sets is not None:
         print(f"skip  {args.folder / DEFAULT_SETS_DIR / EXAMPLE}/ (the example set: {own_sets} holds the team's own)")
+    elif deleted:
+        print(f"skip  {args.folder / DEFAULT_SETS_DIR / EXAMPLE}/ (the example set: deleted since an earlier init "
+              f"wrote {args.folder / CONFIG_FILE}; init never brings back what a team removed)")
     if guessed and written_ci:
         print(f"note: the CI jobs install {install} from your package index; if it serves none, edit their install "
               f"line, or remove them and run init again with --install (a wheel file or a git URL): "
@@ -269,6 +274,13 @@ def teams_own_sets(folder: Path) -> Path | None:
     sets_dir = folder / values.get("sets", str(DEFAULT_SETS_DIR))
     own = [set_folder for set_folder in sets_in(sets_dir) if set_folder.name != EXAMPLE]
     return sets_dir if own else None
+
+
+def example_deleted(folder: Path) -> bool:
+    """Whether the team deleted the example set: an earlier init wrote the config (its first file), and the
+    example's folder, where init writes it, is gone (`exists` is False for a dangling link: `lexists`)."""
+    example = folder / DEFAULT_SETS_DIR / EXAMPLE
+    return (folder / CONFIG_FILE).is_file() and not os.path.lexists(example)
 
 
 def check_install_spec(spec: str) -> str:

@@ -19,6 +19,7 @@ from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, set
 from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
+from harness.text import plural
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,7 +257,7 @@ def verify_sets(folders: list[Path], offline: bool) -> int:
     for folder in folders:
         query_set = load_set(folder, offline=offline)
         print(f"ok  {query_set.name}: revision {query_set.revision}, {len(query_set.documents)} documents "
-              f"verified, {len(query_set.queries)} queries, every named id present and pinned")
+              f"verified, {plural(len(query_set.queries), 'query', 'queries')}, every named id present and pinned")
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BaselineError
+from harness.errors import BaselineError, UsageError
 from harness.fsutil import SHIPPED_REFUSAL, atomic_write_text
 from harness.shipped import is_shipped_data
 from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency, read_resources
@@ -194,16 +194,20 @@ def write_baseline(path: Path, baseline: Mapping[str, Any], *, merge: bool = Tru
     """
     if is_shipped_data(path):  # checked before the lock, whose file would be created beside it
         raise BaselineError(f"{path}: {SHIPPED_REFUSAL}")
-    with baseline_lock(path):
-        document = dict(baseline)
-        if merge and path.exists():
-            previous = read_baseline(path)
-            # a set kept from the previous file keeps its own backend (older files recorded it once, on top)
-            sets = {name: {**entry, "backend": entry.get("backend") or previous["backend"]}
-                    for name, entry in previous["sets"].items()}
-            sets.update(baseline["sets"])
-            document["sets"] = dict(sorted(sets.items()))
-        atomic_write_text(path, baseline_text(document, str(path)))
+    try:
+        with baseline_lock(path):
+            document = dict(baseline)
+            if merge and path.exists():
+                previous = read_baseline(path)
+                # a set kept from the previous file keeps its own backend (older files recorded it once, on top)
+                sets = {name: {**entry, "backend": entry.get("backend") or previous["backend"]}
+                        for name, entry in previous["sets"].items()}
+                sets.update(baseline["sets"])
+                document["sets"] = dict(sorted(sets.items()))
+            atomic_write_text(path, baseline_text(document, str(path)))
+    except OSError as exc:  # a full disk or a read-only folder: the environment's, said of the baseline, not stdout
+        raise UsageError(f"{path}: cannot write the baseline: {exc.strerror or exc} (the file is left as it "
+                         f"was)") from None
 
 
 # Where the layout opens an object one key a line (`*`: any key) when it holds objects; all else is one line.

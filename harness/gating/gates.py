@@ -27,9 +27,12 @@ from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Aggregates, Late
                               SetNumbers, resource_text)
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability, queries_needed
+from harness.scoring.evaluate import FLIP_DEPTH
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric
 from harness.scoring.stats import RESAMPLES, PairedTest, holm, mcnemar_exact, paired_test
+from harness.scoring.ties import score_runs
+from harness.text import plural
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
@@ -86,8 +89,9 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
     for result in results:
         base, now = baseline_sets[result.name], result.numbers()
         gates.extend(_count_gate(now, base))
+        in_ties = lost_within_ties(result, base)
         for metric in policy.metrics:
-            for gate in _quality_gates(now, base, parse_metric(metric), policy):
+            for gate in _quality_gates(now, base, parse_metric(metric), policy, in_ties):
                 if gate.category is not None and gate.metric is not None:
                     family.append(len(gates))
                 gates.append(gate)
@@ -115,7 +119,7 @@ def gate_name(metric: str) -> str:
 
 def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
     same = now.query_count == base.query_count
-    message = (f"{now.name}: {now.query_count} queries, as the baseline" if same else
+    message = (f"{now.name}: {plural(now.query_count, 'query', 'queries')}, as the baseline" if same else
                f"{now.name}: query count {now.query_count} differs from the baseline's {base.query_count} "
                f"(re-baseline deliberately if queries were added or removed)")
     gates = [GateResult(now.name, "query-count", same, message, metric="queries", baseline=base.query_count,
@@ -128,7 +132,8 @@ def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
     return gates
 
 
-def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy) -> list[GateResult]:
+def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy,
+                   in_ties: Mapping[str, str] | None = None) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
     Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
@@ -155,12 +160,14 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
                        f"(re-record the baseline with this gate policy: --update-baseline)")
             gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
-        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy))
+        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy,
+                                   in_ties or {}))
     return gates
 
 
 def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
-                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy) -> GateResult:
+                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy,
+                  in_ties: Mapping[str, str]) -> GateResult:
     """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
     metric = measure.name
     label = now.name + (f"/{category}" if category else " overall")
@@ -176,7 +183,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
                    baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
                    one_query=detect.one_query, detectable=detect.detectable, improved=_improved(-loss, detect))
-    judged = f"; judged on {counts[1]} queries, {counts[0]} in the baseline" if measure.nullable else ""
+    judged = f"; judged on {plural(counts[1], 'query', 'queries')}, {counts[0]} in the baseline" if measure.nullable else ""
     if loss <= policy.drop_limit + FLOAT_SLACK:
         change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
         message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
@@ -196,7 +203,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
-               + (f"; flipped: {listed or 'none'}" if not judged else ""))
+               + (f"; flipped: {listed or 'none'}" if not judged else "") + _tie_words(flips, in_ties, measure))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
     if why_warn:
         message += _below(detect, loss) + f"; warning only: {why_warn}"
@@ -205,6 +212,53 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     # else a category the holm rule decides with the run's other category tests (_holm_categories)
     return gate(bool(why_warn), message, warning=bool(why_warn), ci=(test.ci_low, test.ci_high) if test else None,
                 p_value=test.p_value if test else None)
+
+
+def lost_within_ties(result: SetResult, base: SetNumbers) -> dict[str, str]:
+    """Per query whose every lost relevant document (a flip) sits in the run of equal scores holding the 10th
+    position: the tie in words. Returned below the top 10 inside that run, it certainly only moved within the
+    tie (`fact-3 moved within a tie of 11 equal scores at ranks 1-11`); not returned, with the list ending
+    inside that run, it may have (`fact-3 not returned; the list ends inside a tie of 4 equal scores at ranks
+    7-10, which may go on past it`).
+
+    Such a loss is the adapter's order among equal scores, not its scores (docs/adapters.md,
+    "Scores and ties"). Only the current answer's scores are known: the baseline keeps no ids.
+    """
+    notes = {}
+    for row in result.queries:
+        was = base.queries.get(row.qid)
+        if was is None or row.scores is None or len(row.scores) != len(row.ids) or len(row.ids) < FLIP_DEPTH:
+            continue
+        lost = [doc_id for doc_id in was.found if doc_id not in row.found]
+        if not lost:
+            continue
+        runs = score_runs(row.scores, len(row.ids))
+        first, last = next(run for run in runs if run[0] <= FLIP_DEPTH <= run[1])  # the run holding the 10th
+        if last == first:
+            continue
+        positions = {doc_id: position for position, doc_id in enumerate(row.ids, start=1)}
+        tie = f"a tie of {last - first + 1} equal scores at ranks {first}-{last}"
+        if all(first <= positions.get(doc_id, 0) <= last for doc_id in lost):
+            notes[row.qid] = f"{', '.join(lost)} moved within {tie}"
+        elif last == len(row.ids) and not any(doc_id in positions for doc_id in lost):
+            notes[row.qid] = f"{', '.join(lost)} not returned; the list ends inside {tie}, which may go on past it"
+    return notes
+
+
+def _tie_words(flips: Sequence[str], in_ties: Mapping[str, str], measure: Measure) -> str:
+    """"; ... tied positions: ..." for the flipped queries whose loss lies (or may lie) in a tie ("" when none)."""
+    tied = [f"{qid}: {in_ties[qid]}" for qid in flips if qid in in_ties]
+    if not tied:
+        return ""
+    certain = all("moved within" in in_ties[qid] for qid in flips if qid in in_ties)
+    which = (("the loss is" if certain else "the loss may be") if len(tied) == len(flips)
+             else f"{len(tied)} of {len(flips)} flips")
+    shown = "; ".join(tied[:MAX_FLIPS_LISTED]) + (f" (+{len(tied) - MAX_FLIPS_LISTED} more)"
+                                                 if len(tied) > MAX_FLIPS_LISTED else "")
+    hint = "" if measure.tie_aware else "; the gate policy's tie_aware gates the expected value over tie orders"
+    where = "confined to tied positions" if len(tied) == len(flips) else "in tied positions"
+    return (f"; {which} {where}: {shown} (the order among equal scores is the adapter's "
+            f"choice{hint})")
 
 
 def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],
@@ -338,7 +392,7 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
             same += 1
     total = better + worse + same
     if worst is None:
-        return f"{total} queries compared, none worse"
+        return f"{plural(total, 'query', 'queries')} compared, none worse"
     _, row, before = worst
     had = list(before.found)
     lost = [doc_id for doc_id in had if doc_id not in row.found]
@@ -350,7 +404,7 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
         if len(had) == 1 and len(lost) == 1:
             return f"1 of 1 query lost its relevant document ({row.qid})"
         return f"1 of 1 query got worse: {row.qid} {what}"
-    return f"{better} queries better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
+    return f"{plural(better, 'query', 'queries')} better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
 
 
 def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> GateResult:
@@ -360,7 +414,7 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
     if p95 is None:
         if not result.queries:
             return gate(True, f"{result.name}: no queries asked, no latency to gate")
-        return gate(False, f"{result.name}: {len(result.queries)} queries but no p95 latency; the latency gate "
+        return gate(False, f"{result.name}: {plural(len(result.queries), 'query', 'queries')} but no p95 latency; the latency gate "
                            f"cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"

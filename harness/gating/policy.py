@@ -14,7 +14,8 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "ratchet": {"improvement_points": null},
      "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false},
      "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,
-                   "min_increase_bytes": 1048576, "relative_fails": false}}
+                   "min_increase_bytes": 1048576, "relative_fails": false},
+     "tie_aware": false}
 
 A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
 when it has at least `min_queries` scored queries and, under `rule`:
@@ -36,7 +37,9 @@ figure that improved by more than that fails until it is re-baselined (the basel
 improvements). `drift` (read only with `--history`, docs/history.md): a gated figure that fell by
 more than `limit_points` (null: `drop_limit_points`) over the last `baselines` accepted baselines,
 or over those of the last `days` (then `baselines` is ignored), warns; with `fails`, it fails the
-run. Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
+run. `tie_aware`: every gated metric is scored as its expected value over the orders
+of the documents the adapter scored equally (`recall@10` gates `recall@10(ties)`; exact,
+harness/scoring/ties.py), so a backend whose tie order moves is not failed by it. Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
 that grew by more than `relative_limit_percent` of the baseline's AND by more than its floor
 (`min_increase_seconds`, `_mib`, `_bytes`) warns (`relative_fails`: fails); null switches the
 comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a
@@ -54,6 +57,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.gating.budgets import MAX_INDEX_BYTES, MAX_RSS_MIB, MAX_STARTUP_SECONDS
 from harness.measured import StrictReader
+from harness.scoring.metrics import parse_metric, tie_aware_measure
 from harness.strict_json import read_settings_file
 
 FOUNDING_METRIC = "recall@10"  # the founding gate's metric; every baseline scope with scored queries carries it
@@ -78,7 +82,7 @@ SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
             "ratchet": {"improvement_points"},
             "drift": {"limit_points", "baselines", "days", "fails"},
             "resources": {"relative_limit_percent", *RESOURCE_FLOOR_BOUNDS, "relative_fails"}}
-TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
+TOP_KEYS = {"format", "metrics", "drop_limit_points", "tie_aware", *SECTIONS}
 # How a category's drop beyond the limit is told from noise (categories.rule; the docstring above).
 CATEGORY_RULES = ("holm", "discount")
 CATEGORY_ALPHA = 0.05  # the family-wise error the holm rule holds all of a run's category tests to
@@ -113,6 +117,7 @@ class GatePolicy:
     resources_min_increase_mib: float = 64.0
     resources_min_increase_bytes: float = 1048576.0
     resources_relative_fails: bool = False
+    tie_aware: bool = False  # `metrics` already name the tie-aware measures (`recall@10(ties)`)
     source: str = "default"  # the file it was read from, for reports
 
     @property
@@ -137,7 +142,8 @@ class GatePolicy:
                               "min_increase_seconds": self.resources_min_increase_seconds,
                               "min_increase_mib": self.resources_min_increase_mib,
                               "min_increase_bytes": self.resources_min_increase_bytes,
-                              "relative_fails": self.resources_relative_fails}}
+                              "relative_fails": self.resources_relative_fails},
+                **({"tie_aware": True} if self.tie_aware else {})}
 
 
 def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> GatePolicy:
@@ -161,8 +167,11 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
     drift_limit = drift.optional("limit_points", defaults.drift_limit_points)
     drift_days = drift.optional("days", defaults.drift_days)
+    tie_aware = policy.optional("tie_aware", defaults.tie_aware).boolean()
+    metrics = _metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric)
     return GatePolicy(
-        metrics=_metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric),
+        metrics=_tie_aware(metrics, policy.get("tie_aware"), canonical_metric) if tie_aware else metrics,
+        tie_aware=tie_aware,
         drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
         gate_categories=categories.optional("gate", defaults.gate_categories).boolean(),
         min_category_queries=categories.optional("min_queries", defaults.min_category_queries).integer_in(1, MAX_COUNT),
@@ -209,6 +218,17 @@ def _choice(reader: StrictReader, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise reader.fail(f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
     return value
+
+
+def _tie_aware(metrics: tuple[str, ...], reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
+    """Each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused."""
+    names = []
+    for name in metrics:
+        try:
+            names.append(canonical_metric(tie_aware_measure(parse_metric(name)).name))
+        except ValueError as exc:
+            raise reader.fail(f"metrics: {exc}") from None
+    return tuple(dict.fromkeys(names))
 
 
 def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:

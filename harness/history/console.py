@@ -13,7 +13,8 @@ from harness.history.bisect import NO_CHANGE, RANGE, Outcome, Step
 from harness.history.drift import Drift
 from harness.history.trend import Trend
 from harness.report.escape import terminal_line
-from harness.report.verdict import plural, points
+from harness.report.verdict import points
+from harness.text import plural
 
 SPARK = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
 SPARK_RUNS = 60  # the sparkline shows this many runs at most (the newest)

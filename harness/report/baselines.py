@@ -12,6 +12,7 @@ from harness.report.escape import markdown_text, terminal_line
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.flips import find_flips
 from harness.scoring.metrics import parse_metric
+from harness.text import plural
 
 
 def render_table(baselines: Sequence[Baseline]) -> str:
@@ -68,10 +69,10 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     moved = 0
     for name in sorted(set(old_sets) | set(new_sets)):
         if name not in new_sets:
-            lines.append(f"set {name}: removed (had {old_sets[name].query_count} queries)")
+            lines.append(f"set {name}: removed (had {plural(old_sets[name].query_count, 'query', 'queries')})")
             moved += 1
         elif name not in old_sets:
-            lines.append(f"set {name}: added ({new_sets[name].query_count} queries)")
+            lines.append(f"set {name}: added ({plural(new_sets[name].query_count, 'query', 'queries')})")
             moved += 1
         else:
             own = _identity_changes(_set_backend(old, name), _set_backend(new, name))

@@ -23,6 +23,7 @@ from harness.scoring.compare import (ALPHA, EQUIVALENCE_CONFIDENCE, STATUSES, UR
                                      ScopeComparison)
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.scoring.stats import CONFIDENCE
+from harness.text import plural
 
 FAILING_STATUSES = ("worse",)  # JUnit fails only what is WORSE
 MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant gain / drop against the base
@@ -64,7 +65,7 @@ def verdict_line(comparison: Comparison) -> str:
     scope, metric = min(cells, key=lambda cell: (STATUSES.index(comparison.cell_status(*cell)),
                                                  cell[0].tests[cell[1]].mean_difference))
     test, moved = scope.tests[metric], scope.movement.get(metric)
-    counts = (f", {moved.better + moved.worse} of {moved.better + moved.worse + moved.unchanged} queries moved "
+    counts = (f", {moved.better + moved.worse} of {plural(moved.better + moved.worse + moved.unchanged, 'query', 'queries')} moved "
               f"({moved.better} up, {moved.worse} down)") if moved is not None else ""
     worst = (f"{'worst' if word not in ('BETTER', 'EQUIVALENT') else 'e.g.'} {scope.set_name} overall {metric} "
              f"{points(test.mean_difference)} points ({comparison.cell_status(scope, metric)}, Holm p "
@@ -301,9 +302,9 @@ def render_pair_text(comparison: Comparison) -> str:
     for scope in comparison.scopes:
         if scope.set_name != current:
             current = scope.set_name
-            lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>13}" for m in TABLE_METRICS)
+            lines += ["", f"set {current}", f"{'scope':<24}{'n':>5}" + "".join(f"{m:>16}" for m in TABLE_METRICS)
                       + "".join(f"   {m} change, 95% CI, p (Holm)" for m in comparison.tested)]
-        cells = "".join(f"{_delta(scope, m):>13}" for m in TABLE_METRICS)
+        cells = "".join(f"{_delta(scope, m):>16}" for m in TABLE_METRICS)
         stats = "".join(_test_cell(scope, m) for m in comparison.tested)
         lines.append(f"{scope.scope:<24}{scope.n:>5}{cells}{stats}")
     if comparison.flips:
@@ -329,4 +330,5 @@ def _test_cell(scope: ScopeComparison, metric: str) -> str:
 def _delta(scope: ScopeComparison, metric: str) -> str:
     if metric not in scope.base or metric not in scope.candidate:
         return "-"
-    return f"{scope.base[metric]:.3f}{scope.candidate[metric] - scope.base[metric]:+.3f}"
+    # the change in parentheses, spaced from the value: "0.787 (-0.004)", never a glued "0.787-0.004"
+    return f"{scope.base[metric]:.3f} ({scope.candidate[metric] - scope.base[metric]:+.3f})"

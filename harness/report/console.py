@@ -20,6 +20,7 @@ from harness.report.verdict import (backend_identity, baseline_text, category_pr
                                     improvement_text, improvements, ordered_gates, plural, rebaseline_hint,
                                     resources_line, startup_text, value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
+from harness.text import plural
 
 
 def scope_rows(result: SetResult) -> list[tuple[str, ScopeNumbers]]:
@@ -77,7 +78,7 @@ def latency_text(latency: Latency, baseline: Latency | None) -> str:
 def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> list[str]:
     answered = len(result.queries)
     status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
-    lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {result.query_count} queries, k={result.k}){status}"]
+    lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {plural(result.query_count, 'query', 'queries')}, k={result.k}){status}"]
     rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
     width = max(len(label) for label, _ in rows) + 2
     lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))

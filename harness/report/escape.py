@@ -5,7 +5,8 @@ One home for the terminal and Markdown rules; every renderer and every print of 
   adapter can set a title, clear the screen, move the cursor or start a line of its own;
   `terminal_block` keeps the text's line breaks and escapes the rest of each line.
 - Markdown (GitHub's): `markdown_text` for text inside a line (constructs backslash-escaped, `<`,
-  `>` and `&` as entities, URL autolinks broken), `markdown_code` for a code span and
+  `>` and `&` as entities, URL autolinks broken, e-mail addresses and @mentions made inert by a
+  word joiner after their `@`), `markdown_code` for a code span and
   `markdown_fence` for a fenced block, both delimited by a run of backticks longer than any
   inside. The terminal rule applies first, so a summary printed in a log is as safe.
 XML (JUnit) text goes through `harness.fsutil.xml_safe`, HTML through `html_kit._text`.
@@ -29,6 +30,11 @@ _MARKDOWN = {**{ord(c): "\\" + c for c in "\\`*~[]!|#$"}, ord("<"): "&lt;", ord(
 # (so `rank_before` stays readable).
 _AFTER = re.compile(r"(?<=[A-Za-z]):(?=//)|(?i:(?<=www))\.|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _BACKTICKS = re.compile("`+")
+# An `@` GitHub would make a mention (`@octocat`, `@org/team`: after no word character) or the middle of an
+# e-mail address it links (`a@b.co`: a dotted domain after it) gets an invisible WORD JOINER after it, which
+# neither GitHub's mentions nor cmark-gfm's address autolinks cross; `recall@10` is left as written.
+_AT = re.compile(r"(?<![A-Za-z0-9_])@(?=[A-Za-z0-9])|@(?=[A-Za-z0-9_-]+\\?\.[A-Za-z0-9])")
+WORD_JOINER = "\u2060"
 
 
 def terminal_line(text: str) -> str:
@@ -43,8 +49,10 @@ def terminal_block(text: str) -> str:
 
 def markdown_text(text: str) -> str:
     """`text` inside a line of Markdown (a paragraph, list item, emphasis or table cell), rendered as
-    exactly these characters: no link, image, HTML, heading, code, emphasis or cell break."""
-    return _AFTER.sub(lambda m: "\\" + m.group(0), terminal_line(text).translate(_MARKDOWN))
+    exactly these characters (and a word joiner after an `@` that would mention or link): no link, image,
+    HTML, heading, code, emphasis, mention or cell break."""
+    escaped = _AFTER.sub(lambda m: "\\" + m.group(0), terminal_line(text).translate(_MARKDOWN))
+    return _AT.sub("@" + WORD_JOINER, escaped)
 
 
 def markdown_code(text: str) -> str:

@@ -2,7 +2,7 @@
 
 GitHub-flavoured Markdown, a few KB however large the sets: the verdict and counts first, then the
 set-level failures and warnings, each set's categories beyond the limit as one compact table,
-what improved (with the re-baseline hint), each set's queries that lost a relevant document
+what improved (with the re-baseline hint), each set's queries that lost (then gained) a relevant document
 listed once and folded in `<details>` (blank lines around it, or GitHub shows it as text), a
 table of every gated value (baseline, current, change), one metrics row per set, an adapter's
 stderr tail as a fenced block. Text from outside (banner, baseline, error, categories, queries)
@@ -108,22 +108,27 @@ def _category_table(gates: Sequence[GateResult]) -> list[str]:
 
 
 def _flipped_lines(report: Report) -> list[str]:
-    """Each set's queries that lost a relevant document against the baseline, each listed once, folded."""
+    """Each set's queries that lost a relevant document against the baseline, then those that only gained one,
+    each listed once, folded (a query that lost one and gained another is listed with the losses)."""
     lines = []
     for name, flips in (report.flips or {}).items():
-        lost = [flip for flip in flips if flip.lost]
-        if not lost:
-            continue
         queries = _queries_by_qid(report, name)
-        lines += ["", f"<details><summary>{markdown_text(name)}: {plural(len(lost), 'query', 'queries')} lost a "
-                      f"relevant document</summary>", ""]
-        for flip in lost[:MAX_QUERIES_LISTED]:
-            row = queries.get(flip.qid)
-            text = f" — “{markdown_text(row.query)}”" if row is not None and row.query else ""
-            lines.append(f"- {markdown_code(flip.qid)} lost " + ", ".join(markdown_code(d) for d in flip.lost) + text)
-        if len(lost) > MAX_QUERIES_LISTED:
-            lines.append(f"- and {len(lost) - MAX_QUERIES_LISTED} more (all in the JSON report)")
-        lines += ["", "</details>"]
+        lost = [flip for flip in flips if flip.lost]
+        gained = [flip for flip in flips if flip.gained and not flip.lost]
+        for listed, what in ((lost, "lost"), (gained, "gained")):
+            if not listed:
+                continue
+            lines += ["", f"<details><summary>{markdown_text(name)}: {plural(len(listed), 'query', 'queries')} "
+                          f"{what} a relevant document</summary>", ""]
+            for flip in listed[:MAX_QUERIES_LISTED]:
+                row = queries.get(flip.qid)
+                text = f" — “{markdown_text(row.query)}”" if row is not None and row.query else ""
+                change = "; ".join(f"{word} " + ", ".join(markdown_code(d) for d in ids)
+                                   for word, ids in (("lost", flip.lost), ("gained", flip.gained)) if ids)
+                lines.append(f"- {markdown_code(flip.qid)} {change}{text}")
+            if len(listed) > MAX_QUERIES_LISTED:
+                lines.append(f"- and {len(listed) - MAX_QUERIES_LISTED} more (all in the JSON report)")
+            lines += ["", "</details>"]
     return lines
 
 

@@ -16,7 +16,8 @@ from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
                                      ReportError, SetSource, exit_code_for)
 from harness.scoring.flips import Flip
-from harness.measured import StrictReader, read_aggregates, read_latency, read_resources, read_scope
+from harness.scoring.metrics import parse_metric
+from harness.measured import UNJUDGED_COUNT, StrictReader, read_aggregates, read_latency, read_resources, read_scope
 from harness.strict_json import read_json_file
 
 
@@ -174,6 +175,8 @@ def _read_query(reader: StrictReader) -> QueryResult:
         if len(score_values) != len(ids):
             raise scores.fail(f"has {len(score_values)} entries for {len(ids)} ids")
     latency_ms = reader.get("latency_ms").number()
+    if latency_ms < 0:  # a forged or corrupt shard: a negative latency would drag the merged percentiles down
+        raise reader.get("latency_ms").fail(f"must be >= 0 milliseconds, got {latency_ms:g}")
     return QueryResult(
         qid=reader.get("qid").text(),
         query=reader.get("query").text(),
@@ -181,7 +184,7 @@ def _read_query(reader: StrictReader) -> QueryResult:
         split=reader.get("split").text(),
         ids=ids, scores=score_values,
         latency_seconds=float(latency_ms) / 1000,
-        metrics=reader.get("metrics").measures(),
+        metrics=_metrics(reader.get("metrics")),
         found=reader.get("found").ids(),
         contracts=tuple(_read_contract(element) for element in reader.get("contracts").elements()),
         outcome=_outcome(reader.get("outcome")),
@@ -192,6 +195,20 @@ def _read_query(reader: StrictReader) -> QueryResult:
         evidence=reader.get("evidence").optional_numbers() if reader.has("evidence") else None,
         window=dict(reader.get("window").obj()) if reader.has("window") else None,
     )
+
+
+def _metrics(reader: StrictReader) -> dict[str, float]:
+    """A query's metric values, each named as the registry knows it (an unknown name is refused here, naming
+    it, rather than failing whoever re-scores the row: `merge`)."""
+    values = reader.measures()
+    for name in values:
+        if name == UNJUDGED_COUNT:
+            continue
+        try:
+            parse_metric(name)
+        except ValueError:
+            raise reader.get(name).fail("unknown metric name (python -m harness metrics lists them)") from None
+    return values
 
 
 def _tied(reader: StrictReader) -> int:

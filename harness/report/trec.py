@@ -39,7 +39,7 @@ from harness.records import QuerySet
 from harness.sets.loader import load_set
 from harness.sets.trec_input import trec_qid
 from harness.report.document import Report
-from harness.report.verdict import plural
+from harness.text import plural
 
 DEFAULT_RUN_TAG = "retrieval-gate"
 

@@ -16,6 +16,7 @@ from harness.measured import RESOURCE_FIGURES, Resources, resource_text
 from harness.records import GateResult, SetResult
 from harness.rerun import Rerun
 from harness.report.document import Provenance, Report
+from harness.text import plural
 
 # Gates in the order a reader should meet them: failures, then warnings, then passes.
 STATUS_ORDER = {"fail": 0, "warn": 1, "pass": 2}
@@ -33,10 +34,6 @@ class Verdict:
 def ordered_gates(report: Report) -> list[GateResult]:
     """Failures first, then warnings, then passes; the gates' own order within each."""
     return sorted(report.gates, key=lambda g: STATUS_ORDER[g.status])
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def rebaseline_hint(report: Report) -> str:
@@ -172,6 +169,10 @@ def verdict_of(report: Report) -> Verdict:
     if failed:
         return Verdict("FAILED", f"FAILED: {len(failed)} of {plural(len(report.gates), 'gate')} "
                                  f"(worst: {worst_failure(report)}){warning_note}", "fail")
+    if warned:  # a WARN verdict says what warned: the first warning's gist, and how many more
+        first = report.warned_gates[0]
+        more = f"; +{warned - 1} more" if warned > 1 else ""
+        warning_note += f" ({short_message(first)}{more})"
     return Verdict("PASSED", f"PASSED: {plural(len(report.gates), 'gate')}{warning_note}",
                    "warn" if warned else "pass")
 

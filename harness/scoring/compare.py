@@ -11,7 +11,8 @@ One base against one or more candidates, every pair joined per query (qid). The 
   reaching -m or below), LOWER WITHIN MARGIN (significantly lower, yet its 90% CI lies above -m:
   a real but small drop), EQUIVALENT (both 90% bounds inside +-m: the two one-sided tests,
   TOST), NO WORSE (non-inferior: the lower 90% bound above -m, the upper one not inside +m),
-  INCONCLUSIVE (none of these: the set cannot tell). "Significant" needs the Holm-adjusted
+  INCONCLUSIVE (none of these: the set cannot tell; always, with fewer than MIN_UNITS resampling
+  units, whose bootstrap has no spread to test: one query is no evidence of equivalence). "Significant" needs the Holm-adjusted
   randomization p below alpha AND the 95% bootstrap CI to exclude zero on the same side, so a
   label never rests on one procedure the other contradicts (small sets: a CI excluding zero
   with p 0.059 is INCONCLUSIVE, not WORSE). A 90% bound within NEAR_MARGIN of the margin is
@@ -58,6 +59,7 @@ STATUSES = ("worse", "inconclusive", "lower within margin", "no worse", "equival
 VERDICTS = ("NOT COMPARABLE", "WORSE", "INCONCLUSIVE", "LOWER WITHIN MARGIN", "NO WORSE", "EQUIVALENT", "BETTER")
 NEAR_MARGIN = 0.005            # a 90% bound within half a point of the margin is recomputed with more resamples
 NEAR_MARGIN_RESAMPLES = 40_000
+MIN_UNITS = 2  # resampling units (queries or groups) below which a cell is INCONCLUSIVE whatever its CIs say
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class Comparison:
     def cell_status(self, scope: ScopeComparison, metric: str) -> str:
         """One of STATUSES for a headline cell (see the module docstring for each word's rule)."""
         test = scope.tests[metric]
+        if test.n_groups < MIN_UNITS:
+            return "inconclusive"
         adjusted = scope.adjusted_p.get(metric, test.p_value)
         lower = adjusted < ALPHA and test.ci_high < 0   # both procedures agree the change is a drop
         higher = adjusted < ALPHA and test.ci_low > 0

@@ -87,7 +87,8 @@ def evaluate_query(query: Query, answer: Answer, k: int, metrics_computed: Seque
     """
     top = answer.ids[:k]
     has_relevant = any(grade >= metrics.RELEVANCE_LEVEL for grade in query.relevant.values())
-    values = metrics.compute_many(metrics_computed if has_relevant else COVERAGE_METRICS, top, query.relevant)
+    values = metrics.compute_many(metrics_computed if has_relevant else COVERAGE_METRICS, top, query.relevant,
+                                  scores=answer.scores[:k] if answer.scores is not None else None)
     values[UNJUDGED_COUNT] = sum(1 for doc_id in top[:UNJUDGED_DEPTH] if query.relevant.get(doc_id, -1) < 0)
     found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
     passages = tuple(answer.passages[:k]) if answer.passages is not None else None

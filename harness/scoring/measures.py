@@ -163,16 +163,27 @@ def ndcg(ranking: Ranking, k: int | None) -> float:
     grade whatever the relevance level, so this family takes no `rel`.
     """
     relevant = ranking.relevant if k is None else ranking.relevant[:bisect_right(ranking.relevant, k)]
-    ideal_gains = sorted(filter(partial(le, RELEVANCE_LEVEL), ranking.judgments.values()), reverse=True)
-    if k is not None:
-        ideal_gains = ideal_gains[:k]
-    discounts = _discount_table(max(len(ranking.grades), len(ideal_gains)))
-    # Both sums in rank order, as trec_eval does, so the floating-point result matches it.
-    ideal = sum(map(mul, ideal_gains, islice(discounts, 1, None)))
+    ideal = ideal_dcg(ranking, k)
     if ideal == 0:
         return 0.0
     grades = ranking.grades
+    discounts = _discount_table(len(grades))
     return sum([grades[position - 1] * discounts[position] for position in relevant]) / ideal
+
+
+def ideal_dcg(ranking: Ranking, k: int | None) -> float:
+    """The ideal DCG of nDCG: every relevant judged grade, retrieved or not, sorted descending, cut at k."""
+    ideal_gains = sorted(filter(partial(le, RELEVANCE_LEVEL), ranking.judgments.values()), reverse=True)
+    if k is not None:
+        ideal_gains = ideal_gains[:k]
+    discounts = _discount_table(len(ideal_gains))
+    # In rank order, as trec_eval sums, so the floating-point result matches it.
+    return sum(map(mul, ideal_gains, islice(discounts, 1, None)))
+
+
+def discount_table(depth: int) -> list[float]:
+    """The nDCG discounts 1 / log2(p + 1), index p, reaching at least position `depth` (index 0 unused)."""
+    return _discount_table(depth)
 
 
 def bpref(ranking: Ranking, k: int | None) -> float:

@@ -19,7 +19,9 @@ Names (case-insensitive, surrounding blanks ignored):
 - `mrr` with no cutoff is RR@10, the shipped default (the reports' MRR@10), and RR@10's
   canonical name is `mrr`: reports key per-query values by it. A bare `RR` is full depth.
 Condensed (Sakai's condensed lists, trec_eval -J): the measure computed after removing
-unjudged documents from the ranking, later documents moving up.
+unjudged documents from the ranking, later documents moving up. Ties (`recall@10(ties)`): the
+expected value over every order of the documents the adapter scored equally (scoring/ties.py),
+from the scores given to `compute_many`.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from struct import error as struct_error, pack, unpack
+from typing import Any
 
+from harness.scoring import ties
 from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, FamilyFunction,
                                       condense, grades_of, rank)
 
 __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RANKING_FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",
            "evidence_measure_names", "family_table", "make_measure", "parse_metric", "percentile", "trec_eval_order",
-           "trec_eval_score"]
+           "tie_aware_measure", "trec_eval_score"]
 
 # Bumped whenever a formula changes the value of an existing canonical name, so reports
 # made under different definitions can be told apart (`compare` refuses to mix them:
@@ -49,6 +53,8 @@ DEFINITIONS_VERSION = 1
 # The cutoff the bare name "mrr" carries, and the canonical name of RR at it.
 DEFAULT_RR_CUTOFF = 10
 DEFAULT_RR_NAME = "mrr"
+# The option that scores a measure as its expected value over the orders of tied documents (`recall@10(ties)`).
+TIES_OPTION = "ties"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,7 @@ class Measure:
     condensed: bool = False
     relevance_level: int = RELEVANCE_LEVEL
     whole_documents: bool = False
+    tie_aware: bool = False  # the expected value over every order of equally scored documents (scoring/ties.py)
 
     @property
     def nullable(self) -> bool:
@@ -76,25 +83,30 @@ class Measure:
         """Whether a rise is the loss (the `*_before_current` rates)."""
         return FAMILIES[self.family].lower_is_better
 
-    def compute(self, ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> float:
-        """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade}."""
-        return compute_many((self,), ranked_ids, judgments)[self.name]
+    def compute(self, ranked_ids: Sequence[str], judgments: Mapping[str, int],
+                scores: Sequence[float] | None = None) -> float:
+        """This measure for one query: `ranked_ids` position 1 first, `judgments` {doc_id: grade},
+        `scores` the adapter's (read by a tie-aware measure only)."""
+        return compute_many((self,), ranked_ids, judgments, scores=scores)[self.name]
 
 
 # An exposed-evidence family's whole-document twin is spelled with this prefix (`full_ku@1`).
 WHOLE_DOCUMENT_PREFIX = "full_"
 
 
-def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int, whole: bool) -> str:
-    if family == "rr" and cutoff == DEFAULT_RR_CUTOFF and not condensed and level == RELEVANCE_LEVEL:
+def _canonical_name(family: str, cutoff: int | None, condensed: bool, level: int, whole: bool,
+                    tie_aware: bool = False) -> str:
+    if family == "rr" and cutoff == DEFAULT_RR_CUTOFF and not condensed and level == RELEVANCE_LEVEL and not tie_aware:
         return DEFAULT_RR_NAME
-    options = (["condensed"] if condensed else []) + ([f"rel={level}"] if level != RELEVANCE_LEVEL else [])
+    options = ((["condensed"] if condensed else []) + ([f"rel={level}"] if level != RELEVANCE_LEVEL else [])
+               + ([TIES_OPTION] if tie_aware else []))
     return ((WHOLE_DOCUMENT_PREFIX if whole else "") + family + (f"@{cutoff}" if cutoff is not None else "")
             + (f"({','.join(options)})" if options else ""))
 
 
 def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = False,
-                 relevance_level: int = RELEVANCE_LEVEL, whole_documents: bool = False) -> Measure:
+                 relevance_level: int = RELEVANCE_LEVEL, whole_documents: bool = False,
+                 tie_aware: bool = False) -> Measure:
     """The Measure of a registered family; ValueError on a cutoff or option it does not take."""
     spec = FAMILIES.get(family)
     if spec is None:
@@ -115,8 +127,18 @@ def make_measure(family: str, cutoff: int | None = None, *, condensed: bool = Fa
         raise ValueError(f"{spec.name}: an evidence measure takes no condensed option")
     if whole_documents and not spec.whole_document_twin:
         raise ValueError(f"{spec.name}: has no {WHOLE_DOCUMENT_PREFIX} (whole-document) twin")
-    return Measure(_canonical_name(spec.name, cutoff, condensed, relevance_level, whole_documents), spec.name,
-                   cutoff, bool(condensed), relevance_level, whole_documents)
+    if tie_aware and spec.name not in ties.EXPECTED:
+        raise ValueError(f"{spec.name}: takes no {TIES_OPTION} option (its expected value over tie orders is "
+                         f"computed for {', '.join(ties.EXPECTED)})")
+    return Measure(_canonical_name(spec.name, cutoff, condensed, relevance_level, whole_documents, tie_aware),
+                   spec.name, cutoff, bool(condensed), relevance_level, whole_documents, bool(tie_aware))
+
+
+def tie_aware_measure(measure: Measure) -> Measure:
+    """The measure scored as its expected value over the orders of tied documents (itself when it already is)."""
+    return make_measure(measure.family, measure.cutoff, condensed=measure.condensed,
+                        relevance_level=measure.relevance_level, whole_documents=measure.whole_documents,
+                        tie_aware=True)
 
 
 def evidence_measure_names() -> tuple[str, ...]:
@@ -190,7 +212,7 @@ def _parse(name: str) -> Measure:
 
 
 def _with_options(name: str, family: str, cutoff: int | None, options: str, whole: bool = False) -> Measure:
-    condensed, level = False, RELEVANCE_LEVEL
+    condensed, level, tie_aware = False, RELEVANCE_LEVEL, False
     for option in (part.strip() for part in options.split(",") if part.strip()):
         key, _, value = (piece.strip() for piece in option.partition("="))
         if key == "condensed" and not value:
@@ -199,11 +221,14 @@ def _with_options(name: str, family: str, cutoff: int | None, options: str, whol
             condensed = value == "true"
         elif key == "rel" and value.isdigit():
             level = int(value)
+        elif key == TIES_OPTION and not value:
+            tie_aware = True
         else:
             raise ValueError(f"metric {name!r}: unknown option {option!r}; expected condensed, "
-                             "judged_only=True|False or rel=N")
+                             f"judged_only=True|False, rel=N or {TIES_OPTION}")
     try:
-        return make_measure(family, cutoff, condensed=condensed, relevance_level=level, whole_documents=whole)
+        return make_measure(family, cutoff, condensed=condensed, relevance_level=level, whole_documents=whole,
+                            tie_aware=tie_aware)
     except ValueError as exc:
         raise ValueError(f"metric {name!r}: {exc}") from None
 
@@ -224,8 +249,9 @@ class _Plan:
     """What one call of compute_many does per query, worked out once per tuple of measures."""
 
     depth: int | None                     # how much of the ranking any measure reads
-    # (condensed, relevance level, [(name, function, cutoff)]): one Ranking per group
-    groups: tuple[tuple[bool, int, tuple[tuple[str, FamilyFunction, int | None], ...]], ...]
+    # (condensed, relevance level, tie-aware, [(name, function, cutoff)]): one Ranking per group; a
+    # tie-aware group's functions are (ordinary, expected over tie orders) pairs
+    groups: tuple[tuple[bool, int, bool, tuple[tuple[str, Any, int | None], ...]], ...]
 
 
 _PLANS: dict[tuple[Measure | str, ...], _Plan] = {}
@@ -251,22 +277,25 @@ def _plan(measures: tuple[Measure | str, ...]) -> _Plan:
 
 def _new_plan(measures: tuple[Measure | str, ...]) -> _Plan:
     parsed = [m if isinstance(m, Measure) else parse_metric(m) for m in measures]
-    groups: dict[tuple[bool, int], list[tuple[str, FamilyFunction, int | None]]] = {}
+    groups: dict[tuple[bool, int, bool], list[tuple[str, Any, int | None]]] = {}
     for measure in parsed:
         function = FAMILIES[measure.family].function
         if function is None:
             raise ValueError(f"{measure.name} is an exposed-evidence measure: computed from the windows a backend "
                              "shows (harness/scoring/evidence.py), not from a ranking")
-        groups.setdefault((measure.condensed, measure.relevance_level), []).append(
-            (measure.name, function, measure.cutoff))
-    # Condensing needs the whole list (documents below k move up); so does a full-depth measure.
-    unbounded = any(m.cutoff is None or m.condensed for m in parsed)
+        pair = (function, ties.EXPECTED[measure.family]) if measure.tie_aware else function
+        groups.setdefault((measure.condensed, measure.relevance_level, measure.tie_aware), []).append(
+            (measure.name, pair, measure.cutoff))
+    # Condensing needs the whole list (documents below k move up); so does a full-depth measure, and a
+    # tie-aware one (a document below k tied with the k-th may be in the top k in another order).
+    unbounded = any(m.cutoff is None or m.condensed or m.tie_aware for m in parsed)
     depth = None if unbounded or not parsed else max(m.cutoff or 0 for m in parsed)
-    return _Plan(depth, tuple((condensed, level, tuple(items)) for (condensed, level), items in groups.items()))
+    return _Plan(depth, tuple((condensed, level, tie_aware, tuple(items))
+                              for (condensed, level, tie_aware), items in groups.items()))
 
 
 def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
-                 judgments: Mapping[str, int]) -> dict[str, float]:
+                 judgments: Mapping[str, int], *, scores: Sequence[float] | None = None) -> dict[str, float]:
     """{canonical name: value} for one query, reading the ranking once for all `measures`.
 
     measures    Measures (or names, parsed here); a measure named twice is computed once
@@ -274,6 +303,8 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
                 first position); only as deep as the measures need is read
     judgments   {doc_id: grade}: grade >= relevance level relevant, 0 judged
                 non-relevant, negative or absent unjudged (trec_eval's conventions)
+    scores      the adapter's scores, one per id (or None): read by tie-aware measures only,
+                whose runs of equal scores they define (none: no ties known)
     Inputs are not mutated. Raises TypeError when ranked_ids is a bare string.
     """
     plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
@@ -281,7 +312,7 @@ def compute_many(measures: Iterable[Measure | str], ranked_ids: Sequence[str],
     # No copy when the list is no deeper than needed (the usual case: run k = deepest cutoff).
     grades, judged = grades_of(ranked_ids if depth is None or len(ranked_ids) <= depth else ranked_ids[:depth],
                                judgments)
-    return _values(plan, grades, judged, judgments)
+    return _values(plan, grades, judged, judgments, scores)
 
 
 def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, float],
@@ -296,6 +327,10 @@ def compute_from_scores(measures: Iterable[Measure | str], scores: Mapping[str, 
     Scores must be numbers, no NaN.
     """
     plan = _plan(measures if isinstance(measures, tuple) else tuple(measures))
+    if any(tie_aware for _, _, tie_aware, _ in plan.groups):  # the runs of equal scores need the order itself
+        ranked = trec_eval_order(scores)
+        return compute_many(measures, ranked, judgments,
+                            scores=_single_precision(map(scores.__getitem__, ranked)))
     total = len(scores)
     length = total if plan.depth is None else min(total, plan.depth)
     grades = [UNJUDGED] * length
@@ -336,13 +371,23 @@ def _single_precision(values: Iterable[float]) -> Sequence[float]:
         return array("f", values).tolist()
 
 
-def _values(plan: _Plan, grades: list[int], judged: list[int], judgments: Mapping[str, int]) -> dict[str, float]:
+def _values(plan: _Plan, grades: list[int], judged: list[int], judgments: Mapping[str, int],
+            scores: Sequence[float] | None = None) -> dict[str, float]:
     """Every planned measure over one query's grades (index 0 = position 1) and judged positions."""
     values: dict[str, float] = {}
-    for condensed, level, items in plan.groups:
+    for condensed, level, tie_aware, items in plan.groups:
         ranking = rank(*(condense(grades, judged) if condensed else (grades, judged)), judgments, level)
-        for name, function, cutoff in items:
-            values[name] = function(ranking, cutoff)
+        if not tie_aware:
+            for name, function, cutoff in items:
+                values[name] = function(ranking, cutoff)
+            continue
+        kept = scores[:len(grades)] if scores is not None and len(scores) >= len(grades) else None
+        if condensed and kept is not None:
+            kept = [kept[position - 1] for position in judged]
+        runs = ties.score_runs(kept, len(ranking.grades))
+        for name, (ordinary, expected), cutoff in items:
+            # without a tie the expectation is the ordinary value: computed as it, to the last bit
+            values[name] = expected(ranking, runs, cutoff) if ties.tied(runs) else ordinary(ranking, cutoff)
     return values
 
 
@@ -401,7 +446,8 @@ def family_table() -> list[dict[str, str]]:
             cutoff = ", ".join(f"@{k}" for k in family.cutoffs) or "none"
         if family.name == "rr":
             cutoff += f"; bare {DEFAULT_RR_NAME} = @{DEFAULT_RR_CUTOFF}"
-        options = "condensed" + (", rel=N" if family.takes_relevance_level else "")
+        options = ("condensed" + (", rel=N" if family.takes_relevance_level else "")
+                   + (f", {TIES_OPTION}" if family.name in ties.EXPECTED else ""))
         if family.nullable:
             options = f"{WHOLE_DOCUMENT_PREFIX} prefix (whole documents)" if family.whole_document_twin else "-"
         rows.append({"family": family.name, "ours": ours,

@@ -20,6 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 RESAMPLES = 10_000
+# The most resamples a caller may ask for: the Monte-Carlo error of a p-value then stays under 0.0005
+# (sqrt(0.25 / 1e6)), and a comparison's memory and time stay bounded (`compare --resamples`).
+MAX_RESAMPLES = 1_000_000
 CONFIDENCE = 0.95
 ENGINES = ("python", "numpy")  # who resamples (harness.scoring.numpy_engine); both give the same numbers
 

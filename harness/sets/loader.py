@@ -233,18 +233,25 @@ def compute_pins(queries: list[Query] | tuple[Query, ...], by_id: dict[str, Docu
 def check_pinned(pins: object, queries: list[Query], by_id: dict[str, Document], where: str) -> None:
     """Reject drift: every referenced id pinned, and its content unchanged since pinning."""
     if not isinstance(pins, dict):
-        raise SetError(f"{where}: pins: missing; run `python -m harness sets pin NAME` to record them")
+        raise SetError(f"{where}: pins: missing; run `{_pin_command(where)}` to record them")
     for query in queries:
         for doc_id in sorted(referenced_ids(query)):
             pinned = pins.get(doc_id)
             if not isinstance(pinned, str):
-                raise SetError(f"{where}: pins: {doc_id!r} (named by query {query.qid}) is not pinned")
+                raise SetError(f"{where}: pins: {doc_id!r} (named by query {query.qid}) is not pinned; run "
+                               f"`{_pin_command(where)}` to record it")
             actual = by_id[doc_id].sha256
             if pinned != actual:
                 raise SetError(
                     f"{where}: pins: {doc_id!r} changed since the gold was written "
                     f"(pinned {pinned[:12]}, corpus {actual[:12]}); review its queries, then "
-                    f"`python -m harness sets pin NAME`")
+                    f"`{_pin_command(where)}`")
+
+
+def _pin_command(where: str) -> str:
+    """The command that pins the set whose set.json is `where` (its folder is its name)."""
+    name = Path(where).parent.name
+    return f"python -m harness sets pin {name if name and name not in ('.', '..') else 'NAME'}"
 
 
 def _read_meta(path: Path, where: str) -> dict:

@@ -168,6 +168,18 @@ def test_init_never_brings_back_the_example_set_a_team_replaced(repo, capsys):
     assert not (team / "sets").exists() and "skip " in capsys.readouterr().out
 
 
+def test_init_never_brings_back_the_example_set_a_team_deleted(repo, capsys):
+    assert main(["init"]) == 0
+    shutil.rmtree(repo / "sets" / "example")  # deleted, nothing in its place yet
+    capsys.readouterr()
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert not (repo / "sets" / "example").exists()
+    assert out[-1] == ("skip  sets/example/ (the example set: deleted since an earlier init wrote "
+                       "retrieval-gate.toml; init never brings back what a team removed)")
+    assert all(line.startswith("kept ") for line in out[:-1])
+
+
 def test_reports_runs_write_stay_out_of_git(repo, capsys):
     """A 600 KB report got committed: init's .retrieval-gate/.gitignore keeps everything a run writes there out
     of git, itself committed with the layout (checked by git itself)."""

@@ -10,6 +10,12 @@ from harness.errors import HarnessError, UsageError
 from tests.conftest import TINY_SET
 
 
+def test_gates_failed_is_exported_as_the_readme_names_it():
+    from harness.errors import GatesFailed
+    assert harness.GatesFailed is GatesFailed and "GatesFailed" in harness.__all__
+    assert issubclass(harness.GatesFailed, harness.HarnessError)
+
+
 def test_harness_error_and_usage_error_are_importable_from_harness():
     from harness import HarnessError as exported, UsageError as exported_usage
     assert exported is HarnessError and exported_usage is UsageError

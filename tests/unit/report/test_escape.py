@@ -56,3 +56,17 @@ def test_markdown_text_renders_as_exactly_its_characters(text):
 def test_markdown_text_stays_readable():
     assert markdown_text("recall@10 dropped 20.00 points (rank_before)") == "recall@10 dropped 20.00 points (rank_before)"
     assert markdown_text("CI [-60.0, +0.0]") == "CI \\[-60.0, +0.0\\]"
+
+
+@pytest.mark.parametrize("text", ["write to a@b.co now", "cc @octocat please", "ping @org/team", "(@someone)",
+                                  "x.y+z@mail.example.org", "a@www.example.com"])
+def test_addresses_and_mentions_are_inert_and_shown_as_written(text):
+    markdown = markdown_text(text)
+    page = rendered("x " + markdown)
+    assert [e.tag for e in page.walk()] == ["root", "p"]  # no mailto: link
+    assert page.text().strip().replace("\u2060", "") == "x " + text
+    assert "@\u2060" in markdown  # the word joiner GitHub's mentions do not cross
+
+
+def test_an_at_inside_a_word_is_left_as_written():
+    assert markdown_text("recall@10 and ndcg@10 fell; P@5") == "recall@10 and ndcg@10 fell; P@5"

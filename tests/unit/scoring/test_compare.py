@@ -46,9 +46,9 @@ def test_flips_are_listed_with_text_and_deltas(tmp_path, monkeypatch, capsys):
     assert 'tiny/tiny-01 lost doc-01  "how is the config file parsed"' in out
     # recall@10 over 5 queries: 1.0 -> 0.8; MRR: tiny-03 now at rank 2 -> (1+1+0.5+1+0... ) see below
     overall = next(line for line in out.splitlines() if line.startswith("overall"))
-    assert "1.000-0.200" in overall  # recall@5 and recall@10 columns
+    assert "1.000 (-0.200)" in overall  # recall@5 and recall@10 columns: the value, then its change
     # MRR: 1 -> (0 + 1 + 0.5 + 1 + 1) / 5 = 0.7
-    assert "1.000-0.300" in overall
+    assert "1.000 (-0.300)" in overall
 
 
 def test_mismatched_revisions_are_refused_unless_allowed(tmp_path, monkeypatch, capsys, tiny_copy):

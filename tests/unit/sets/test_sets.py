@@ -103,7 +103,8 @@ def test_unpinned_reference_is_rejected(tiny_copy):
     meta = json.loads((tiny_copy / "set.json").read_text())
     del meta["pins"]["doc-08"]
     (tiny_copy / "set.json").write_text(json.dumps(meta))
-    with pytest.raises(SetError, match=r"pins: 'doc-08' \(named by query tiny-05\) is not pinned"):
+    with pytest.raises(SetError, match=r"pins: 'doc-08' \(named by query tiny-05\) is not pinned; run "
+                                       rf"`python -m harness sets pin {tiny_copy.name}` to record it$"):
         load_set(tiny_copy)
 
 
