@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from harness.gating.budgets import Budgets
+from harness.gating.calibration import SetCalibration
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
@@ -60,7 +61,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
         return Decision((), {}, {})
     entries = inputs.entries(k)  # matched as load_inputs matched them before the run started
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
-                  known_contract_failures=known_contract_failures, policy=inputs.policy)
+                  known_contract_failures=known_contract_failures, policy=inputs.policy,
+                  calibration=inputs.baseline.calibration)
     flips = {}
     for result in results:
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
@@ -71,14 +73,16 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
           latency_gated: bool = True, known_contract_failures: bool = False,
-          policy: GatePolicy = GatePolicy()) -> list[GateResult]:
-    """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers)."""
+          policy: GatePolicy = GatePolicy(),
+          calibration: Mapping[str, SetCalibration] | None = None) -> list[GateResult]:
+    """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers);
+    `calibration` (set name -> the baseline's calibrated noise) widens each quality gate's limit by its allowance."""
     gates: list[GateResult] = []
     for result in results:
         base, now = baseline_sets[result.name], result.numbers()
         gates.extend(_count_gate(now, base))
         for metric in policy.metrics:
-            gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
+            gates.extend(_quality_gates(now, base, parse_metric(metric), policy, (calibration or {}).get(result.name)))
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
         later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
@@ -113,7 +117,8 @@ def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
     return gates
 
 
-def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy) -> list[GateResult]:
+def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy,
+                   calibration: SetCalibration | None = None) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
     Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
@@ -140,16 +145,27 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
                        f"(re-record the baseline with this gate policy: --update-baseline)")
             gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
-        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy))
+        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy,
+                                   calibration))
     return gates
 
 
 def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
-                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy) -> GateResult:
-    """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
+                  means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy,
+                  calibration: SetCalibration | None = None) -> GateResult:
+    """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates).
+
+    A calibrated scope's limit is the policy's plus the calibrated noise's allowance (harness/gating/calibration.py),
+    and its message says so; a figure calibrated to zero noise (or not calibrated) keeps the policy's limit and
+    message exactly.
+    """
     metric = measure.name
     label = now.name + (f"/{category}" if category else " overall")
     before, current = means
+    noise = calibration.noise(metric, category) if calibration is not None else None
+    allowance = calibration.allowance(noise) if calibration is not None else 0.0
+    limit = policy.drop_limit + allowance
+    calibrated = f"; {calibration.note(noise)}" if calibration is not None and noise is not None and allowance else ""
     rows = now.rows(category)
     base_values, now_values = _paired_values(rows, base, measure)
     units = {q.qid: q.resampling_unit for q in rows}
@@ -159,12 +175,12 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                            {qid: worse_is * v for qid, v in base_values.items()})
     flips = tuple(flipped_queries(now, base, category)) if not measure.nullable else ()
     gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
-                   baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
+                   baseline=before, current=current, limit=limit, unit=FRACTION,
                    one_query=detect.one_query, detectable=detect.detectable, improved=_improved(-loss, detect))
     judged = f"; judged on {counts[1]} queries, {counts[0]} in the baseline" if measure.nullable else ""
-    if loss <= policy.drop_limit + FLOAT_SLACK:
+    if loss <= limit + FLOAT_SLACK:
         change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
-        message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
+        message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}{calibrated}){_below(detect, loss)}"
         ratchet = policy.ratchet_improvement_points
         ratcheted = category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK
         if ratcheted:
@@ -178,7 +194,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                                                      if len(flips) > MAX_FLIPS_LISTED else "")
     direction = "rose" if measure.lower_is_better else "dropped"
     message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
-               f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
+               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
                + (f"; flipped: {listed or 'none'}" if not judged else "") + _below(detect, loss))
