@@ -10,11 +10,26 @@ from harness.errors import BaselineError
 from harness.gating.baseline import Baseline, baseline_text, build_baseline, write_baseline, write_calibration
 from harness.gating.calibration import Noise, SetCalibration, calibrate_runs
 from harness.gating.gates import check
+from harness.measured import Aggregates, Latency, ScopeNumbers
+from harness.records import QueryResult, SetResult
 from tests.builders import PROVENANCE
-from tests.unit.gating.test_gates import synthetic
 
 # z_{0.99} of the standard normal, from a printed table (Abramowitz & Stegun 26.2), and sqrt(2)
 Z_99, SQRT2 = 2.326348, 1.414214
+
+
+def synthetic(values_by_category, p95=1.0):
+    """A SetResult of set `s` whose per-query recall@10 values are given (a relevant document found when > 0)."""
+    queries = [QueryResult(qid=f"{category}-{index}", query=f"{category}-{index}", category=category,
+                           split="development", ids=(), scores=None, latency_seconds=0.001,
+                           metrics={"recall@10": value}, found=("d",) if value else (), contracts=(), outcome="pass",
+                           scored=True)
+               for category, values in values_by_category.items() for index, value in enumerate(values)]
+    everything = [v for values in values_by_category.values() for v in values]
+    aggregates = Aggregates(ScopeNumbers(len(everything), {"recall@10": sum(everything) / len(everything)}),
+                            {c: ScopeNumbers(len(v), {"recall@10": sum(v) / len(v)}) for c, v in values_by_category.items()})
+    return SetResult(name="s", kind="s", revision=1, corpus_hash="h", k=10, query_count=len(queries), complete=True,
+                     aggregates=aggregates, latency=Latency(1, p95, p95, p95), queries=tuple(queries))
 
 
 def calibration(sd_values, alpha=0.01, scope="overall"):
