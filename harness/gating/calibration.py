@@ -4,12 +4,16 @@ and the allowance the gates add to their limits for it.
 A baseline set entry may carry a `calibration` object (written only by `python -m harness calibrate`):
 
     "calibration": {"runs": 5, "alpha": 0.01, "rebuild": "--seed 1..5",
-                    "quality": {"overall": {"recall@10": [0.71, 0.70, ...]}, "category:NAME": {...}},
+                    "quality": {"overall": {"recall@10": {"means": [0.71, 0.70, ...], "query_sd": 0.004}},
+                                "category:NAME": {...}},
                     "varying": {"recall@10": ["q-007", ...]},
                     "latency_ms": {"p50": [1.2, ...], "p95": [3.4, ...]}}
 
-Each figure keeps its value in every run (the spread is computed from them, so nothing recorded can
-disagree with it). `varying` names the queries whose value moved between runs. Families this module
+Each figure keeps its value in every run; a quality figure also keeps `query_sd`, the spread of its scope mean
+that its queries' own run-to-run variances imply (sqrt(sum of var_q) / n, queries taken as independent): with
+few runs the spread of N means can be 0 by chance (a category whose moving queries cancelled out), while the
+queries that moved still show. A figure's sd is the larger of the two. `varying` names the queries whose value
+moved between runs. Families this module
 does not know (a later `resources` one, say) are kept as read and written back as they were.
 
 The allowance (docs/gate.md, "Calibrated noise"): a gate compares one run with the baseline's one
@@ -39,16 +43,18 @@ _KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY}
 
 @dataclass(frozen=True, slots=True)
 class Noise:
-    """One figure's value in each calibration run."""
+    """One figure's value in each calibration run, and (a scope mean) the spread its queries' variances imply."""
 
     values: tuple[float, ...]
+    query_sd: float = 0.0
 
     @property
     def sd(self) -> float:
-        """The sample standard deviation (n - 1); exactly 0.0 when every run gave the same value."""
+        """The larger of the values' sample standard deviation (n - 1) and `query_sd`; exactly 0.0 when every
+        run gave the same value and no query moved."""
         if len(self.values) < 2 or all(value == self.values[0] for value in self.values):
-            return 0.0
-        return statistics.stdev(self.values)
+            return self.query_sd
+        return max(statistics.stdev(self.values), self.query_sd)
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,8 @@ class SetCalibration:
 
     def to_dict(self) -> dict[str, object]:
         return {"runs": self.runs, "alpha": self.alpha, "rebuild": self.rebuild,
-                QUALITY: {scope: {metric: list(noise.values) for metric, noise in metrics.items()}
+                QUALITY: {scope: {metric: {"means": list(noise.values), "query_sd": noise.query_sd}
+                                  for metric, noise in metrics.items()}
                           for scope, metrics in self.quality.items()},
                 VARYING: {metric: list(qids) for metric, qids in self.varying.items()},
                 LATENCY: {name: list(noise.values) for name, noise in self.latency.items()},
@@ -131,7 +138,8 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
         for metric in metrics:
             scopes = [run.aggregates.scope(category) for run in runs]
             if all(s is not None and metric in s.means for s in scopes):
-                per_metric[metric] = Noise(tuple(float(s.means[metric]) for s in scopes if s is not None))
+                per_metric[metric] = Noise(tuple(float(s.means[metric]) for s in scopes if s is not None),
+                                           query_sd=_query_sd(runs, metric, category))
         if per_metric:
             quality[label] = per_metric
     varying = {}
@@ -148,19 +156,35 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
                           latency=latency)
 
 
+def _query_sd(runs: Sequence[SetNumbers], metric: str, category: str | None) -> float:
+    """sqrt(sum over the scope's scored queries of their run-to-run sample variance) / their count: the sd of the
+    scope mean if the queries moved independently. 0.0 when no query moved."""
+    rows = [row for row in runs[0].rows(category) if row.scored]
+    if not rows:
+        return 0.0
+    total = 0.0
+    for row in rows:
+        values = [float(run.queries[row.qid].metrics.get(metric, 0.0)) if row.qid in run.queries else 0.0
+                  for run in runs]
+        if any(value != values[0] for value in values):
+            total += statistics.variance(values)
+    return math.sqrt(total) / len(rows)
+
+
 def read_calibration(reader: StrictReader) -> SetCalibration:
     """A baseline set entry's `calibration` object, read strictly (BaselineError naming the field)."""
     runs = reader.get("runs").integer_in(MIN_RUNS, 10_000)
     alpha = reader.get("alpha").number_in(0.0, 0.5, above=True, below=True)
     rebuild = reader.get("rebuild", required=False).optional_text()
 
-    def noise(values: StrictReader) -> Noise:
+    def noise(values: StrictReader, query_sd: float = 0.0) -> Noise:
         numbers = tuple(float(item.number()) for item in values.elements())
         if len(numbers) != runs:
             raise values.fail(f"holds {len(numbers)} values for {runs} runs")
-        return Noise(numbers)
+        return Noise(numbers, query_sd)
 
-    quality = {scope: {metric: noise(values) for metric, values in metrics.items()}
+    quality = {scope: {metric: noise(figure.get("means"), figure.get("query_sd").number_in(0.0, 1e9))
+                       for metric, figure in metrics.items()}
                for scope, metrics in reader.get(QUALITY).items()}
     varying = {metric: qids.strings() for metric, qids in reader.get(VARYING).items()}
     latency = {name: noise(values) for name, values in reader.get(LATENCY, required=False).items()} \

@@ -102,7 +102,7 @@ def test_a_calibration_with_the_wrong_count_of_values_is_refused_naming_the_fiel
     document = json.loads(path.read_text())
     document["sets"]["s"]["calibration"] = {**calibration([0.7, 0.72, 0.74]).to_dict(), "runs": 4}
     path.write_text(baseline_text(document))
-    with pytest.raises(BaselineError, match=r"sets\.s\.calibration\.quality\.overall\.recall@10: holds 3 values "
+    with pytest.raises(BaselineError, match=r"sets\.s\.calibration\.quality\.overall\.recall@10\.means: holds 3 values "
                                             r"for 4 runs"):
         Baseline.read(path)
 
@@ -163,3 +163,12 @@ def test_the_record_round_trips_through_its_dict():
     from harness.measured import StrictReader
     again = read_calibration(StrictReader(json.loads(json.dumps(record.to_dict())), "b.json", BaselineError))
     assert again == record
+
+
+def test_queries_that_moved_give_a_spread_even_when_the_means_did_not():
+    # two queries swap their hit between runs: the mean is 0.5 in every run, yet each query varies
+    runs = [_numbers([1.0, 0.0], 1.0), _numbers([0.0, 1.0], 1.0), _numbers([1.0, 0.0], 1.0)]
+    noise = calibrate_runs(runs, ["recall@10"]).quality["overall"]["recall@10"]
+    assert noise.values == (0.5, 0.5, 0.5)
+    # each query's values 1, 0, 1: sample variance 1/3; sqrt(1/3 + 1/3) / 2 queries
+    assert noise.sd == pytest.approx((2 / 3) ** 0.5 / 2)
