@@ -23,9 +23,10 @@ LOG_PATH = Path(".retrieval-gate/calibrate.adapter.log")
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         "calibrate", "Run the backend N times on each set and record in the baseline how much every gated figure "
-                     "moves between runs (each scope's metric means, the queries that vary, latency p50/p95); the "
-                     "quality gates then allow for that noise at the stated false-alarm rate (docs/gate.md, "
-                     "\"Calibrated noise\"). The baseline must already hold the sets (--update-baseline first).")
+                     "moves between runs (each scope's metric means, the queries that vary, the contracts broken in "
+                     "some runs only, latency p50/p95); the quality and contract gates then allow for that noise at "
+                     "the stated false-alarm rate (docs/gate.md, \"Calibrated noise\"). The baseline must already "
+                     "hold the sets (--update-baseline first).")
     what = parser.add_argument_group("what to run")
     what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
                       help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
@@ -125,6 +126,10 @@ def describe(name: str, calibration: SetCalibration) -> str:
     for figure, noise in calibration.latency.items():
         lines.append(f"  latency {figure}: sd {noise.sd:.3f} ms over {calibration.runs} runs "
                      f"({min(noise.values):.3f} to {max(noise.values):.3f} ms)")
+    if calibration.contracts:
+        lines.append(f"  contracts broken in some runs, not all (noise to the contract gate): "
+                     f"{', '.join(sorted(calibration.contracts)[:10])}"
+                     + (f" (+{len(calibration.contracts) - 10} more)" if len(calibration.contracts) > 10 else ""))
     if not any(noise.sd for metrics in calibration.quality.values() for noise in metrics.values()):
         lines.append("  quality: no run-to-run noise; its gates are unchanged")
     return "\n".join(lines)

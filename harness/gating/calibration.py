@@ -7,13 +7,15 @@ A baseline set entry may carry a `calibration` object (written only by `python -
                     "quality": {"overall": {"recall@10": {"means": [0.71, 0.70, ...], "query_sd": 0.004}},
                                 "category:NAME": {...}},
                     "varying": {"recall@10": ["q-007", ...]},
+                    "contracts": {"q-151": ["forbid:fact-027"]},
                     "latency_ms": {"p50": [1.2, ...], "p95": [3.4, ...]}}
 
 Each figure keeps its value in every run; a quality figure also keeps `query_sd`, the spread of its scope mean
 that its queries' own run-to-run variances imply (sqrt(sum of var_q) / n, queries taken as independent): with
 few runs the spread of N means can be 0 by chance (a category whose moving queries cancelled out), while the
 queries that moved still show. A figure's sd is the larger of the two. `varying` names the queries whose value
-moved between runs. Families this module
+moved between runs, `contracts` the hard contracts broken in some runs but not in all (noise, as the
+contract gate reports them; a contract broken in every run is a break, not noise). Families this module
 does not know (a later `resources` one, say) are kept as read and written back as they were.
 
 The allowance (docs/gate.md, "Calibrated noise"): a gate compares one run with the baseline's one
@@ -36,9 +38,9 @@ from harness.measured import SetNumbers, StrictReader
 DEFAULT_RUNS = 5
 DEFAULT_ALPHA = 0.01
 MIN_RUNS = 2  # a spread needs two runs
-QUALITY, VARYING, LATENCY = "quality", "varying", "latency_ms"
+QUALITY, VARYING, LATENCY, CONTRACTS = "quality", "varying", "latency_ms", "contracts"
 LATENCY_FIGURES = ("p50", "p95")
-_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY}
+_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY, CONTRACTS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class SetCalibration:
     quality: Mapping[str, Mapping[str, Noise]]  # scope label ("overall", "category:NAME") -> metric -> noise
     varying: Mapping[str, tuple[str, ...]]  # metric -> queries whose value moved between runs
     latency: Mapping[str, Noise] = field(default_factory=dict)  # "p50" / "p95" -> noise, milliseconds
+    contracts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # query -> contracts broken in some runs
     other: Mapping[str, object] = field(default_factory=dict)  # families added later, kept as read
 
     @property
@@ -97,6 +100,8 @@ class SetCalibration:
             if metrics else []
         if self.latency:
             parts.append("latency " + "/".join(name for name in LATENCY_FIGURES if name in self.latency))
+        if self.contracts:
+            parts.append(f"the contracts of {len(self.contracts)} quer{'y' if len(self.contracts) == 1 else 'ies'}")
         parts.extend(sorted(self.other))
         moved = sorted({qid for qids in self.varying.values() for qid in qids})
         return (f"{', '.join(parts) or 'nothing'}; {self.runs} runs, alpha {self.alpha:g}, "
@@ -109,7 +114,12 @@ class SetCalibration:
                           for scope, metrics in self.quality.items()},
                 VARYING: {metric: list(qids) for metric, qids in self.varying.items()},
                 LATENCY: {name: list(noise.values) for name, noise in self.latency.items()},
+                **({CONTRACTS: {qid: list(keys) for qid, keys in self.contracts.items()}} if self.contracts else {}),
                 **self.other}
+
+    def flaky_contracts(self) -> frozenset[tuple[str, str]]:
+        """(query, contract key) of every contract broken in some calibration runs and not in others."""
+        return frozenset((qid, key) for qid, keys in self.contracts.items() for key in keys)
 
 
 def scope_label(category: str | None) -> str:
@@ -152,8 +162,14 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
         values = [getattr(run.latency, name) for run in runs]
         if all(value is not None for value in values):
             latency[name] = Noise(tuple(float(value) for value in values if value is not None))
+    contracts = {}
+    for qid in runs[0].queries:
+        broken: list[set[str]] = [set(run.queries[qid].broken) if qid in run.queries else set() for run in runs]
+        flaky = set().union(*broken) - broken[0].intersection(*broken[1:])
+        if flaky:
+            contracts[qid] = tuple(sorted(flaky))
     return SetCalibration(runs=len(runs), alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
-                          latency=latency)
+                          latency=latency, contracts=contracts)
 
 
 def _query_sd(runs: Sequence[SetNumbers], metric: str, category: str | None) -> float:
@@ -189,9 +205,11 @@ def read_calibration(reader: StrictReader) -> SetCalibration:
     varying = {metric: qids.strings() for metric, qids in reader.get(VARYING).items()}
     latency = {name: noise(values) for name, values in reader.get(LATENCY, required=False).items()} \
         if reader.has(LATENCY) else {}
+    contracts = {qid: keys.strings() for qid, keys in reader.get(CONTRACTS, required=False).items()} \
+        if reader.has(CONTRACTS) else {}
     other = {key: value for key, value in reader.obj().items() if key not in _KNOWN}
     return SetCalibration(runs=runs, alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
-                          latency=latency, other=other)
+                          latency=latency, contracts=contracts, other=other)
 
 
 def calibrated_sets(calibrations: Mapping[str, SetCalibration], names: Sequence[str]) -> str | None:

@@ -85,7 +85,10 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
             gates.extend(_quality_gates(now, base, parse_metric(metric), policy, (calibration or {}).get(result.name)))
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
-        later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
+        noise = (calibration or {}).get(result.name)
+        later = (*latency, _contract_gate(result, base, known_contract_failures,
+                                          noise.flaky_contracts() if noise is not None else frozenset()),
+                 _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
 
@@ -380,10 +383,17 @@ def _why_judged_fell(result: SetResult, base: SetNumbers) -> str:
     return "; ".join(causes) or f"the judged share of {len(base.rows())} baseline queries' answers moved"
 
 
-def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> GateResult:
-    """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken."""
+def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
+                   flaky: frozenset[tuple[str, str]] = frozenset()) -> GateResult:
+    """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken, and
+    those its calibration saw broken in some runs and not in others (`flaky`: noise, reported)."""
     broken = [(q.qid, c) for q in result.queries if q.outcome not in ("xfail", "xpass")
               for c in q.contracts if not c.passed]
+    within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
+    noise = sorted({qid for qid, _ in within})
+    broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
+    noted = (f"; {len(noise)} quer{'y' if len(noise) == 1 else 'ies'} broke a contract within calibrated noise "
+             f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
     gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
@@ -393,11 +403,12 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> G
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
             return gate(True, f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
+                              f"({', '.join(qids[:MAX_FLIPS_LISTED])}){noted}")
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
-        return gate(True, f"{result.name}: {checked} contracts hold" if checked
-                    else f"{result.name}: no hard contracts in this set")
+        held = f"{checked - len(within)} of {checked}" if within else f"{checked}"
+        return gate(True, (f"{result.name}: {held} contracts hold" if checked
+                           else f"{result.name}: no hard contracts in this set") + noted)
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
@@ -405,4 +416,4 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> G
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})
     return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
-                       f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))
+                       f"first: {first_qid} {first.name}: {first.detail}{hint}{noted}", flipped=tuple(qids))

@@ -11,19 +11,21 @@ from harness.gating.baseline import Baseline, baseline_text, build_baseline, wri
 from harness.gating.calibration import Noise, SetCalibration, calibrate_runs
 from harness.gating.gates import check
 from harness.measured import Aggregates, Latency, ScopeNumbers
-from harness.records import QueryResult, SetResult
+from harness.records import ContractResult, QueryResult, SetResult
 from tests.builders import PROVENANCE
 
 # z_{0.99} of the standard normal, from a printed table (Abramowitz & Stegun 26.2), and sqrt(2)
 Z_99, SQRT2 = 2.326348, 1.414214
 
 
-def synthetic(values_by_category, p95=1.0):
-    """A SetResult of set `s` whose per-query recall@10 values are given (a relevant document found when > 0)."""
+def synthetic(values_by_category, p95=1.0, broken=()):
+    """A SetResult of set `s` whose per-query recall@10 values are given (a relevant document found when > 0);
+    the queries in `broken` break their contract `forbid:x`, the others keep it."""
     queries = [QueryResult(qid=f"{category}-{index}", query=f"{category}-{index}", category=category,
                            split="development", ids=(), scores=None, latency_seconds=0.001,
-                           metrics={"recall@10": value}, found=("d",) if value else (), contracts=(), outcome="pass",
-                           scored=True)
+                           metrics={"recall@10": value}, found=("d",) if value else (),
+                           contracts=(ContractResult("forbid", f"{category}-{index}" not in broken, "x ranked", "x"),),
+                           outcome="pass", scored=True)
                for category, values in values_by_category.items() for index, value in enumerate(values)]
     everything = [v for values in values_by_category.values() for v in values]
     aggregates = Aggregates(ScopeNumbers(len(everything), {"recall@10": sum(everything) / len(everything)}),
@@ -172,3 +174,22 @@ def test_queries_that_moved_give_a_spread_even_when_the_means_did_not():
     assert noise.values == (0.5, 0.5, 0.5)
     # each query's values 1, 0, 1: sample variance 1/3; sqrt(1/3 + 1/3) / 2 queries
     assert noise.sd == pytest.approx((2 / 3) ** 0.5 / 2)
+
+
+def test_contracts_broken_in_some_runs_are_noise_and_in_every_run_are_not():
+    runs = [synthetic({"c": [1.0] * 4}, broken=broken).numbers()
+            for broken in (("c-0", "c-1"), ("c-0",), ("c-0", "c-2"))]
+    recorded = calibrate_runs(runs, ["recall@10"])
+    assert recorded.contracts == {"c-1": ("forbid:x",), "c-2": ("forbid:x",)}  # c-0 broke in every run: a break
+    base = synthetic({"c": [1.0] * 4})
+    entry = Baseline.from_document(build_baseline([base], PROVENANCE), Path("b.json")).sets
+    now = synthetic({"c": [1.0] * 4}, broken=("c-1", "c-2"))
+    plain = next(g for g in check([now], entry) if g.gate == "contract")
+    calibrated = next(g for g in check([now], entry, calibration={"s": recorded}) if g.gate == "contract")
+    assert plain.status == "fail"
+    assert calibrated.status == "pass" and calibrated.message == (
+        "s: 2 of 4 contracts hold; 2 queries broke a contract within calibrated noise (c-1, c-2)")
+    worse = synthetic({"c": [1.0] * 4}, broken=("c-0", "c-1"))  # c-0: never noise
+    failed = next(g for g in check([worse], entry, calibration={"s": recorded}) if g.gate == "contract")
+    assert failed.status == "fail" and failed.flipped == ("c-0",)
+    assert failed.message.endswith("; 1 query broke a contract within calibrated noise (c-1)")
