@@ -193,3 +193,13 @@ def test_contracts_broken_in_some_runs_are_noise_and_in_every_run_are_not():
     failed = next(g for g in check([worse], entry, calibration={"s": recorded}) if g.gate == "contract")
     assert failed.status == "fail" and failed.flipped == ("c-0",)
     assert failed.message.endswith("; 1 query broke a contract within calibrated noise (c-1)")
+
+
+def test_a_re_baseline_drops_the_calibration_of_the_sets_it_records_and_keeps_the_others(tmp_path):
+    path = _baseline_file(tmp_path)
+    other = build_baseline([dataclasses.replace(synthetic({"c": [1.0, 0.0]}), name="t")], PROVENANCE)
+    write_baseline(path, other)  # merged: s kept, t added
+    recorded = calibrate_runs([_numbers([1.0, 0.0], 1.0), _numbers([0.0, 0.0], 2.0)], ["recall@10"])
+    write_calibration(path, {"s": recorded, "t": recorded})
+    write_baseline(path, build_baseline([synthetic({"c": [1.0] * 35 + [0.0] * 15})], PROVENANCE))  # s re-recorded
+    assert set(Baseline.read(path).calibration) == {"t"}
