@@ -16,9 +16,10 @@ TREC run file and has the harness evaluate and gate it (`harness.api.run_gate` w
    chosen so the expected overall recall@10 loss is 1.5x that limit; `--runs` runs with fresh seeds; target:
    caught (a quality gate fails) in at least 32 of 40.
 
-The targets count the quality gates. The other gates are counted beside them, decided with
---known-contract-failures (contracts the baseline's run broke are known, as for any embedder): another seed breaks
-other queries' contracts, which the calibration records as noise (contracts broken in some runs, not all).
+A/A runs count as failing when any gate fails, decided with --known-contract-failures (contracts the baseline's run
+broke are known, as for any embedder); the quality and contract gates' shares are printed beside. Another seed breaks
+other queries' contracts: the calibration records how many break per run, and the contract gate allows for it.
+A drop run counts as caught when a quality gate fails (the drop is a quality drop).
 
 Prints each count beside its target and the command that made it. `--quick`: 10 runs each, 3 calibration runs.
 """
@@ -137,15 +138,15 @@ class Bench:
             noise = by_metric[metrics[0]]
             print(f"  {scope:28s} sd {noise.sd * 100:5.2f} points, limit 2.00 + {calibration.allowance(noise) * 100:.2f}")
 
-        calibrated_fails = plain_fails = other_fails = plain_other_fails = 0
+        calibrated_fails = plain_fails = other_fails = plain_other_fails = any_fails = plain_any_fails = 0
         for index in range(self.args.runs):
             report = self.measure(2000 + index)
             quality, other = self.gated(report, self.baseline)
-            calibrated_fails += quality
-            other_fails += other
+            calibrated_fails, other_fails, any_fails = (calibrated_fails + quality, other_fails + other,
+                                                        any_fails + (quality or other))
             quality, other = self.gated(report, self.plain)
-            plain_fails += quality
-            plain_other_fails += other
+            plain_fails, plain_other_fails, plain_any_fails = (plain_fails + quality, plain_other_fails + other,
+                                                               plain_any_fails + (quality or other))
         degraded, expected = degraded_queries(runs, EFFECT_MULTIPLE * limit, metrics[0])
         caught, drops = 0, []
         base_mean = first.sets[0].aggregates.overall.means[metrics[0]]
@@ -157,16 +158,16 @@ class Bench:
         target_caught = round(TARGET_CAUGHT * self.args.runs / TARGET_RUNS, 1)
         print(f"\n{SET}, HNSW m={self.args.m} ef_construction={self.args.ef_construction} "
               f"ef_search={self.args.ef_search}, alpha {self.args.alpha:g} per gated scope")
-        print(f"A/A runs with a fresh seed failing a quality gate: calibrated {calibrated_fails} of {self.args.runs} "
-              f"(target at most {target_aa:g}); uncalibrated {plain_fails} of {self.args.runs}")
-        print(f"A/A runs failing another gate (hard contracts, --known-contract-failures): calibrated {other_fails} "
-              f"of {self.args.runs}; uncalibrated {plain_other_fails} of {self.args.runs}")
+        print(f"A/A runs with a fresh seed failing: calibrated {any_fails} of {self.args.runs} "
+              f"(target at most {target_aa:g}); uncalibrated {plain_any_fails} of {self.args.runs}")
+        print(f"  a quality gate: calibrated {calibrated_fails}, uncalibrated {plain_fails}; the contract gate "
+              f"(--known-contract-failures): calibrated {other_fails}, uncalibrated {plain_other_fails}")
         print(f"detectable effect (overall calibrated limit) {limit * 100:.2f} points; degraded variant: "
               f"{len(degraded)} queries answer nothing, expected drop {expected * 100:.2f} points "
               f"({EFFECT_MULTIPLE:g}x: {EFFECT_MULTIPLE * limit * 100:.2f}); measured drop mean "
               f"{sum(drops) / len(drops) * 100:.2f}, min {min(drops) * 100:.2f} points")
         print(f"drop caught by a quality gate: {caught} of {self.args.runs} (target at least {target_caught:g})")
-        met = calibrated_fails <= target_aa and caught >= target_caught
+        met = any_fails <= target_aa and caught >= target_caught
         print(f"{'met' if met else 'NOT met'}; {time.monotonic() - started:.0f} s; command: "
               f"python -m benchmarks.calibrate_ann {' '.join(argv)}".rstrip())
         return 0

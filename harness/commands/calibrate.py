@@ -130,6 +130,9 @@ def describe(name: str, calibration: SetCalibration) -> str:
         lines.append(f"  contracts broken in some runs, not all (noise to the contract gate): "
                      f"{', '.join(sorted(calibration.contracts)[:10])}"
                      + (f" (+{len(calibration.contracts) - 10} more)" if len(calibration.contracts) > 10 else ""))
+    if calibration.breaks is not None and calibration.breaks.sd:
+        lines.append(f"  broken contracts: {', '.join(f'{value:g}' for value in calibration.breaks.values)} in the runs "
+                     f"-> +{calibration.allowance(calibration.breaks):.1f} allowed")
     if not any(noise.sd for metrics in calibration.quality.values() for noise in metrics.values()):
         lines.append("  quality: no run-to-run noise; its gates are unchanged")
     return "\n".join(lines)

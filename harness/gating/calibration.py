@@ -7,7 +7,7 @@ A baseline set entry may carry a `calibration` object (written only by `python -
                     "quality": {"overall": {"recall@10": {"means": [0.71, 0.70, ...], "query_sd": 0.004}},
                                 "category:NAME": {...}},
                     "varying": {"recall@10": ["q-007", ...]},
-                    "contracts": {"q-151": ["forbid:fact-027"]},
+                    "contracts": {"q-151": ["forbid:fact-027"]}, "contract_breaks": [12, 15, ...],
                     "latency_ms": {"p50": [1.2, ...], "p95": [3.4, ...]}}
 
 Each figure keeps its value in every run; a quality figure also keeps `query_sd`, the spread of its scope mean
@@ -15,7 +15,8 @@ that its queries' own run-to-run variances imply (sqrt(sum of var_q) / n, querie
 few runs the spread of N means can be 0 by chance (a category whose moving queries cancelled out), while the
 queries that moved still show. A figure's sd is the larger of the two. `varying` names the queries whose value
 moved between runs, `contracts` the hard contracts broken in some runs but not in all (noise, as the
-contract gate reports them; a contract broken in every run is a break, not noise). Families this module
+contract gate reports them; a contract broken in every run is a break, not noise), `contract_breaks` the
+number of contracts broken in each run (queries expected to fail left out, as the contract gate leaves them). Families this module
 does not know (a later `resources` one, say) are kept as read and written back as they were.
 
 The allowance (docs/gate.md, "Calibrated noise"): a gate compares one run with the baseline's one
@@ -38,9 +39,10 @@ from harness.measured import SetNumbers, StrictReader
 DEFAULT_RUNS = 5
 DEFAULT_ALPHA = 0.01
 MIN_RUNS = 2  # a spread needs two runs
-QUALITY, VARYING, LATENCY, CONTRACTS = "quality", "varying", "latency_ms", "contracts"
+QUALITY, VARYING, LATENCY, CONTRACTS, BREAKS = "quality", "varying", "latency_ms", "contracts", "contract_breaks"
 LATENCY_FIGURES = ("p50", "p95")
-_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY, CONTRACTS}
+_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY, CONTRACTS, BREAKS}
+EXPECTED_TO_FAIL = ("xfail", "xpass")  # outcomes whose contracts the contract gate does not hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class SetCalibration:
     varying: Mapping[str, tuple[str, ...]]  # metric -> queries whose value moved between runs
     latency: Mapping[str, Noise] = field(default_factory=dict)  # "p50" / "p95" -> noise, milliseconds
     contracts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # query -> contracts broken in some runs
+    breaks: Noise | None = None  # how many contracts broke in each run
     other: Mapping[str, object] = field(default_factory=dict)  # families added later, kept as read
 
     @property
@@ -102,6 +105,8 @@ class SetCalibration:
             parts.append("latency " + "/".join(name for name in LATENCY_FIGURES if name in self.latency))
         if self.contracts:
             parts.append(f"the contracts of {len(self.contracts)} quer{'y' if len(self.contracts) == 1 else 'ies'}")
+        if self.breaks is not None and self.breaks.sd:
+            parts.append("the count of broken contracts")
         parts.extend(sorted(self.other))
         moved = sorted({qid for qids in self.varying.values() for qid in qids})
         return (f"{', '.join(parts) or 'nothing'}; {self.runs} runs, alpha {self.alpha:g}, "
@@ -115,6 +120,7 @@ class SetCalibration:
                 VARYING: {metric: list(qids) for metric, qids in self.varying.items()},
                 LATENCY: {name: list(noise.values) for name, noise in self.latency.items()},
                 **({CONTRACTS: {qid: list(keys) for qid, keys in self.contracts.items()}} if self.contracts else {}),
+                **({BREAKS: list(self.breaks.values)} if self.breaks is not None else {}),
                 **self.other}
 
     def flaky_contracts(self) -> frozenset[tuple[str, str]]:
@@ -169,7 +175,13 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
         if flaky:
             contracts[qid] = tuple(sorted(flaky))
     return SetCalibration(runs=len(runs), alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
-                          latency=latency, contracts=contracts)
+                          latency=latency, contracts=contracts,
+                          breaks=Noise(tuple(float(broken_contracts(run)) for run in runs)))
+
+
+def broken_contracts(numbers: SetNumbers) -> int:
+    """How many hard contracts the rows broke, queries expected to fail (xfail, xpass) left out."""
+    return sum(len(row.broken) for row in numbers.queries.values() if row.outcome not in EXPECTED_TO_FAIL)
 
 
 def _query_sd(runs: Sequence[SetNumbers], metric: str, category: str | None) -> float:
@@ -207,9 +219,10 @@ def read_calibration(reader: StrictReader) -> SetCalibration:
         if reader.has(LATENCY) else {}
     contracts = {qid: keys.strings() for qid, keys in reader.get(CONTRACTS, required=False).items()} \
         if reader.has(CONTRACTS) else {}
+    breaks = noise(reader.get(BREAKS)) if reader.has(BREAKS) else None
     other = {key: value for key, value in reader.obj().items() if key not in _KNOWN}
     return SetCalibration(runs=runs, alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
-                          latency=latency, contracts=contracts, other=other)
+                          latency=latency, contracts=contracts, breaks=breaks, other=other)
 
 
 def calibrated_sets(calibrations: Mapping[str, SetCalibration], names: Sequence[str]) -> str | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from harness.gating.budgets import Budgets
-from harness.gating.calibration import SetCalibration
+from harness.gating.calibration import EXPECTED_TO_FAIL, SetCalibration, broken_contracts
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import GatePolicy
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, SetNumbers
@@ -85,9 +85,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
             gates.extend(_quality_gates(now, base, parse_metric(metric), policy, (calibration or {}).get(result.name)))
         latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
-        noise = (calibration or {}).get(result.name)
-        later = (*latency, _contract_gate(result, base, known_contract_failures,
-                                          noise.flaky_contracts() if noise is not None else frozenset()),
+        later = (*latency, _contract_gate(result, base, known_contract_failures, (calibration or {}).get(result.name)),
                  _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return gates
@@ -349,6 +347,21 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
                       current=after, limit=allowed, unit=MILLISECONDS)
 
 
+def _breaks_within(count: int, base: SetNumbers, calibration: SetCalibration | None) -> str | None:
+    """The note when `count` broken contracts is within the calibrated noise of the baseline's count (None when the
+    count was not calibrated, did not vary between runs, or grew beyond baseline + z x sqrt2 x sd)."""
+    noise = calibration.breaks if calibration is not None else None
+    if calibration is None or noise is None or not noise.sd:
+        return None
+    before = broken_contracts(base)
+    allowance = calibration.allowance(noise)
+    if count - before > allowance + FLOAT_SLACK:
+        return None
+    return (f"within calibrated noise: baseline {before}, {count - before:+d} allowed up to "
+            f"+{allowance:.1f} (z {calibration.z:.2f} x sqrt2 x sd {noise.sd:.1f} over {calibration.runs} runs, "
+            f"alpha {calibration.alpha:g})")
+
+
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
     """WARN when the backend returns documents the set never judged (judged@10 fell), else PASS."""
     before = base.aggregates.overall.means.get(JUDGED_METRIC)
@@ -384,11 +397,21 @@ def _why_judged_fell(result: SetResult, base: SetNumbers) -> str:
 
 
 def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
-                   flaky: frozenset[tuple[str, str]] = frozenset()) -> GateResult:
+                   calibration: SetCalibration | None = None) -> GateResult:
     """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken, and
-    those its calibration saw broken in some runs and not in others (`flaky`: noise, reported)."""
-    broken = [(q.qid, c) for q in result.queries if q.outcome not in ("xfail", "xpass")
+    those its calibration saw broken in some runs and not in others (noise, reported). When the calibrated number
+    of breaks varied between runs, the gate fails only when that number grew beyond its noise (`_breaks_within`)."""
+    flaky = calibration.flaky_contracts() if calibration is not None else frozenset()
+    broken = [(q.qid, c) for q in result.queries if q.outcome not in EXPECTED_TO_FAIL
               for c in q.contracts if not c.passed]
+    within_noise = _breaks_within(len(broken), base, calibration)
+    if within_noise is not None and broken:
+        qids = sorted({qid for qid, _ in broken})
+        return GateResult(result.name, "contract", True,
+                          f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}"
+                          + (f" (+{len(qids) - MAX_FLIPS_LISTED} more)" if len(qids) > MAX_FLIPS_LISTED else "")
+                          + f"; {within_noise}", metric="broken contracts", baseline=broken_contracts(base),
+                          current=len(broken), limit=0, unit=COUNT)
     within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]

@@ -203,3 +203,21 @@ def test_a_re_baseline_drops_the_calibration_of_the_sets_it_records_and_keeps_th
     write_calibration(path, {"s": recorded, "t": recorded})
     write_baseline(path, build_baseline([synthetic({"c": [1.0] * 35 + [0.0] * 15})], PROVENANCE))  # s re-recorded
     assert set(Baseline.read(path).calibration) == {"t"}
+
+
+def test_a_count_of_breaks_within_its_calibrated_noise_passes_and_beyond_it_fails():
+    qids = [f"c-{i}" for i in range(10)]
+    runs = [synthetic({"c": [1.0] * 10}, broken=qids[:count]).numbers() for count in (3, 5, 4)]
+    recorded = calibrate_runs(runs, ["recall@10"])
+    assert recorded.breaks is not None and recorded.breaks.values == (3.0, 5.0, 4.0)  # sd 1
+    base = synthetic({"c": [1.0] * 10})  # the baseline's run broke none
+    entry = Baseline.from_document(build_baseline([base], PROVENANCE), Path("b.json")).sets
+    # allowance 2.326 x 1.414 x 1 = 3.29: three new breaks pass (c-7..c-9 never broke in calibration), four fail
+    three = next(g for g in check([synthetic({"c": [1.0] * 10}, broken=qids[7:])], entry, calibration={"s": recorded})
+                 if g.gate == "contract")
+    assert three.status == "pass" and three.message == (
+        "s: 3 hard contract(s) broken in c-7, c-8, c-9; within calibrated noise: baseline 0, +3 allowed up to +3.3 "
+        "(z 2.33 x sqrt2 x sd 1.0 over 3 runs, alpha 0.01)")
+    four = next(g for g in check([synthetic({"c": [1.0] * 10}, broken=qids[6:])], entry, calibration={"s": recorded})
+                if g.gate == "contract")
+    assert four.status == "fail"
