@@ -10,6 +10,7 @@ limit and its message are unchanged.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,9 @@ import harness
 from harness.api import decided_report, load_inputs
 from harness.gating.baseline import Baseline, write_calibration
 from harness.layout import resolve
-from tests.conftest import REPO_ROOT
+from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET
+
+SEEDED_ADAPTER = FIXTURES / "cli_adapters" / "seeded.py"
 
 SHIPPED_BASELINE = REPO_ROOT / "baselines" / "current.json"
 
@@ -96,3 +99,44 @@ def test_a_set_missing_from_the_baseline_is_refused_before_any_run(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(document))
     done = calibrate("--set", str(REPO_ROOT / "sets" / "memory"), "--baseline", str(tmp_path / "b.json"), cwd=tmp_path)
     assert done.returncode == 2 and "no baseline for set 'memory'" in done.stderr and "run 1" not in done.stderr
+
+
+def test_a_seed_option_rebuilds_each_run_and_the_spread_is_recorded(tmp_path):
+    """Three runs of an adapter whose seed 2 loses tiny-02's relevant document: the record holds each run's
+    means, names tiny-02 as the query that varied, and the next gate's message carries the allowance."""
+    queries = [json.loads(line) for line in (TINY_SET / "queries.jsonl").read_text().splitlines()]
+    perfect = {q["query"]: sorted(q["relevant"]) for q in queries}
+    lossy = {**perfect, "retry backoff for failed requests": []}
+    (tmp_path / "answers.json").write_text(json.dumps({"1": perfect, "2": lossy, "3": perfect}))
+    adapter = [sys.executable, str(SEEDED_ADAPTER)]
+    env_args = ["--set", str(TINY_SET), "--baseline", str(tmp_path / "b.json")]
+    record = subprocess.run([sys.executable, "-m", "harness", *env_args, "--update-baseline", "--yes", "--out",
+                             str(tmp_path / "r.json"), "--adapter", "--", *adapter, "--seed", "1"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT),
+                                 "SEEDED_ANSWERS": str(tmp_path / "answers.json")})
+    assert record.returncode == 0, record.stderr
+    done = subprocess.run([sys.executable, "-m", "harness", "calibrate", *env_args, "--runs", "3",
+                           "--seed-option=--seed", "--adapter", "--", *adapter], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT),
+                                                        "SEEDED_ANSWERS": str(tmp_path / "answers.json")})
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("calibrate:")] == [
+        "calibrate: run 1 of 3 (--seed 1)", "calibrate: run 2 of 3 (--seed 2)", "calibrate: run 3 of 3 (--seed 3)"]
+    calibration = json.loads((tmp_path / "b.json").read_text())["sets"]["tiny"]["calibration"]
+    assert calibration["rebuild"] == "--seed 1..3" and calibration["varying"] == {"recall@10": ["tiny-02"]}
+    # five scored queries (tiny-06 is xfail, tiny-07 measure-only): 5/5, 4/5, 5/5; category a (tiny-01, 02, 05)
+    assert calibration["quality"]["overall"]["recall@10"]["means"] == pytest.approx([1.0, 0.8, 1.0])
+    assert calibration["quality"]["category:a"]["recall@10"]["means"] == pytest.approx([1.0, 2 / 3, 1.0])
+    assert calibration["quality"]["category:b"]["recall@10"]["means"] == [1.0, 1.0, 1.0]
+    # sd of (1, 0.8, 1) = 0.11547: the limit widens by 2.326 x 1.414 x 11.547 = 37.99 points
+    assert "overall recall@10: sd 11.55 points -> limit widened by 37.99 points" in done.stdout
+    gate = subprocess.run([sys.executable, "-m", "harness", *env_args, "--out", str(tmp_path / "g.json"),
+                           "--adapter", "--", *adapter, "--seed", "2"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO_ROOT),
+                                            "SEEDED_ANSWERS": str(tmp_path / "answers.json")})
+    assert gate.returncode == 0, gate.stdout + gate.stderr  # a 20-point drop, within the calibrated noise
+    overall = next(g for g in json.loads((tmp_path / "g.json").read_text())["gates"]
+                   if g["gate"] == "recall" and g["category"] is None)
+    assert overall["status"] == "pass" and overall["limit"] == pytest.approx(0.02 + 0.3799, abs=1e-4)
+    assert "calibrated noise +37.99 points (z 2.33 x sqrt2 x sd 11.55 over 3 runs, alpha 0.01)" in overall["message"]
