@@ -12,9 +12,11 @@ from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
 from harness.commands.arguments import (SETS_DIR_HELP, add_timeout_options, command_parser, parse_arguments,
                                        resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, BaselineError, UsageError
+from harness.fsutil import SHIPPED_REFUSAL
 from harness.gating.baseline import write_calibration
 from harness.gating.calibration import DEFAULT_ALPHA, DEFAULT_RUNS, MIN_RUNS, SetCalibration, calibrate_runs
 from harness.measured import SetNumbers
+from harness.shipped import is_shipped_data
 
 MAX_RUNS = 1000
 LOG_PATH = Path(".retrieval-gate/calibrate.adapter.log")
@@ -65,6 +67,8 @@ def main(argv: list[str]) -> int:
     team = resolve_layout(args, adapter_argv)
     if team.baseline is None:
         raise BaselineError("no baseline to calibrate: record one with --update-baseline first")
+    if is_shipped_data(team.baseline):  # refused before the runs, not after them
+        raise BaselineError(f"{team.baseline}: {SHIPPED_REFUSAL}")
     if args.backend is None and not args.adapter:  # the config's backend or adapter, as a gate run's
         args.backend = team.rerun.backend
         if team.rerun.adapter:
