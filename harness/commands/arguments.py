@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "init": "harness.commands.init",
     "history": "harness.commands.history",
     "bisect": "harness.commands.bisect",
+    "calibrate": "harness.commands.calibrate",
 }
 
 
@@ -189,6 +190,13 @@ EXIT_CODES: dict[str, dict[str, str]] = {
         "70": INTERNAL.format(command="bisect"),
         "128+n": f"{SIGNALS}: adapter stopped, worktree and temp folders removed; {PIPE}",
     },
+    "calibrate": {
+        "0": "every run completed and each set's calibration was written into the baseline",
+        "2": "usage error, or a set, baseline or adapter-command problem (nothing written)",
+        "3": "the backend failed in a run (nothing written)",
+        "70": INTERNAL.format(command="calibrate"),
+        "128+n": f"{SIGNALS}: adapter stopped, nothing written",
+    },
     "init": {
         "0": "every starter file was written or, existing, kept",
         "2": "usage error, or a folder that cannot be written",
@@ -257,6 +265,10 @@ WORKED_EXAMPLES: dict[str, tuple[str, str]] = {
                "measures the memory set at both commits, each in a git worktree of its own with the adapter started "
                "there; here BM25 did not move, so it answers that no change is detectable and how large a change "
                "the set could detect"),
+    "calibrate": ("python -m harness calibrate --set memory --runs 3",
+                  "runs BM25 over the memory set three times and records in baselines/current.json how much each "
+                  "gated figure moved between runs: BM25 is deterministic, so its quality calibrates to zero noise "
+                  "and its gates are unchanged; the latency p50/p95 spread is recorded beside it"),
     "init": ("python -m harness init my-team",
              "a team's starter layout in my-team/: retrieval-gate.toml, an example set, baselines/, budgets.json, "
              "gate-policy.json, the CI jobs and .retrieval-gate/.gitignore; a file that exists is kept, never "

@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from harness.fsutil import SHIPPED_REFUSAL, atomic_write_text
 from harness.shipped import is_shipped_data
 from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency, read_resources
 from harness.strict_json import read_json_file, strict_json_dumps
+from harness.gating.calibration import SetCalibration, calibrated_sets, read_calibration
 from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
@@ -42,6 +43,7 @@ class Baseline:
     created: str | None
     commit: str | None
     document: Mapping[str, Any]  # the file's JSON, as read: what --update-baseline replaces
+    calibration: Mapping[str, SetCalibration] = dataclass_field(default_factory=dict)  # set -> its `calibrate` record
 
     @classmethod
     def read(cls, path: Path) -> Baseline:
@@ -59,18 +61,20 @@ class Baseline:
         if document.get("version") != BASELINE_VERSION:
             raise reader.fail(f"version: expected {BASELINE_VERSION}, got {document.get('version')!r}")
         top = _read_backend(reader.get("backend", required=False))
-        sets, own = {}, {}
+        sets, own, calibration = {}, {}, {}
         if not reader.get("sets").items():  # a baseline of nothing would gate nothing, and pass
             raise reader.fail("sets: records no set; record one with --update-baseline")
         for name, entry in reader.get("sets").items():
             sets[name] = _read_entry(name, entry)
             own[name] = _read_backend(entry.get("backend", required=False))
+            if entry.has("calibration"):  # optional: written by `calibrate` alone; older files have none
+                calibration[name] = read_calibration(entry.get("calibration"))
         if top is None:  # a removed record would gate any backend against this file
             raise reader.fail("backend: missing; restore it from git, or re-baseline")
         backends = {name: identity or top for name, identity in own.items()}
         return cls(path=path, sets=sets, identity=top, backends=backends,
                    created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
-                   document=document)
+                   document=document, calibration=calibration)
 
     def identity_for(self, name: str) -> BackendIdentity:
         """Whose backend the set `name` was recorded for: its own record, else the file's (older files)."""
@@ -80,8 +84,12 @@ class Baseline:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
         when, at which commit."""
         backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
-        return {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
-                "git_commit": self.commit}
+        record: dict[str, object] = {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
+                                     "git_commit": self.commit}
+        calibrated = calibrated_sets(self.calibration, names)
+        if calibrated is not None:  # only a calibrated baseline adds the key: an uncalibrated report is as it was
+            record["calibrated"] = calibrated
+        return record
 
     def comparable(self, measured: SetResult | QuerySet, *, k: int | None = None) -> SetNumbers:
         """The set's numbers comparable with a set or its result asked at `k` (None: its own k), or a
@@ -210,9 +218,26 @@ def write_baseline(path: Path, baseline: Mapping[str, Any], *, merge: bool = Tru
                          f"was)") from None
 
 
+def write_calibration(path: Path, calibrations: Mapping[str, SetCalibration]) -> None:
+    """Record each set's calibration in the baseline at `path` (atomically, under `baseline_lock`), replacing
+    the set's previous one; everything else in the file is kept. BaselineError when a set has no entry."""
+    if is_shipped_data(path):
+        raise BaselineError(f"{path}: {SHIPPED_REFUSAL}")
+    with baseline_lock(path):
+        document = read_baseline(path)
+        sets = dict(document["sets"])
+        for name, calibration in calibrations.items():
+            if name not in sets:
+                raise BaselineError(f"{path}: sets: no baseline for set {name!r}; record it with --update-baseline "
+                                    f"first, then calibrate")
+            sets[name] = {**sets[name], "calibration": calibration.to_dict()}
+        document["sets"] = sets
+        atomic_write_text(path, baseline_text(document, str(path)))
+
+
 # Where the layout opens an object one key a line (`*`: any key) when it holds objects; all else is one line.
 _EXPANDED = ((), ("sets",), ("sets", "*"), ("sets", "*", "aggregates"), ("sets", "*", "aggregates", "*"),
-             ("sets", "*", "queries"))
+             ("sets", "*", "queries"), ("sets", "*", "calibration"), ("sets", "*", "calibration", "quality"))
 
 
 def baseline_text(document: Mapping[str, object], label: str = "baseline") -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from harness.gating.budgets import Budgets
+from harness.gating.calibration import EXPECTED_TO_FAIL, SetCalibration, broken_contracts
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import CATEGORY_ALPHA, GatePolicy
 from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources,
@@ -69,7 +70,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
     entries = inputs.entries(k)  # matched as load_inputs matched them before the run started
     gates = check(results, entries, inputs.budgets, latency_gated=latency_gated,
                   known_contract_failures=known_contract_failures, policy=inputs.policy,
-                  graded_contracts={s.name for s in inputs.query_sets if s.contracts == "graded"})
+                  graded_contracts={s.name for s in inputs.query_sets if s.contracts == "graded"},
+                  calibration=inputs.baseline.calibration)
     flips = {}
     for result in results:
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
@@ -81,9 +83,11 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
 
 def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers], budgets: Budgets = Budgets(), *,
           latency_gated: bool = True, known_contract_failures: bool = False,
-          policy: GatePolicy = GatePolicy(), graded_contracts: Collection[str] = ()) -> list[GateResult]:
+          policy: GatePolicy = GatePolicy(), graded_contracts: Collection[str] = (),
+          calibration: Mapping[str, SetCalibration] | None = None) -> list[GateResult]:
     """The gates of `decide` on the baseline's numbers already matched to the sets (set name -> numbers);
-    the sets named in `graded_contracts` declare their contracts graded (set.json `contracts`)."""
+    the sets named in `graded_contracts` declare their contracts graded (set.json `contracts`); `calibration`
+    (set name -> the baseline's calibrated noise) widens each quality gate's limit by its allowance."""
     gates: list[GateResult] = []
     family: list[int] = []  # positions of the run's category quality gates: the holm rule's family
     for result in results:
@@ -91,7 +95,8 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
         gates.extend(_count_gate(now, base))
         in_ties = lost_within_ties(result, base)
         for metric in policy.metrics:
-            for gate in _quality_gates(now, base, parse_metric(metric), policy, in_ties):
+            for gate in _quality_gates(now, base, parse_metric(metric), policy, in_ties,
+                                       (calibration or {}).get(result.name)):
                 if gate.category is not None and gate.metric is not None:
                     family.append(len(gates))
                 gates.append(gate)
@@ -99,7 +104,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
                     _relative_latency_gate(now, base, policy)] if latency_gated else [])
         latency += resource_gates(now, base, budgets, policy) if latency_gated else []  # nothing ran for a run file
         contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
-                    else _contract_gate(result, base, known_contract_failures))
+                    else _contract_gate(result, base, known_contract_failures, (calibration or {}).get(result.name)))
         later = (*latency, contract, _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return _holm_categories(gates, family, policy)
@@ -133,7 +138,8 @@ def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
 
 
 def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy,
-                   in_ties: Mapping[str, str] | None = None) -> list[GateResult]:
+                   in_ties: Mapping[str, str] | None = None,
+                   calibration: SetCalibration | None = None) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
     Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
@@ -161,17 +167,26 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
             gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
         gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy,
-                                   in_ties or {}))
+                                   in_ties or {}, calibration))
     return gates
 
 
 def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
                   means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy,
-                  in_ties: Mapping[str, str]) -> GateResult:
-    """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates)."""
+                  in_ties: Mapping[str, str], calibration: SetCalibration | None = None) -> GateResult:
+    """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates).
+
+    A calibrated scope's limit is the policy's plus the calibrated noise's allowance (harness/gating/calibration.py),
+    and its message says so; a figure calibrated to zero noise (or not calibrated) keeps the policy's limit and
+    message exactly.
+    """
     metric = measure.name
     label = now.name + (f"/{category}" if category else " overall")
     before, current = means
+    noise = calibration.noise(metric, category) if calibration is not None else None
+    allowance = calibration.allowance(noise) if calibration is not None else 0.0
+    limit = policy.drop_limit + allowance
+    calibrated = f"; {calibration.note(noise)}" if calibration is not None and noise is not None and allowance else ""
     rows = now.rows(category)
     base_values, now_values = _paired_values(rows, base, measure)
     units = {q.qid: q.resampling_unit for q in rows}
@@ -181,12 +196,12 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                            {qid: worse_is * v for qid, v in base_values.items()})
     flips = tuple(flipped_queries(now, base, category)) if not measure.nullable else ()
     gate = partial(GateResult, now.name, gate_name(metric), category=category, flipped=flips, metric=metric,
-                   baseline=before, current=current, limit=policy.drop_limit, unit=FRACTION,
+                   baseline=before, current=current, limit=limit, unit=FRACTION,
                    one_query=detect.one_query, detectable=detect.detectable, improved=_improved(-loss, detect))
     judged = f"; judged on {plural(counts[1], 'query', 'queries')}, {counts[0]} in the baseline" if measure.nullable else ""
-    if loss <= policy.drop_limit + FLOAT_SLACK:
+    if loss <= limit + FLOAT_SLACK:
         change = f"; {(current - before) * 100:+.2f} points" if abs(current - before) > FLOAT_SLACK else ""
-        message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}){_below(detect, loss)}"
+        message = f"{label} {metric} {current:.4f} (baseline {before:.4f}{change}{judged}{calibrated}){_below(detect, loss)}"
         ratchet = policy.ratchet_improvement_points
         ratcheted = category is None and ratchet is not None and -loss * 100 > ratchet + FLOAT_SLACK
         if ratcheted:
@@ -200,7 +215,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
                                                      if len(flips) > MAX_FLIPS_LISTED else "")
     direction = "rose" if measure.lower_is_better else "dropped"
     message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
-               f"{current:.4f} (limit {policy.drop_limit_points:.1f}; "
+               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; "
                f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
                + (f"; flipped: {listed or 'none'}" if not judged else "") + _tie_words(flips, in_ties, measure))
@@ -448,6 +463,21 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
                       current=after, limit=allowed, unit=MILLISECONDS)
 
 
+def _breaks_within(count: int, base: SetNumbers, calibration: SetCalibration | None) -> str | None:
+    """The note when `count` broken contracts is within the calibrated noise of the baseline's count (None when the
+    count was not calibrated, did not vary between runs, or grew beyond baseline + z x sqrt2 x sd)."""
+    noise = calibration.breaks if calibration is not None else None
+    if calibration is None or noise is None or not noise.sd:
+        return None
+    before = broken_contracts(base)
+    allowance = calibration.allowance(noise)
+    if count - before > allowance + FLOAT_SLACK:
+        return None
+    return (f"within calibrated noise: baseline {before}, {count - before:+d} allowed up to "
+            f"+{allowance:.1f} (z {calibration.z:.2f} x sqrt2 x sd {noise.sd:.1f} over {calibration.runs} runs, "
+            f"alpha {calibration.alpha:g})")
+
+
 # The gate each resource figure is reported under (its budget; `-relative`: against the baseline).
 RESOURCE_GATES = {"startup_seconds": "startup", "peak_rss_mib": "memory", "index_bytes": "index-size"}
 # Why a figure was not measured, said beside a budget that could not be checked.
@@ -544,10 +574,27 @@ def _why_judged_fell(result: SetResult, base: SetNumbers) -> str:
     return "; ".join(causes) or f"the judged share of {len(base.rows())} baseline queries' answers moved"
 
 
-def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> GateResult:
-    """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken."""
-    broken = [(q.qid, c) for q in result.queries if q.outcome not in ("xfail", "xpass")
+def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
+                   calibration: SetCalibration | None = None) -> GateResult:
+    """Every broken hard contract fails, except, with `accept_known`, those the baseline records as broken, and
+    those its calibration saw broken in some runs and not in others (noise, reported). When the calibrated number
+    of breaks varied between runs, the gate fails only when that number grew beyond its noise (`_breaks_within`)."""
+    flaky = calibration.flaky_contracts() if calibration is not None else frozenset()
+    broken = [(q.qid, c) for q in result.queries if q.outcome not in EXPECTED_TO_FAIL
               for c in q.contracts if not c.passed]
+    within_noise = _breaks_within(len(broken), base, calibration)
+    if within_noise is not None and broken:
+        qids = sorted({qid for qid, _ in broken})
+        return GateResult(result.name, "contract", True,
+                          f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}"
+                          + (f" (+{len(qids) - MAX_FLIPS_LISTED} more)" if len(qids) > MAX_FLIPS_LISTED else "")
+                          + f"; {within_noise}", metric="broken contracts", baseline=broken_contracts(base),
+                          current=len(broken), limit=0, unit=COUNT)
+    within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
+    noise = sorted({qid for qid, _ in within})
+    broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
+    noted = (f"; {len(noise)} quer{'y' if len(noise) == 1 else 'ies'} broke a contract within calibrated noise "
+             f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
     gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
@@ -557,11 +604,12 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> G
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
             return gate(True, f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])})")
+                              f"({', '.join(qids[:MAX_FLIPS_LISTED])}){noted}")
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
-        return gate(True, f"{result.name}: {checked} contracts hold" if checked
-                    else f"{result.name}: no hard contracts in this set")
+        held = f"{checked - len(within)} of {checked}" if within else f"{checked}"
+        return gate(True, (f"{result.name}: {held} contracts hold" if checked
+                           else f"{result.name}: no hard contracts in this set") + noted)
     # A run gating an embedder without the option fails on breaks its baseline already tracks: say so.
     which = "it" if len(broken) == 1 else f"all {len(broken)}"
     hint = (f"; the baseline records {which} as broken (--known-contract-failures fails only new breaks)"
@@ -569,7 +617,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool) -> G
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})
     return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
-                       f"first: {first_qid} {first.name}: {first.detail}{hint}", flipped=tuple(qids))
+                       f"first: {first_qid} {first.name}: {first.detail}{hint}{noted}", flipped=tuple(qids))
 
 
 CONTRACT_ALPHA = 0.05  # a graded set fails on significantly more broken than fixed contracts at this level

@@ -56,7 +56,7 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     (overall, category:NAME, split:NAME) whose `metrics` or query count moved (unchanged scopes
     are counted, not listed); the flips, queries whose found relevant documents changed
     (`scoring.flips.find_flips`). A set whose own backend record moved otherwise than the file's (another
-    backend re-baselined that set) says how. Every line is shown inert on a terminal (`terminal_line`).
+    backend re-baselined that set) says how, and so does a set whose calibration (`calibrate`) changed. Every line is shown inert on a terminal (`terminal_line`).
     """
     lines = [f"baselines diff: {old.path} -> {new.path}"]
     identity = _identity_changes(old.document.get("backend") or {}, new.document.get("backend") or {})
@@ -80,6 +80,11 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
             if own != identity:
                 set_lines = (set_lines or [f"set {name}: identity and query count unchanged"]) + [
                     f"  backend of this set: {change}" for change in own or ["unchanged"]]
+            was, now = old.calibration.get(name), new.calibration.get(name)
+            if was != now:  # calibrate's record: what the gates allow for
+                said = ("removed" if now is None else f"added: {now.summary()}" if was is None
+                        else f"{was.summary()} -> {now.summary()}")
+                set_lines = (set_lines or [f"set {name}: numbers unchanged"]) + [f"  calibration {said}"]
             moved += bool(set_lines)
             lines += set_lines or [f"set {name}: unchanged"]
     lines.append(f"{moved} of {len(set(old_sets) | set(new_sets))} sets moved; gated metrics: {', '.join(metrics)}")

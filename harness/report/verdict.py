@@ -3,7 +3,7 @@
 Console, Markdown and HTML all read these, from the report alone, so a verdict reads the same in
 a terminal, on a CI job page and in the HTML header. The gates carry the numbers they decided on;
 the baseline file's identity is `provenance.extra["baseline"]` (`{"path", "backend", "created",
-"git_commit"}`) when the run recorded it.
+"git_commit"}`, and `calibrated` when the baseline carries calibrated noise) when the run recorded it.
 """
 
 from __future__ import annotations
@@ -204,7 +204,8 @@ def baseline_identity(provenance: Provenance) -> dict[str, str] | None:
     record = provenance.extra.get("baseline")
     if not isinstance(record, Mapping) or not record.get("path"):
         return None
-    return {key: str(record[key]) for key in ("path", "backend", "created", "git_commit") if record.get(key)}
+    return {key: str(record[key]) for key in ("path", "backend", "created", "git_commit", "calibrated")
+            if record.get(key)}
 
 
 def baseline_text(provenance: Provenance) -> str | None:
@@ -214,7 +215,8 @@ def baseline_text(provenance: Provenance) -> str | None:
         return None
     details = [f"{word} {record[key][:12] if key == 'git_commit' else record[key]}"
                for key, word in (("created", "recorded"), ("backend", "for"), ("git_commit", "at")) if key in record]
-    return record["path"] + (f" ({' '.join(details)})" if details else "")
+    calibrated = f"; calibrated: {record['calibrated']}" if "calibrated" in record else ""  # harness calibrate
+    return record["path"] + (f" ({' '.join(details)})" if details else "") + calibrated
 
 
 def startup_text(provenance: Provenance) -> str | None:

@@ -156,6 +156,10 @@ BAD_INPUTS = [
     ("bisect-no-command", ["bisect", "HEAD~1", "HEAD", "--set", str(TINY_SET)], 2, "harness"),
     ("bisect-not-a-repository", ["bisect", "HEAD~1", "HEAD", "--set", str(TINY_SET), "--", "x"], 2, "harness"),
     ("bisect-malformed-set", ["bisect", "HEAD~1", "HEAD", "--set", "{broken_set}", "--", "x"], 2, "harness"),
+    ("calibrate-unknown-option", ["calibrate", "--bogus"], 2, ARGPARSE),
+    ("calibrate-one-run", ["calibrate", "--set", str(TINY_SET), "--runs", "1"], 2, "harness"),
+    ("calibrate-malformed-baseline", ["calibrate", "--set", str(TINY_SET), "--baseline", "{garbage}"], 2, "harness"),
+    ("calibrate-malformed-set", ["calibrate", "--set", "{broken_set}", "--baseline", "{garbage}"], 2, "harness"),
 ]
 
 

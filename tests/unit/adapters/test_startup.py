@@ -68,6 +68,7 @@ def test_every_adapter_error_is_a_startup_error_not_a_value_error(error) -> None
     ("adapters.onnx_embed", ["--model", "{tmp}/m.onnx", "--corpus", "x={corpus}"],
      "onnx_embed: error: --model and --tokenizer go together"),
     ("adapters.hybrid", ["--b", "-1", "--corpus", "x={corpus}"], "hybrid: error: b: must be between 0 and 1"),
+    ("adapters.ann", ["--m", "1", "--corpus", "x={corpus}"], "ann: error: --m: must be at least 2, got 1"),
 ])
 def test_each_reference_adapter_fails_start_up_the_same_way(tmp_path, module, argv, message) -> None:
     if module in ("adapters.onnx_embed", "adapters.hybrid"):  # they check their imports before their options

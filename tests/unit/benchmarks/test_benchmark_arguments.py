@@ -36,6 +36,7 @@ def test_names_from_takes_only_the_choices():
     ("benchmarks.embed", ["--graphs", "fused,int8"], "argument --graphs: expected a comma-separated list of"),
     ("benchmarks.bm25", ["--sizes", "0"], "argument --sizes: must be at least 1, got 0"),
     ("benchmarks.bm25_floor", ["--rounds", "0"], "argument --rounds: must be at least 1, got 0"),
+    ("benchmarks.calibrate_ann", ["--calibration-runs", "1"], "argument --calibration-runs: must be at least 2, got 1"),
     ("benchmarks.embed", ["--limit", "0"], "argument --limit: must be at least 1, got 0"),
     ("benchmarks.real_corpus", ["--docs", "10", "--queries", "10"], "must be fewer than --docs 10"),
 ])

@@ -103,3 +103,16 @@ def test_a_set_re_baselined_by_another_backend_says_so_and_names_stay_inert():
     hostile["sets"]["\x1b[2Jtiny"] = hostile["sets"].pop("tiny")
     text = render(old, hostile)
     assert "\x1b" not in text and "set \\x1b[2Jtiny: added" in text
+
+
+def test_a_calibration_added_or_removed_is_said_for_its_set():
+    plain = baseline()
+    calibrated = copy.deepcopy(plain)
+    calibrated["sets"]["tiny"]["calibration"] = {
+        "runs": 2, "alpha": 0.01, "rebuild": None, "varying": {"recall@10": ["tiny-01"]},
+        "quality": {"overall": {"recall@10": {"means": [1.0, 0.8], "query_sd": 0.0}}}}
+    added = render(plain, calibrated)
+    assert "set tiny: numbers unchanged\n  calibration added: recall@10 in 1 scope; 2 runs, alpha 0.01, 1 query varied\n" \
+        in added
+    assert "  calibration removed\n" in render(calibrated, plain)
+    assert "set tiny: unchanged" in render(plain, plain)
