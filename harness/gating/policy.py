@@ -9,7 +9,7 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "categories": {"gate": true, "min_queries": 1, "discount_queries": 1},
      "significance": {"require_ci_below_zero": false},
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
-                 "relative_fails": false},
+                 "relative_fails": false, "paired_warn_ratio": 1.5, "paired_fails_ratio": 5.0},
      "judged": {"warn_drop_points": 10.0},
      "ratchet": {"improvement_points": null}}
 
@@ -20,7 +20,10 @@ query's noise never fails a category; 0: any drop beyond the limit does); otherw
 With `significance.require_ci_below_zero`, a drop beyond the limit fails only when its paired
 95% CI lies wholly below zero, and otherwise warns. Latency: a p95 that grew by more than
 `relative_p95_limit_percent` of the baseline's AND by more than `min_increase_ms` warns
-(`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
+(`relative_fails`: fails), when both runs have at least `min_samples` latencies. With the baseline's backend timed beside
+the run (paired latency), that rule gives way to the paired one: the p50 or p95 ratio (run /
+baseline) whose 95% CI lies wholly above `paired_warn_ratio` warns, above `paired_fails_ratio`
+fails (null: never fails). `judged` warns
 when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
 figure that improved by more than that fails until it is re-baselined (the baseline follows
 improvements). Unknown keys at any depth, a `format` that is not the integer 1, and limits
@@ -48,7 +51,8 @@ MAX_INCREASE_MS = 1e6
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "discount_queries"},
             "significance": {"require_ci_below_zero"},
-            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
+            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails",
+                        "paired_warn_ratio", "paired_fails_ratio"},
             "judged": {"warn_drop_points"},
             "ratchet": {"improvement_points"}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", *SECTIONS}
@@ -69,6 +73,11 @@ class GatePolicy:
     latency_min_increase_ms: float = 10.0
     latency_min_samples: int = 20
     latency_relative_fails: bool = False
+    # Paired latency (the baseline's backend timed beside the run): a ratio whose CI lies above 1.5 warns, above
+    # 5 fails; on a busy 2-core machine the same backend against itself stays under 1.5 and a 2x slowdown shows,
+    # a 10x one fails (python -m benchmarks.paired_latency; docs/gate.md, "Paired latency").
+    latency_paired_warn_ratio: float = 1.5
+    latency_paired_fails_ratio: float | None = 5.0
     judged_warn_drop_points: float = 10.0
     ratchet_improvement_points: float | None = None
     source: str = "default"  # the file it was read from, for reports
@@ -86,7 +95,9 @@ class GatePolicy:
                 "significance": {"require_ci_below_zero": self.require_ci_below_zero},
                 "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
                             "min_increase_ms": self.latency_min_increase_ms,
-                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
+                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails,
+                            "paired_warn_ratio": self.latency_paired_warn_ratio,
+                            "paired_fails_ratio": self.latency_paired_fails_ratio},
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
                 "ratchet": {"improvement_points": self.ratchet_improvement_points}}
 
@@ -110,6 +121,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     defaults = GatePolicy()
     relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
     improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
+    paired_fails = latency.optional("paired_fails_ratio", defaults.latency_paired_fails_ratio)
     return GatePolicy(
         metrics=_metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric),
         drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
@@ -122,6 +134,9 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
             0, MAX_INCREASE_MS),
         latency_min_samples=latency.optional("min_samples", defaults.latency_min_samples).integer_in(1, MAX_COUNT),
         latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
+        latency_paired_warn_ratio=latency.optional("paired_warn_ratio", defaults.latency_paired_warn_ratio).number_in(
+            1, MAX_PERCENT),
+        latency_paired_fails_ratio=None if paired_fails.value is None else paired_fails.number_in(1, MAX_PERCENT),
         judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
         ratchet_improvement_points=None if improvement.value is None else _points(improvement),
         source=where)

@@ -105,7 +105,7 @@ def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(t
 
 @pytest.mark.parametrize("text, expected", [
     ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, adapter, "
-                         "expect_banner, backend, workers, history)"),
+                         "expect_banner, backend, workers, history, baseline_adapter)"),
     ('adapter = "python search/adapter.py"\n', "retrieval-gate.toml: adapter: expected the adapter's argv as a list of "
                                                "non-empty strings"),
     ("adapter = []\n", "retrieval-gate.toml: adapter: expected the adapter's argv"),
