@@ -41,6 +41,11 @@ PAIRED, ACROSS_RUNS = "paired in this run", "across runs and machines"
 PAIRED_PERCENTILES = (50, 95)
 
 
+def baseline_latency_measured(result: SetResult) -> str:
+    """How a set's baseline latency was measured, in the words every output shows beside it."""
+    return PAIRED if result.latency_paired else ACROSS_RUNS
+
+
 @dataclass(frozen=True)
 class Decision:
     """The gates of a run and, per gated set, its flips against the baseline (lost and gained) and the
@@ -84,7 +89,7 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
         gates.extend(_count_gate(now, base))
         for metric in policy.metrics:
             gates.extend(_quality_gates(now, base, parse_metric(metric), policy))
-        relative = _paired_latency_gate(result, policy) if result.latency_paired else _relative_latency_gate(
+        relative = paired_latency_gate(result, policy) if result.latency_paired else _relative_latency_gate(
             now, base, policy)
         latency = [_latency_gate(result, base, budgets.for_set(result.name)), relative] if latency_gated else []
         later = (*latency, _contract_gate(result, base, known_contract_failures), _judged_gate(result, base, policy))
@@ -340,7 +345,7 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
                       current=after, limit=allowed, unit=MILLISECONDS)
 
 
-def _paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | None:
+def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | None:
     """The run's latency against the baseline's backend timed beside it, query by query (paired latency).
 
     For p50 and p95: the ratio percentile(run) / percentile(baseline) over the queries both answered, with

@@ -18,7 +18,9 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
       metric drop `ci` and `p_value`); `flips` per gated set (qid, lost and gained relevant ids
       against the baseline); `baseline_latency` per gated set (the baseline's p50, p95, max, n);
       provenance.settings gains `max_window`. Version 1 reports still read (gates without
-      numbers, no flips, no baseline latency).
+      numbers, no flips, no baseline latency). Later in version 2 (optional, absent reads as before):
+      per set `base_latency_ms` and per query `base_latency_ms`, the baseline's backend timed beside the
+      run (paired latency, `--baseline-adapter`); `baseline_latency` of such a set is that one.
 """
 
 from __future__ import annotations

@@ -46,3 +46,35 @@ def test_paired_latency_needs_one_local_worker(tmp_path):
     with pytest.raises(UsageError, match="--baseline-adapter"):
         harness.gate([str(TINY_SET)], backend=traced(tmp_path / "t", "run"), baseline=None, workers=2,
                      baseline_adapter=traced(tmp_path / "t", "base"))
+
+
+def test_every_output_says_the_baseline_latency_was_paired(tmp_path, capsys):
+    import json
+    import shlex
+
+    from harness.commands.cli import main
+    trace = tmp_path / "trace.txt"
+    adapter = ["--adapter", "--", *traced(trace, "run")]
+    baseline, policy = tmp_path / "baseline.json", tmp_path / "policy.json"
+    policy.write_text(json.dumps({"format": 1, "latency": {"min_samples": 5}}))
+    assert main(["--set", str(TINY_SET), "--update-baseline", "--yes", "--baseline", str(baseline), "--quiet",
+                 "--out", str(tmp_path / "first.json"), *adapter]) == 0
+    capsys.readouterr()
+    outputs = {"--summary": tmp_path / "s.md", "--junit": tmp_path / "j.xml", "--html": tmp_path / "r.html"}
+    code = main(["--set", str(TINY_SET), "--baseline", str(baseline), "--policy", str(policy), "-v",
+                 "--out", str(tmp_path / "r.json"), *[str(part) for pair in outputs.items() for part in pair],
+                 "--baseline-adapter", shlex.join(traced(trace, "base")), *adapter])
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code in (0, 1), captured.err  # the verdict is the machine's; how it was measured is what is checked
+    assert "baseline paired in this run" in out and "latency-paired" in out
+    for path in outputs.values():
+        assert "paired in this run" in path.read_text(), path
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert "paired in this run" in next(g["message"] for g in document["gates"] if g["gate"] == "latency-paired")
+    assert document["baseline_latency"]["tiny"] == document["sets"][0]["base_latency_ms"]
+    # without the baseline's backend, every output says the comparison is across runs
+    assert main(["--set", str(TINY_SET), "--baseline", str(baseline), "--out", str(tmp_path / "r2.json"),
+                 "--summary", str(tmp_path / "s2.md"), *adapter]) in (0, 1)
+    assert "baseline across runs and machines" in capsys.readouterr().out
+    assert "across runs and machines" in (tmp_path / "s2.md").read_text()

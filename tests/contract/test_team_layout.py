@@ -91,7 +91,7 @@ def test_the_starter_policy_is_the_default_policy(tmp_path):
         "categories": {"gate": True, "min_queries": 1, "discount_queries": 1},
         "significance": {"require_ci_below_zero": False},
         "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
-                    "relative_fails": False, "paired_warn_ratio": 1.5, "paired_fails_ratio": 5.0},
+                    "relative_fails": False, "paired_warn_ratio": 1.5, "paired_fails_ratio": 3.0},
         "judged": {"warn_drop_points": 10.0}, "ratchet": {"improvement_points": None}}
 
 
