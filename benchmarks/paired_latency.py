@@ -13,7 +13,7 @@ run loops beside the whole benchmark (started here, stopped at the end) to keep 
 
 Run: python -m benchmarks.paired_latency [--runs 20] [--queries 50] [--repeats 1] [--tiers 0.1,1,10,100] [--quick]
 
-Targets (issue 40; docs/gate.md, "Paired latency"): the same backend warns in 0 of 20 runs; a 2x
+Targets (docs/performance.md, "Paired latency"): the same backend warns in 0 of 20 runs; a 2x
 slowdown shows (WARN or FAIL) in at least 19 of 20 runs at every tier; a 10x slowdown shows in
 every run and fails by the default policy.
 """
@@ -40,7 +40,7 @@ from harness.records import Document, Query, QuerySet, SetResult
 
 TIERS_MS = (0.1, 1.0, 10.0, 100.0)
 CASES = (("same", 1.0), ("2x", 2.0), ("10x", 10.0))
-PARALLEL_FROM_MS = 100.0  # tiers this slow run their runs 10 at a time: they sleep, the CPU stays free
+PARALLEL_FROM_MS = 100.0  # tiers this slow run their runs 20 at a time: they sleep, the CPU stays free
 PARALLEL_RUNS = 20
 
 

@@ -149,15 +149,10 @@ class AskingRun:
             try:
                 for query in query_set.queries:
                     request = Request(query_set.kind, query.query, options.k or query_set.k, query.qid)
-                    replies, base_times = [], []
-                    for _ in range(options.repeats):
-                        if turn % 2 == 0:
-                            replies.append(candidate.ask(request))
-                            base_times.append(base.ask(request)[1])
-                        else:
-                            base_times.append(base.ask(request)[1])
-                            replies.append(candidate.ask(request))
-                        turn += 1
+                    pairs = [_ask_pair(candidate, base, request, run_first=(turn + repeat) % 2 == 0)
+                             for repeat in range(options.repeats)]
+                    turn += options.repeats
+                    replies, base_times = [reply for reply, _ in pairs], [seconds for _, seconds in pairs]
                     answer, change = _answer(replies)
                     try:
                         check_windows(answer.ids, answer.passages, lengths, options.max_window, query.qid)
@@ -178,6 +173,17 @@ class AskingRun:
                 self.pending.pop(0)
         self._finish(asking_started)
         outcome.base_banner = base.banner
+
+
+def _ask_pair(candidate: Worker, base: AdapterProcess, request: Request,
+              run_first: bool) -> tuple[tuple[Response, float], float]:
+    """One request asked of both, the run's adapter first or the baseline's: (the run's reply and latency, the
+    baseline's latency)."""
+    if run_first:
+        reply = candidate.ask(request)
+        return reply, base.ask(request)[1]
+    base_seconds = base.ask(request)[1]
+    return candidate.ask(request), base_seconds
 
 
 def with_base_latency(result: SetResult, base_seconds: Mapping[str, float]) -> SetResult:
