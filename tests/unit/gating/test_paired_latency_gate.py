@@ -80,3 +80,32 @@ def test_without_pairs_the_relative_rule_says_across_runs():
     assert "across runs and machines" in gates["latency-relative"].message
     assert gates["latency-relative"].status == "warn"
     assert "baseline 1.0 ms, across runs and machines" in gates["latency"].message
+
+
+@pytest.mark.parametrize("latency, expected", [
+    ({"paired_warn_ratio": 0.5}, "latency.paired_warn_ratio: must be a number from 1 to"),
+    ({"paired_fails_ratio": "3"}, "latency.paired_fails_ratio: must be a number from 1 to"),
+    ({"paired_ratio": 2}, "paired_ratio"),
+])
+def test_paired_policy_keys_are_checked(tmp_path, latency, expected):
+    import json
+
+    from harness.errors import UsageError
+    from harness.gating.policy import load_policy
+    from harness.scoring.evaluate import policy_metric_name
+    path = tmp_path / "gate-policy.json"
+    path.write_text(json.dumps({"format": 1, "latency": latency}))
+    with pytest.raises(UsageError, match=expected):
+        load_policy(path, policy_metric_name)
+
+
+def test_paired_policy_keys_are_read(tmp_path):
+    import json
+
+    from harness.gating.policy import load_policy
+    from harness.scoring.evaluate import policy_metric_name
+    path = tmp_path / "gate-policy.json"
+    path.write_text(json.dumps({"format": 1, "latency": {"paired_warn_ratio": 1.2, "paired_fails_ratio": None}}))
+    policy = load_policy(path, policy_metric_name)
+    assert (policy.latency_paired_warn_ratio, policy.latency_paired_fails_ratio) == (1.2, None)
+    assert policy.to_dict()["latency"]["paired_fails_ratio"] is None
