@@ -78,3 +78,11 @@ def test_every_output_says_the_baseline_latency_was_paired(tmp_path, capsys):
                  "--summary", str(tmp_path / "s2.md"), *adapter]) in (0, 1)
     assert "baseline across runs and machines" in capsys.readouterr().out
     assert "across runs and machines" in (tmp_path / "s2.md").read_text()
+
+
+def test_the_baseline_backend_failing_is_a_backend_failure_naming_it(tmp_path):
+    crashing = [sys.executable, str(FIXTURES / "adapters" / "crash_after.py"), "2"]
+    report = harness.gate([str(TINY_SET)], backend=traced(tmp_path / "t", "run"), baseline=None,
+                          baseline_adapter=crashing)
+    assert not report.complete and report.exit_code == 3
+    assert "crash_after.py" in report.error and "index corrupted" in report.error
