@@ -45,8 +45,9 @@ class RunOptions:
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
     # Paired latency (docs/gate.md, "Paired latency"): the baseline's backend (an adapter argv), asked beside
-    # the backend in this run, query by query in ABBA order, both on one CPU; only its latency is kept.
-    baseline_adapter: Sequence[str] = ()
+    # the backend in this run, query by query in ABBA order, both on one CPU; only its latency is kept. A str is a
+    # built-in backend's name (harness.api resolves it to its argv).
+    baseline_adapter: Sequence[str] | str = ()
     # Filled in by harness.api from the backend and the policy, once:
     argv: Sequence[str] = ()
     metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
@@ -120,4 +121,4 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
     "log_path": (str, os.PathLike), "startup_limit": (int, float), "executor": (str,),
     "ray_address": (str, type(None)), "worker_cpus": (int, float), "worker_gpus": (int, float),
-    "max_window": (int,), "baseline_adapter": (list, tuple)}
+    "max_window": (int,), "baseline_adapter": (str, list, tuple)}

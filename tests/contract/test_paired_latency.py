@@ -86,3 +86,10 @@ def test_the_baseline_backend_failing_is_a_backend_failure_naming_it(tmp_path):
                           baseline_adapter=crashing)
     assert not report.complete and report.exit_code == 3
     assert "crash_after.py" in report.error and "index corrupted" in report.error
+
+
+def test_a_built_in_backend_can_be_the_baseline_by_name(tmp_path):
+    report = harness.gate([str(TINY_SET)], backend=traced(tmp_path / "t", "run"), baseline=None,
+                          baseline_adapter="bm25")
+    assert report.complete and report.sets[0].latency_paired
+    assert report.provenance.extra["paired_latency"]["baseline_adapter"][-2:] == ["-m", "adapters.bm25"]
