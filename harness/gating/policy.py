@@ -74,9 +74,9 @@ class GatePolicy:
     latency_min_samples: int = 20
     latency_relative_fails: bool = False
     # Paired latency (the baseline's backend timed beside the run): a ratio whose CI lies wholly above 1.5 warns,
-    # above 3 fails. On a busy 2-core machine, from 0.1 to 100 ms (below 10 ms with --repeats 3), the lower end
-    # of a 10x slowdown's CI stayed above 4 and a 2x's below 3 (python -m benchmarks.paired_latency;
-    # docs/performance.md, "Paired latency").
+    # above 3 fails. On a busy 2-core machine (load average 2-4.6), from 0.1 to 100 ms, the lower end of a 10x
+    # slowdown's CI stayed above 4.5 and a 2x's below 2 (python -m benchmarks.paired_latency; docs/performance.md,
+    # "Paired latency", which also shows a busier run).
     latency_paired_warn_ratio: float = 1.5
     latency_paired_fails_ratio: float | None = 3.0
     judged_warn_drop_points: float = 10.0
