@@ -118,7 +118,10 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         (gate against a baseline recorded for another backend or model; the report records it);
         scale-out (docs/scale.md): shard ("I/N": ask only that deterministic part of every set,
         ungated; `merge` combines and gates the N reports), executor ("local" or "ray"),
-        ray_address (default: a local Ray instance), worker_cpus / worker_gpus.
+        ray_address (default: a local Ray instance), worker_cpus / worker_gpus; baseline_adapter (the
+        baseline's backend as an argv, or a built-in backend's name: timed beside this one query by query,
+        both on one CPU, for a paired latency verdict; docs/gate.md, "Paired latency"; default: the
+        config's `baseline_adapter`).
 
     Raises HarnessError subclasses for what stops a run before it starts (bad options, sets,
     budgets or baseline: exit code 2). A backend failure or an interrupt during the run is not
@@ -144,6 +147,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         backend = list(team.rerun.adapter) or team.rerun.backend
         if team.rerun.adapter and "expect_banner" not in options:
             settings = dataclasses.replace(settings, expect_banner=team.rerun.expect_banner)
+    if "baseline_adapter" not in options and team.baseline_adapter:  # the config's: paired latency
+        settings = dataclasses.replace(settings, baseline_adapter=team.baseline_adapter)
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, gating=gating,
@@ -298,6 +303,8 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
     if backend is not None and run_file is not None:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
     expect = options.expect_banner
+    if run_file is not None and options.baseline_adapter:
+        raise UsageError("--baseline-adapter times an adapter beside the run's; a run file has no latency")
     if run_file is not None:
         argv, label, expect = [], f"run-file {run_file}", False
     elif backend is None or isinstance(backend, str):
@@ -313,8 +320,13 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
     recorded = inputs.identity_baseline
     named = recorded is not None and run_file is None and any(
         recorded.identity_for(s.name).name is not None for s in inputs.query_sets)
+    base = options.baseline_adapter
+    if isinstance(base, str):  # a built-in backend's name
+        base = backend_argv(base)
+    elif base:
+        check_executable(list(base))
     return dataclasses.replace(options, argv=argv, expect_banner=expect, identify_first=named and not expect,
-                               metrics=_computed_metrics(inputs)), label
+                               metrics=_computed_metrics(inputs), baseline_adapter=tuple(base)), label
 
 
 def _computed_metrics(inputs: GateInputs) -> tuple[str, ...]:
@@ -406,6 +418,10 @@ def _provenance(options: RunOptions, label: str, condition: str | None, inputs: 
     settings = {**options.settings(), "workers": outcome.workers, "latency_under_concurrency": outcome.workers > 1}
     if outcome.tied_order_changed:
         extra = {**extra, "tied_order_changed": list(outcome.tied_order_changed)}
+    if options.baseline_adapter and run_file is None:  # paired latency: what was timed beside the run, and where
+        extra = {**extra, "paired_latency": {"baseline_adapter": list(options.baseline_adapter),
+                                             "baseline_banner": outcome.base_banner, "placement": outcome.placement,
+                                             "order": "ABBA"}}
     return Provenance(
         harness_version=__version__, started=outcome.started, git_commit=git_commit(),
         backend=Backend(label, tuple(options.argv)),

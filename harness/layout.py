@@ -50,6 +50,9 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "workers": ("adapter processes per run without --workers", DEFAULT_WORKERS),
     "history": ("the history store each run and re-baseline is appended to without --history (docs/history.md); "
                 "none when unset, e.g.", ".retrieval-gate/history.sqlite"),
+    "baseline_adapter": ("the baseline's backend (argv), timed beside the run's query by query for a paired latency "
+                         "verdict without --baseline-adapter (docs/gate.md, \"Paired latency\"); none when unset, e.g.",
+                         ["python", "../base/search/adapter.py"]),
 }
 PATH_KEYS = ("sets", "baseline", "budgets", "policy", "history")
 # A table or file name a person meant as ours ([tool.retrieval_gate], retrieval_gate.toml): said, never ignored.
@@ -67,6 +70,7 @@ class Config(TypedDict, total=False):
     expect_banner: bool
     backend: str
     workers: int
+    baseline_adapter: list
     history: str
 
 
@@ -93,6 +97,7 @@ class Layout:
     config: Path | None = None
     backend: str | None = None
     workers: int | None = None
+    baseline_adapter: tuple[str, ...] = ()  # the config's `baseline_adapter`: paired latency without the option
     history: Path | None = None  # the history store runs append to (docs/history.md); None: none
     sets_named_by: str | None = None  # who named the team's sets folder ("--sets-dir", "FILE: sets"); None: the default
     # What answers and what a printed command repeats: the source given, else the config's (`adapter` and its
@@ -186,6 +191,7 @@ def resolve(*, sets_dir: Path | None = None, baseline: Path | None | FromLayout 
                   budgets=budgets or configured("budgets") or conventional(DEFAULT_BUDGETS_PATH),
                   policy=policy or configured("policy") or conventional(DEFAULT_POLICY_FILE),
                   config=config, backend=values.get("backend"), workers=values.get("workers"),
+                  baseline_adapter=tuple(values.get("baseline_adapter", ())),
                   history=configured("history"), sets_named_by=named_by, rerun=rerun)
 
 
@@ -228,7 +234,7 @@ def read_config(path: Path) -> Config:
             raise UsageError(f"{where}{key}: expected a path as a non-empty string, got {value!r:.60}")
         if key == "backend" and (not isinstance(value, str) or value not in BACKENDS):  # a list is unhashable
             raise UsageError(f"{where}{key}: expected one of {', '.join(sorted(BACKENDS))}, got {value!r:.60}")
-        if key == "adapter" and (not isinstance(value, list) or not value
+        if key in ("adapter", "baseline_adapter") and (not isinstance(value, list) or not value
                                  or not all(isinstance(part, str) and part for part in value)):
             raise UsageError(f"{where}{key}: expected the adapter's argv as a list of non-empty strings, e.g. "
                              f'["python", "search/adapter.py"], got {value!r:.60}')

@@ -145,10 +145,18 @@ class QueryResult:
     # Positions whose score equals the previous position's (docs/adapters.md, "Scores and ties"): the order between those
     # documents is the adapter's choice, not its scores'. 0 without scores; written only when > 0.
     tied: int = 0
+    # The baseline's backend's latency on this query, timed beside this one in the same run (`--baseline-adapter`:
+    # paired latency, docs/gate.md); None when the latency is compared across runs.
+    base_latency_seconds: float | None = None
 
     @property
     def resampling_unit(self) -> str:
         return resampling_unit(self.qid, self.group)
+
+    @property
+    def base_latency_ms(self) -> float | None:
+        """The paired baseline latency as reports write it (rounded as `latency_ms`), or None."""
+        return None if self.base_latency_seconds is None else round(self.base_latency_seconds * 1000, 4)
 
     @property
     def latency_ms(self) -> float:
@@ -174,6 +182,7 @@ class QueryResult:
             **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
             **({"window": dict(self.window)} if self.window is not None else {}),
             **({"tied": self.tied} if self.tied else {}),
+            **({"base_latency_ms": self.base_latency_ms} if self.base_latency_seconds is not None else {}),
         }
 
 
@@ -193,6 +202,12 @@ class SetResult:
     latency: Latency
     queries: tuple[QueryResult, ...]
     resources: Resources = Resources()
+    base_latency: Latency | None = None  # the baseline's backend's, timed beside this run's (paired latency)
+
+    @property
+    def latency_paired(self) -> bool:
+        """Whether the baseline's backend was timed beside this run, query by query (`--baseline-adapter`)."""
+        return self.base_latency is not None
 
     def numbers(self, judgments_hash: str | None = None) -> SetNumbers:
         """The set's numbers as a baseline records them, to compare record with record."""
@@ -206,6 +221,7 @@ class SetResult:
             "name": self.name, "kind": self.kind, "revision": self.revision,
             "corpus_hash": self.corpus_hash, "k": self.k, "query_count": self.query_count,
             "complete": self.complete, "aggregates": self.aggregates.to_dict(), "latency_ms": self.latency.to_dict(),
+            **({"base_latency_ms": self.base_latency.to_dict()} if self.base_latency is not None else {}),
             "queries": [q.to_dict() for q in self.queries],
             **({"resources": self.resources.to_dict()} if self.resources.measured else {}),
         }

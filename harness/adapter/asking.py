@@ -12,20 +12,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
-from harness.scoring.evaluate import Answer, evaluate_set, ranking_change
+from harness.scoring.evaluate import Answer, evaluate_set, latency_summary, ranking_change
 from harness.scoring.metrics import trec_eval_order
 from harness.adapter.protocol import Request, Response, banner_index_bytes
 from harness.measured import Latency, Resources
 from harness.records import QuerySet, SetResult
 from harness.adapter.driver import AdapterProcess
 from harness.adapter.options import RunOptions
+from harness.adapter.placement import pinned
 from harness.adapter.startup import CORPUS_DIR_ENV
 from harness.adapter.windows import check_windows
 from harness.sets.trec_input import Run, missing_from_run, read_run, run_scores, unknown_in_run
@@ -50,6 +51,8 @@ class RunOutcome:
     nondeterministic: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     tied_order_changed: list[str] = field(default_factory=list)  # `--repeats`: only tied documents moved
+    placement: str | None = None  # paired latency: where both adapters ran ("cpu 0", or "unpinned")
+    base_banner: dict | None = None  # paired latency: the baseline's adapter's banner
 
     @property
     def complete(self) -> bool:
@@ -76,12 +79,21 @@ class AskingRun:
     outcome: RunOutcome
     pending: list[QuerySet]  # the sets not asked yet: a run cut short reports them unanswered
     workers: Sequence[Worker] = ()
+    base: AdapterProcess | None = None  # the baseline's backend, timed beside the run's (`baseline_adapter`)
 
     def start(self) -> Started:
         """Start the workers and return their banners. A banner not awaited (`expect_banner` off) shows
         with the first answer: with `identify_first`, one untimed query each shows it first."""
         options = self.options
+        if options.baseline_adapter:  # paired latency: both adapters inherit the one CPU this thread is pinned to
+            cpu = self.stack.enter_context(pinned())
+            self.outcome.placement = f"cpu {cpu}" if cpu is not None else "unpinned"
         self.workers = self.start_workers(options, self.corpus_dir, self.stack)
+        if options.baseline_adapter:
+            self.base = self.stack.enter_context(AdapterProcess(
+                list(options.baseline_adapter), log_path=options.baseline_log(),
+                env={CORPUS_DIR_ENV: str(self.corpus_dir)}, startup_timeout=options.startup_timeout,
+                query_timeout=options.query_timeout, startup_limit=options.startup_limit))
         if options.identify_first and not options.expect_banner and any(s.queries for s in self.query_sets):
             for worker in self.workers:
                 _warm_up(worker, self.query_sets, dataclasses.replace(options, warmup=1))
@@ -90,6 +102,9 @@ class AskingRun:
     def ask(self, progress: Progress | None = None) -> None:
         """Warm up, then ask every query of every set, each set evaluated as it ends."""
         options, adapters, outcome = self.options, self.workers, self.outcome
+        if self.base is not None:
+            self._ask_paired(self.base, progress)
+            return
         outcome.warmup_seconds = max(_warm_up(adapter, self.query_sets, options) for adapter in adapters)
         asking_started = time.monotonic()
         # One stream of replies per worker over every set, so a Ray actor goes on answering
@@ -104,10 +119,78 @@ class AskingRun:
             finally:
                 outcome.results.append(evaluate_set(query_set, answers, options.k or query_set.k, options.metrics))
                 self.pending.pop(0)
+        self._finish(asking_started)
+
+    def _finish(self, asking_started: float) -> None:
+        adapters, outcome = self.workers, self.outcome
         outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
         outcome.banner = adapters[0].banner
         startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
         outcome.startup_seconds = max(startups) if startups else None
+
+    def _ask_paired(self, base: AdapterProcess, progress: Progress | None) -> None:
+        """Paired latency: the run's one adapter and the baseline's asked each query in turn, in ABBA order
+        (query 0: run, base; query 1: base, run; ...), so drift and the cost of going first fall on both alike.
+
+        Both warm up on at least one query (a first query must not pay either's start-up). Metrics are the
+        run's answers'; of the baseline's answers only the latency is kept (`QueryResult.base_latency_seconds`,
+        the median over `repeats` as the run's).
+        """
+        options, outcome, candidate = self.options, self.outcome, self.workers[0]
+        warm = dataclasses.replace(options, warmup=max(1, options.warmup))
+        outcome.warmup_seconds = max(_warm_up(candidate, self.query_sets, warm), _warm_up(base, self.query_sets, warm))
+        asking_started = time.monotonic()
+        turn = 0
+        while self.pending:
+            query_set = self.pending[0]
+            answers: dict[str, Answer] = {}
+            base_seconds: dict[str, float] = {}
+            lengths = {doc.id: len(doc.text) for doc in query_set.documents}
+            try:
+                for query in query_set.queries:
+                    request = Request(query_set.kind, query.query, options.k or query_set.k, query.qid)
+                    pairs = [_ask_pair(candidate, base, request, run_first=(turn + repeat) % 2 == 0)
+                             for repeat in range(options.repeats)]
+                    turn += options.repeats
+                    replies, base_times = [reply for reply, _ in pairs], [seconds for _, seconds in pairs]
+                    answer, change = _answer(replies)
+                    try:
+                        check_windows(answer.ids, answer.passages, lengths, options.max_window, query.qid)
+                    except ProtocolError as exc:
+                        raise AdapterError(f"{exc} [adapter: {' '.join(candidate.argv)}]", argv=candidate.argv,
+                                           qid=query.qid) from None
+                    answers[query.qid] = answer
+                    base_seconds[query.qid] = statistics.median(base_times)
+                    if change == "ranking":
+                        outcome.nondeterministic.append(f"{query_set.name}/{query.qid}")
+                    elif change == "tied":
+                        outcome.tied_order_changed.append(f"{query_set.name}/{query.qid}")
+                    if progress:
+                        progress(query_set.name, len(answers), len(query_set.queries))
+            finally:
+                result = evaluate_set(query_set, answers, options.k or query_set.k, options.metrics)
+                outcome.results.append(with_base_latency(result, base_seconds))
+                self.pending.pop(0)
+        self._finish(asking_started)
+        outcome.base_banner = base.banner
+
+
+def _ask_pair(candidate: Worker, base: AdapterProcess, request: Request,
+              run_first: bool) -> tuple[tuple[Response, float], float]:
+    """One request asked of both, the run's adapter first or the baseline's: (the run's reply and latency, the
+    baseline's latency)."""
+    if run_first:
+        reply = candidate.ask(request)
+        return reply, base.ask(request)[1]
+    base_seconds = base.ask(request)[1]
+    return candidate.ask(request), base_seconds
+
+
+def with_base_latency(result: SetResult, base_seconds: Mapping[str, float]) -> SetResult:
+    """`result` with the baseline's paired latency per query (qid -> seconds) and its summary over those queries."""
+    queries = tuple(dataclasses.replace(q, base_latency_seconds=base_seconds.get(q.qid)) for q in result.queries)
+    summary = latency_summary([q.base_latency_seconds for q in queries if q.base_latency_seconds is not None])
+    return dataclasses.replace(result, queries=queries, base_latency=summary)
 
 
 @contextlib.contextmanager

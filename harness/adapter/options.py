@@ -44,6 +44,10 @@ class RunOptions:
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    # Paired latency (docs/gate.md, "Paired latency"): the baseline's backend (an adapter argv), asked beside
+    # the backend in this run, query by query in ABBA order, both on one CPU; only its latency is kept. A str is a
+    # built-in backend's name (harness.api resolves it to its argv).
+    baseline_adapter: Sequence[str] | str = ()
     # Filled in by harness.api from the backend and the policy, once:
     argv: Sequence[str] = ()
     metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
@@ -68,13 +72,20 @@ class RunOptions:
             if value < low:
                 raise UsageError(f"{name}: must be >= {low}, got {value}")
         check_waits(self.query_timeout, self.startup_timeout, self.startup_limit)
+        if self.baseline_adapter:
+            if not all(isinstance(part, str) and part for part in self.baseline_adapter):
+                raise UsageError("--baseline-adapter: must be an adapter argv of non-empty strings")
+            if self.workers > 1 or self.executor != "local":
+                raise UsageError("--baseline-adapter: times one local adapter beside the baseline's; "
+                                 "drop --workers and --executor ray")
 
     def settings(self) -> dict[str, object]:
         """What a report records of these options (provenance.settings): what changes a metric or a latency."""
         return {"k": self.k, "query_timeout_s": self.query_timeout, "startup_timeout_s": self.startup_timeout,
                 "startup_limit_s": self.startup_limit, "warmup": self.warmup, "repeats": self.repeats,
                 "workers": self.workers, "latency_under_concurrency": self.workers > 1,
-                "max_window": self.max_window}
+                "max_window": self.max_window,
+                **({"baseline_adapter": list(self.baseline_adapter)} if self.baseline_adapter else {})}
 
     def worker_log(self, index: int) -> Path:
         """Worker `index`'s stderr log: one per worker; a single worker keeps the plain name."""
@@ -82,6 +93,11 @@ class RunOptions:
         if self.workers == 1:
             return log_path
         return log_path.with_name(f"{log_path.stem}.w{index + 1}{log_path.suffix}")
+
+    def baseline_log(self) -> Path:
+        """The baseline's adapter's stderr log (`--baseline-adapter`), beside the run's."""
+        log_path = Path(self.log_path)
+        return log_path.with_name(f"{log_path.stem}.baseline{log_path.suffix}")
 
 
 def option_names(record_type: type) -> frozenset[str]:
@@ -105,4 +121,4 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
     "log_path": (str, os.PathLike), "startup_limit": (int, float), "executor": (str,),
     "ray_address": (str, type(None)), "worker_cpus": (int, float), "worker_gpus": (int, float),
-    "max_window": (int,)}
+    "max_window": (int,), "baseline_adapter": (str, list, tuple)}

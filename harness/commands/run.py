@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness import api
-from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import crash_guard
@@ -82,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--workers", type=int, default=None, metavar="N",
                         help="N adapter processes answer shards of each set at once (throughput on large sets; "
                              "latency is then measured under concurrency) (default: the config's `workers`, else 1)")
+    paired = timing.add_mutually_exclusive_group()
+    paired.add_argument("--baseline-adapter", default=None, metavar="COMMAND",
+                        help="the baseline's backend (one string, split as a shell would, never run through one), "
+                             "timed beside the run's query by query, both on one CPU: a paired latency verdict "
+                             "(docs/gate.md, \"Paired latency\") (default: the config's `baseline_adapter`)")
+    paired.add_argument("--baseline-backend", choices=sorted(BACKENDS), default=None,
+                        help="a built-in backend as the baseline's, timed as --baseline-adapter")
     timing.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW, metavar="CHARS",
                         help="longest passage window an answer may show, in characters; longer is a protocol "
                              f"error (default: {DEFAULT_MAX_WINDOW})")
@@ -118,6 +127,22 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, adapter_argv
 
 
+def _baseline_adapter(args: argparse.Namespace, configured: Sequence[str]) -> tuple[str, ...]:
+    """The baseline's backend to time beside the run's: --baseline-backend's or --baseline-adapter's argv, else the
+    config's `baseline_adapter`; () for none (latency compared across runs)."""
+    if args.baseline_backend is not None:
+        return tuple(backend_argv(args.baseline_backend))
+    if args.baseline_adapter is not None:
+        try:
+            argv = shlex.split(args.baseline_adapter)
+        except ValueError as exc:
+            raise UsageError(f"--baseline-adapter: {exc}") from None
+        if not argv:
+            raise UsageError("--baseline-adapter: the command is empty")
+        return tuple(argv)
+    return tuple(configured)
+
+
 def main(args_list: list[str]) -> int:
     """The default command: argv -> the API -> the outputs -> the report's exit code."""
     args, adapter_argv = parse(args_list)
@@ -136,7 +161,8 @@ def main(args_list: list[str]) -> int:
         startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
         max_window=args.max_window, executor=args.executor, ray_address=args.ray_address,
-        worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus)
+        worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus,
+        baseline_adapter=_baseline_adapter(args, team.baseline_adapter))
     gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change, condition=args.condition,
                              what_if_min_score=args.what_if_min_score, shard=args.shard)

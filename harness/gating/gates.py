@@ -30,8 +30,9 @@ from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability, queries_needed
 from harness.scoring.evaluate import FLIP_DEPTH
 from harness.scoring.flips import Flip, find_flips
-from harness.scoring.metrics import Measure, parse_metric
-from harness.scoring.stats import RESAMPLES, PairedTest, holm, mcnemar_exact, paired_test
+from harness.scoring.metrics import Measure, parse_metric, percentile
+from harness.scoring.stats import (RESAMPLES, PairedTest, RatioInterval, holm, mcnemar_exact, paired_percentile_ratio,
+                                   paired_test)
 from harness.scoring.ties import score_runs
 from harness.text import plural
 
@@ -44,12 +45,21 @@ MAX_FLIPS_LISTED = 10
 FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
 # A shipped set and its larger companion, which can tell a drop of a few points from noise (docs/sets.md).
 COMPANION_SETS = {"code": "code-agent", "dedupe": "dedupe-hard", "memory": "memory-hard"}
+# How the baseline's latency was measured, as every output says it beside the two figures.
+PAIRED, ACROSS_RUNS = "paired in this run", "across runs and machines"
+PAIRED_PERCENTILES = (50, 95)
+
+
+def baseline_latency_measured(result: SetResult) -> str:
+    """How a set's baseline latency was measured, in the words every output shows beside it."""
+    return PAIRED if result.latency_paired else ACROSS_RUNS
 
 
 @dataclass(frozen=True)
 class Decision:
     """The gates of a run and, per gated set, its flips against the baseline (lost and gained) and the
-    baseline's latency summary (every output shows it beside the run's)."""
+    baseline's latency summary (every output shows it beside the run's): the baseline's backend's, timed in
+    this run, for a set whose latency was paired (`SetResult.latency_paired`), else the recorded one."""
 
     gates: tuple[GateResult, ...]
     flips: Mapping[str, tuple[Flip, ...]]
@@ -77,7 +87,8 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
         base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
         flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
                                               {q.qid: q.query for q in result.queries}))
-    return Decision(tuple(gates), flips, {name: numbers.latency for name, numbers in entries.items()},
+    paired = {result.name: result.base_latency for result in results if result.base_latency is not None}
+    return Decision(tuple(gates), flips, {name: paired.get(name, numbers.latency) for name, numbers in entries.items()},
                     {name: numbers.resources for name, numbers in entries.items() if numbers.resources.measured})
 
 
@@ -100,8 +111,9 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
                 if gate.category is not None and gate.metric is not None:
                     family.append(len(gates))
                 gates.append(gate)
-        latency = ([_latency_gate(result, base, budgets.for_set(result.name)),
-                    _relative_latency_gate(now, base, policy)] if latency_gated else [])
+        relative = paired_latency_gate(result, policy) if result.latency_paired else _relative_latency_gate(
+            now, base, policy)
+        latency = [_latency_gate(result, base, budgets.for_set(result.name)), relative] if latency_gated else []
         latency += resource_gates(now, base, budgets, policy) if latency_gated else []  # nothing ran for a run file
         contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
                     else _contract_gate(result, base, known_contract_failures, (calibration or {}).get(result.name)))
@@ -433,7 +445,11 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
                            f"cannot pass")
     passed = p95 <= budget_ms
     verdict = "within" if passed else "exceeds"
-    was = f"; baseline {before:.1f} ms" if before is not None else ""
+    if result.base_latency is not None:  # the baseline's backend timed beside it: its p95 is the one to show
+        before = result.base_latency.p95
+        gate = partial(gate, baseline=before)
+    how = PAIRED if result.latency_paired else ACROSS_RUNS
+    was = f"; baseline {before:.1f} ms, {how}" if before is not None else ""
     return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
 
 
@@ -455,7 +471,7 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     grew = after > allowed + FLOAT_SLACK
     change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
     message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
-               f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms)")
+               f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms); baseline measured {ACROSS_RUNS}")
     if grew and not policy.latency_relative_fails:
         message += "; warning only (policy: latency.relative_fails)"
     return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
@@ -538,6 +554,42 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
         message += "; warning only (policy: resources.relative_fails)"
     return GateResult(set_name, f"{RESOURCE_GATES[name]}-relative", not fails, message,
                       warning=grew and not fails, metric=words, baseline=before, current=after, limit=allowed, unit=unit)
+
+
+def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | None:
+    """The run's latency against the baseline's backend timed beside it, query by query (paired latency).
+
+    For p50 and p95: the ratio percentile(run) / percentile(baseline) over the queries both answered, with
+    its 95% bootstrap interval over whole pairs (harness.scoring.stats.paired_percentile_ratio). A ratio
+    whose interval lies wholly above `latency.paired_warn_ratio` warns, above `paired_fails_ratio` fails;
+    the gate reports the percentile whose interval lies highest, in ms (its `ci`: the run's value the
+    ratio's interval implies). No gate with fewer than the policy's min_samples pairs.
+    """
+    pairs = [(q.base_latency_seconds * 1000, q.latency_seconds * 1000) for q in result.queries
+             if q.base_latency_seconds is not None and q.base_latency_seconds > 0 and q.latency_seconds > 0]
+    if len(pairs) < policy.latency_min_samples:
+        return None
+    base_ms, run_ms = [b for b, _ in pairs], [c for _, c in pairs]
+    ratios = [paired_percentile_ratio(base_ms, run_ms, percentile) for percentile in PAIRED_PERCENTILES]
+    decisive = max(ratios, key=lambda r: r.ci_low)
+    fails_at, warns_at = policy.latency_paired_fails_ratio, policy.latency_paired_warn_ratio
+    failed = fails_at is not None and decisive.ci_low > fails_at + FLOAT_SLACK
+    warned = not failed and decisive.ci_low > warns_at + FLOAT_SLACK
+    before = percentile(base_ms, decisive.percentile)
+    figures = "; ".join(_ratio_text(r) for r in ratios)
+    limits = f"warns above {warns_at:g}x" + (f", fails above {fails_at:g}x" if fails_at is not None else "")
+    message = (f"{result.name} latency against the baseline's backend, {PAIRED} over {len(pairs)} queries: "
+               f"{figures} ({limits}, when the whole 95% CI lies above)")
+    if warned:
+        message += "; warning only (policy: latency.paired_fails_ratio)"
+    return GateResult(result.name, "latency-paired", not failed, message, warning=warned,
+                      metric=f"p{decisive.percentile:g}", baseline=before,
+                      current=percentile(run_ms, decisive.percentile), limit=before * warns_at,
+                      unit=MILLISECONDS, ci=(before * decisive.ci_low, before * decisive.ci_high))
+
+
+def _ratio_text(ratio: RatioInterval) -> str:
+    return f"p{ratio.percentile:g} {ratio.ratio:.2f}x (95% CI {ratio.ci_low:.2f}-{ratio.ci_high:.2f})"
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:

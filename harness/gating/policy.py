@@ -9,7 +9,7 @@ Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every fie
      "categories": {"gate": true, "min_queries": 1, "rule": "holm", "discount_queries": 1},
      "significance": {"require_ci_below_zero": false},
      "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
-                 "relative_fails": false},
+                 "relative_fails": false, "paired_warn_ratio": 1.5, "paired_fails_ratio": 3.0},
      "judged": {"warn_drop_points": 10.0},
      "ratchet": {"improvement_points": null},
      "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false},
@@ -31,7 +31,10 @@ Otherwise it warns, saying why. `python -m benchmarks.decisions` measures both r
 With `significance.require_ci_below_zero`, a drop beyond the limit fails only when its paired
 95% CI lies wholly below zero, and otherwise warns. Latency: a p95 that grew by more than
 `relative_p95_limit_percent` of the baseline's AND by more than `min_increase_ms` warns
-(`relative_fails`: fails), when both runs have at least `min_samples` latencies. `judged` warns
+(`relative_fails`: fails), when both runs have at least `min_samples` latencies. With the baseline's backend timed beside
+the run (paired latency), that rule gives way to the paired one: the p50 or p95 ratio (run /
+baseline) whose 95% CI lies wholly above `paired_warn_ratio` warns, above `paired_fails_ratio`
+fails (null: never fails). `judged` warns
 when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
 figure that improved by more than that fails until it is re-baselined (the baseline follows
 improvements). `drift` (read only with `--history`, docs/history.md): a gated figure that fell by
@@ -77,7 +80,8 @@ RESOURCE_FLOOR_BOUNDS = {"min_increase_seconds": MAX_STARTUP_SECONDS, "min_incre
 # Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
 SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
             "significance": {"require_ci_below_zero"},
-            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails"},
+            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails",
+                        "paired_warn_ratio", "paired_fails_ratio"},
             "judged": {"warn_drop_points"},
             "ratchet": {"improvement_points"},
             "drift": {"limit_points", "baselines", "days", "fails"},
@@ -104,6 +108,12 @@ class GatePolicy:
     latency_min_increase_ms: float = 10.0
     latency_min_samples: int = 20
     latency_relative_fails: bool = False
+    # Paired latency (the baseline's backend timed beside the run): a ratio whose CI lies wholly above 1.5 warns,
+    # above 3 fails. On a busy 2-core machine (load average 2-4.6), from 0.1 to 100 ms, the lower end of a 10x
+    # slowdown's CI stayed above 4.5 and a 2x's below 2 (python -m benchmarks.paired_latency; docs/performance.md,
+    # "Paired latency", which also shows a busier run).
+    latency_paired_warn_ratio: float = 1.5
+    latency_paired_fails_ratio: float | None = 3.0
     judged_warn_drop_points: float = 10.0
     ratchet_improvement_points: float | None = None
     drift_limit_points: float | None = None  # None: drop_limit_points (what fails in one step warns over several)
@@ -133,7 +143,9 @@ class GatePolicy:
                 "significance": {"require_ci_below_zero": self.require_ci_below_zero},
                 "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
                             "min_increase_ms": self.latency_min_increase_ms,
-                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails},
+                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails,
+                            "paired_warn_ratio": self.latency_paired_warn_ratio,
+                            "paired_fails_ratio": self.latency_paired_fails_ratio},
                 "judged": {"warn_drop_points": self.judged_warn_drop_points},
                 "ratchet": {"improvement_points": self.ratchet_improvement_points},
                 "drift": {"limit_points": self.drift_limit_points, "baselines": self.drift_baselines,
@@ -169,6 +181,7 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     drift_days = drift.optional("days", defaults.drift_days)
     tie_aware = policy.optional("tie_aware", defaults.tie_aware).boolean()
     metrics = _metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric)
+    paired_fails = latency.optional("paired_fails_ratio", defaults.latency_paired_fails_ratio)
     return GatePolicy(
         metrics=_tie_aware(metrics, policy.get("tie_aware"), canonical_metric) if tie_aware else metrics,
         tie_aware=tie_aware,
@@ -183,6 +196,9 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
             0, MAX_INCREASE_MS),
         latency_min_samples=latency.optional("min_samples", defaults.latency_min_samples).integer_in(1, MAX_COUNT),
         latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
+        latency_paired_warn_ratio=latency.optional("paired_warn_ratio", defaults.latency_paired_warn_ratio).number_in(
+            1, MAX_PERCENT),
+        latency_paired_fails_ratio=None if paired_fails.value is None else paired_fails.number_in(1, MAX_PERCENT),
         judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
         ratchet_improvement_points=None if improvement.value is None else _points(improvement),
         drift_limit_points=None if drift_limit.value is None else _points(drift_limit),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from harness.gating.gates import baseline_latency_measured
 from harness.measured import Latency, ScopeNumbers
 from harness.records import SetResult
 from harness.report import evidence
@@ -86,7 +87,8 @@ def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> li
         lines.append(f"{label:<{width}}{scope.n:>5}" + "".join(f"{cell(scope, m):>11}" for m in TABLE_METRICS))
     latency = result.latency
     if latency.n:
-        lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency.n})")
+        how = f", baseline {baseline_latency_measured(result)}" if baseline_latency is not None else ""
+        lines.append(f"latency ms: {latency_text(latency, baseline_latency)}  (n={latency.n}){how}")
     outcomes = ", ".join(f"{n} {name}" for name, n in sorted(Counter(q.outcome for q in result.queries).items()))
     lines.append(f"queries: {outcomes or 'none answered'}")
     lines.extend(evidence.text_lines(result))  # nothing for sets without evidence

@@ -22,6 +22,9 @@ REPORT_FORMAT history (bump on any change a reader of an older version would mis
       Later in version 2 (optional, absent reads as nothing measured): per set `resources` (the
       run's adapter start-up seconds, peak RSS MiB, index bytes) and `baseline_resources` per
       gated set (the baseline's).
+      Later in version 2 (optional, absent reads as before):
+      per set `base_latency_ms` and per query `base_latency_ms`, the baseline's backend timed beside the
+      run (paired latency, `--baseline-adapter`); `baseline_latency` of such a set is that one.
 """
 
 from __future__ import annotations

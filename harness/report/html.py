@@ -17,7 +17,7 @@ from harness.report.verdict import (Verdict, backend_identity, baseline_identity
                                     rebaseline_hint, short_message, startup_text, value_text)
 from harness.report.verdict import RESOURCES_HOW, resource_figures, verdict_of
 from harness.scoring.flips import Flip
-from harness.gating.gates import FRACTION
+from harness.gating.gates import FRACTION, baseline_latency_measured
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.scoring.evaluate import TABLE_METRICS
 
@@ -228,7 +228,7 @@ def _latency_block(result: SetResult, budget_ms: float | None, baseline: Latency
     caption = (f"<p>p50 {_text(_ms(summary.p50))} ms{was(baseline.p50 if baseline else None)}, "
                f"p95 {_text(_ms(summary.p95))} ms{was(baseline.p95 if baseline else None)}, "
                f"max {_text(_ms(summary.max))} ms over {len(latencies)} queries (nearest-rank percentiles)"
-               f"{verdict}.</p>")
+               f"{verdict}{'; baseline ' + baseline_latency_measured(result) if baseline else ''}.</p>")
     markers = [("p50", summary.p50), ("p95", summary.p95)] + ([("budget", budget_ms)] if budget_ms else [])
     chart = latency_cdf_svg(f"set {result.name}: latency distribution", latencies, markers, over_budget=over)
     return caption + "\n" + _chart_box(chart)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.gating.gates import FRACTION, MILLISECONDS
+from harness.gating.gates import FRACTION, MILLISECONDS, baseline_latency_measured
 from harness.records import GateResult
 from harness.report.console import cell
 from harness.report import evidence
@@ -184,7 +184,8 @@ def _metrics_table(report: Report) -> list[str]:
         status = "" if result.complete else f" (incomplete: {len(result.queries)} of {result.query_count} answered)"
         now, was = result.latency, (report.baseline_latency or {}).get(result.name)
         latency = "-" if now.p50 is None or now.p95 is None else f"{now.p50:.1f} / {now.p95:.1f}" + (
-            f" ({was.p50:.1f} / {was.p95:.1f})" if was is not None and was.p50 is not None and was.p95 is not None
+            f" ({was.p50:.1f} / {was.p95:.1f}, {baseline_latency_measured(result)})"
+            if was is not None and was.p50 is not None and was.p95 is not None
             else "")
         lines.append(f"| {markdown_text(result.name)}{status} | {overall.n} | "
                      + " | ".join(cell(overall, m) for m in TABLE_METRICS) + f" | {latency} |")

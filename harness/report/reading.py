@@ -153,6 +153,7 @@ def _read_set(reader: StrictReader) -> SetResult:
         latency=read_latency(reader.get("latency_ms")),
         queries=_read_queries(reader.get("queries")),
         resources=read_resources(reader.get("resources", required=False)),
+        base_latency=read_latency(reader.get("base_latency_ms")) if reader.has("base_latency_ms") else None,
     )
 
 
@@ -194,6 +195,8 @@ def _read_query(reader: StrictReader) -> QueryResult:
         passages=tuple(map(_passage, reader.get("passages").elements())) if reader.has("passages") else None,
         evidence=reader.get("evidence").optional_numbers() if reader.has("evidence") else None,
         window=dict(reader.get("window").obj()) if reader.has("window") else None,
+        base_latency_seconds=float(reader.get("base_latency_ms").number()) / 1000
+        if reader.has("base_latency_ms") else None,
     )
 
 

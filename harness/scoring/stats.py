@@ -147,6 +147,49 @@ def _randomization_extremes(moving: Sequence[float], n_queries: int, observed: f
     return extreme
 
 
+@dataclass(frozen=True, slots=True)
+class RatioInterval:
+    """A paired ratio of percentiles (candidate / base) with its bootstrap percentile interval."""
+
+    percentile: float  # 50 for p50, 95 for p95
+    ratio: float
+    ci_low: float
+    ci_high: float
+
+
+LATENCY_RESAMPLES = 2_000  # a latency ratio's interval: each draw sorts both sides, and 2,000 keep it to ~0.1 s
+
+
+def paired_percentile_ratio(base: Sequence[float], candidate: Sequence[float], percentile: float, *,
+                            resamples: int = LATENCY_RESAMPLES, seed: int = 0,
+                            confidence: float = CONFIDENCE) -> RatioInterval:
+    """percentile(candidate) / percentile(base) over paired values (`base[i]` and `candidate[i]` were measured
+    together), with the percentile interval of that ratio over `resamples` bootstrap draws of whole pairs.
+
+    Each draw picks len(base) pair indices (`random.Random(seed).choices`); its statistic is the ratio
+    of the nearest-rank percentiles (harness.scoring.metrics.percentile) of the drawn pairs' two sides.
+    Pairs, not sides, are drawn, so what moved both (a busy machine) moves numerator and denominator
+    alike. Needs at least one pair, equal lengths and positive base values (ValueError otherwise).
+    """
+    from harness.scoring.metrics import nearest_rank  # the percentile rule, written once there
+    if len(base) != len(candidate) or not base:
+        raise ValueError(f"paired ratio needs equally many values on both sides, at least one; got {len(base)} "
+                         f"and {len(candidate)}")
+    if min(base) <= 0:
+        raise ValueError("paired ratio needs base values above 0")
+    n = len(base)
+    rank = nearest_rank(n, percentile) - 1
+
+    def ratio(indices: Sequence[int]) -> float:
+        return sorted(candidate[i] for i in indices)[rank] / sorted(base[i] for i in indices)[rank]
+
+    rng = random.Random(seed)
+    everyone = range(n)
+    draws = sorted(ratio(rng.choices(everyone, k=n)) for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return RatioInterval(percentile, ratio(everyone), _nearest_rank(draws, tail), _nearest_rank(draws, 1 - tail))
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values, in the input order (step-down, monotone, capped at 1)."""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])

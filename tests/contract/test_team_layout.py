@@ -91,7 +91,7 @@ def test_the_starter_policy_is_the_default_policy(tmp_path):
         "categories": {"gate": True, "min_queries": 1, "rule": "holm", "discount_queries": 1},
         "significance": {"require_ci_below_zero": False},
         "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
-                    "relative_fails": False},
+                    "relative_fails": False, "paired_warn_ratio": 1.5, "paired_fails_ratio": 3.0},
         "judged": {"warn_drop_points": 10.0}, "ratchet": {"improvement_points": None},
         "drift": {"limit_points": None, "baselines": 10, "days": None, "fails": False},
         "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,

@@ -79,6 +79,15 @@ def test_the_config_overrides_the_conventional_paths_relative_to_its_folder(team
     assert (layout.backend, layout.workers, layout.history) == ("onnx", 3, team.resolve() / "ci" / "history.sqlite")
 
 
+def test_the_configs_baseline_adapter_is_the_paired_latency_default(team):
+    assert resolve(cwd=team).baseline_adapter == ()  # none: latency compared across runs
+    (team / "retrieval-gate.toml").write_text('baseline_adapter = ["python", "../base/adapter.py"]\n')
+    assert resolve(cwd=team).baseline_adapter == ("python", "../base/adapter.py")
+    (team / "retrieval-gate.toml").write_text('baseline_adapter = "python ../base/adapter.py"\n')
+    with pytest.raises(UsageError, match="baseline_adapter: expected the adapter's argv as a list"):
+        resolve(cwd=team)
+
+
 def test_no_history_store_without_the_config_key(team):
     assert resolve(cwd=team).history is None  # a run appends nowhere unless asked
 
@@ -105,7 +114,7 @@ def test_pyproject_table_is_a_config_and_the_walk_stops_at_the_repository_root(t
 
 @pytest.mark.parametrize("text, expected", [
     ('colour = "red"\n', "retrieval-gate.toml: colour: unknown key (known: sets, baseline, budgets, policy, adapter, "
-                         "expect_banner, backend, workers, history)"),
+                         "expect_banner, backend, workers, history, baseline_adapter)"),
     ('adapter = "python search/adapter.py"\n', "retrieval-gate.toml: adapter: expected the adapter's argv as a list of "
                                                "non-empty strings"),
     ("adapter = []\n", "retrieval-gate.toml: adapter: expected the adapter's argv"),

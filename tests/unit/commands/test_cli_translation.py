@@ -112,3 +112,16 @@ def test_usage_errors_are_exit_2_before_the_api_runs(stand_in, capsys, argv, mes
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert not any(call[0] == "run_gate" for call in fake.calls)
+
+
+def test_the_baseline_backend_reaches_the_api_as_an_argv(stand_in, tmp_path, capsys):
+    import sys
+    fake = stand_in(gated_report())
+    cli.main(["--out", str(tmp_path / "r.json"), "--quiet", "--baseline-adapter", "python '../base/my adapter.py' -x"])
+    assert fake.calls[-1][1]["options"].baseline_adapter == ("python", "../base/my adapter.py", "-x")
+    cli.main(["--out", str(tmp_path / "r.json"), "--quiet", "--baseline-backend", "bm25"])
+    assert fake.calls[-1][1]["options"].baseline_adapter == (sys.executable, "-m", "adapters.bm25")
+    cli.main(["--out", str(tmp_path / "r.json"), "--quiet"])
+    assert fake.calls[-1][1]["options"].baseline_adapter == ()  # none: latency compared across runs
+    assert cli.main(["--out", str(tmp_path / "r.json"), "--baseline-adapter", "a", "--baseline-backend", "bm25"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err

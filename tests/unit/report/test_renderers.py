@@ -39,7 +39,7 @@ def test_console_of_a_failing_run():
     assert "FAIL a         recall@10     1.000     0.667  -33.3 pts" in lines
     assert gates[0].startswith("FAIL recall      tiny overall recall@10 dropped 20.00 points: baseline 1.0000, "
                                "now 0.8000")
-    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms; baseline 7.0 ms" in lines
+    assert "FAIL latency     tiny p95 latency 250.0 ms exceeds the budget of 200 ms; baseline 7.0 ms, across runs and machines" in lines
     assert "passed: 3 gates (query-count 1, recall 1, judged 1); -v lists them" in lines
     assert lines[-2] == "report: out/report.json  adapter log: out/report.adapter.log"
     assert lines[-1] == "FAILED: 4 of 7 gates (worst: tiny overall recall@10 -20.0 points)"  # the set's, not a's
