@@ -352,6 +352,28 @@ SETS_DIR_HELP = "the team's sets folder (default: the config's `sets`, else sets
                 "among the shipped sets"
 
 
+def add_source_options(group, *, run_file: bool = False) -> None:
+    """What to run: the sets and who answers them (a built-in backend, the team's adapter after `--`, or with
+    `run_file` a TREC run), worded once for the run and `calibrate`."""
+    from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
+
+    group.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
+                       help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
+    group.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
+    group.add_argument("--backend", choices=sorted(BACKENDS), default=None,
+                       help=f"a built-in reference adapter (default: the config's `backend`, else {DEFAULT_BACKEND})")
+    group.add_argument("--adapter", action="store_true",
+                       help="run your own adapter: its command follows after '--' (argv, never a shell)")
+    if run_file:
+        group.add_argument("--run-file", type=Path, default=None, metavar="RUN",
+                           help="evaluate a precomputed TREC run file instead of asking an adapter (latency gates "
+                                "skipped)")
+    group.add_argument("--expect-banner", action="store_true",
+                       help="fail unless the adapter prints its ready banner first (built-in backends always do)")
+    group.add_argument("--k", type=int, default=None, help="ids to ask for per query (default: each set's k)")
+    group.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
+
+
 def resolve_layout(args: argparse.Namespace, adapter_argv: Sequence[str] = ()) -> Layout:
     """The team's layout (harness/layout.py) from the options given (and the adapter's argv after `--`); the
     path options (`sets_dir`, `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what

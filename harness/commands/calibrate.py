@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from harness import api
-from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND
-from harness.commands.arguments import (SETS_DIR_HELP, add_timeout_options, command_parser, parse_arguments,
+from harness.commands.arguments import (add_source_options, add_timeout_options, command_parser, parse_arguments,
                                        resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, BaselineError, UsageError
 from harness.fsutil import SHIPPED_REFUSAL
@@ -30,17 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "the stated false-alarm rate (docs/gate.md, \"Calibrated noise\"). The baseline must already "
                      "hold the sets (--update-baseline first).")
     what = parser.add_argument_group("what to run")
-    what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
-                      help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
-    what.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
-    what.add_argument("--backend", choices=sorted(BACKENDS), default=None,
-                      help=f"a built-in reference adapter (default: the config's `backend`, else {DEFAULT_BACKEND})")
-    what.add_argument("--adapter", action="store_true",
-                      help="run your own adapter: its command follows after '--' (argv, never a shell)")
-    what.add_argument("--expect-banner", action="store_true",
-                      help="fail unless the adapter prints its ready banner first (built-in backends always do)")
-    what.add_argument("--k", type=int, default=None, help="ids to ask for per query (default: each set's k)")
-    what.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
+    add_source_options(what)
     what.add_argument("--baseline", type=Path, default=None,
                       help="the baseline to calibrate (default: as for a gate run); written atomically")
     what.add_argument("--allow-backend-change", action="store_true",

@@ -15,7 +15,7 @@ from harness.adapter.backends import BACKENDS, DEFAULT_BACKEND, backend_argv
 from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import crash_guard
-from harness.commands.arguments import (SETS_DIR_HELP, SUBCOMMANDS, ArgumentParser, add_gating_options,
+from harness.commands.arguments import (SUBCOMMANDS, ArgumentParser, add_gating_options, add_source_options,
                                        add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
                                        program_name, resolve_layout, split_adapter_command)
 from harness.commands.check_adapter import StartupProgressPrinter
@@ -62,19 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                     + ", ".join(sorted(SUBCOMMANDS)) + ".")
     parser.add_argument("--version", action="version", version=f"retrieval-gate {__version__}")
     what = parser.add_argument_group("what to run")
-    what.add_argument("--set", dest="sets", action="append", metavar="NAME", default=[],
-                      help="set name under --sets-dir, a set folder, or 'all' (repeatable)")
-    what.add_argument("--sets-dir", type=Path, default=None, help=SETS_DIR_HELP)
-    what.add_argument("--backend", choices=sorted(BACKENDS), default=None,
-                      help=f"a built-in reference adapter (default: the config's `backend`, else {DEFAULT_BACKEND})")
-    what.add_argument("--adapter", action="store_true",
-                      help="run your own adapter: its command follows after '--' (argv, never a shell)")
-    what.add_argument("--run-file", type=Path, default=None, metavar="RUN",
-                      help="evaluate a precomputed TREC run file instead of asking an adapter (latency gates skipped)")
-    what.add_argument("--expect-banner", action="store_true",
-                      help="fail unless the adapter prints its ready banner first (built-in backends always do)")
-    what.add_argument("--k", type=int, default=None, help="ids to ask for per query (default: each set's k)")
-    what.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
+    add_source_options(what, run_file=True)
     add_gating_options(parser)
     timing = parser.add_argument_group("timing")
     add_timeout_options(timing)
