@@ -58,7 +58,7 @@ def assert_inert_summary(markdown: str):
     assert not page.find_all("img") and not page.find_all("a") and not page.find_all("b")
     headings = [h.text() for h in page.walk() if h.tag in ("h1", "h2", "h3", "h4", "h5", "h6")]
     ours = ("retrieval-gate: ", "set tiny ", "Metrics", "Failures", "Warnings", "Gated values", "Improvements",
-            "Categories of ")
+            "Categories of ", "Resources")
     assert headings and all(h.startswith(ours) for h in headings), headings
     assert not [h for h in headings if "gates passed" in h.lower()]  # no planted verdict
     return page

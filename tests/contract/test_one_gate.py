@@ -7,7 +7,8 @@ does not gate categories. The merged report must hold the same gates (set, gate,
 status, metric, baseline, current, limit, unit, CI, p-value, message) and exit code as the
 unsharded run. Latency is measured anew by each process, so a latency gate's current value
 and message are the one thing allowed to differ (its status, budget and baseline are not: the
-baseline's p95 is set high so that load on this machine never decides a latency gate).
+baseline's p95 is set high so that load on this machine never decides a latency gate); so are the
+resource gates' (start-up, peak memory, index size), each process measuring its own adapter.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ POLICIES = {
     "other-metrics": {"format": 1, "metrics": ["nDCG@20", "RR@10", "recall@5"], "drop_limit_points": 5.0},
     "no-categories": {"format": 1, "categories": {"gate": False}},
 }
-LATENCY_GATES = ("latency", "latency-relative")
+# Measured anew by each process: latency, and the adapter's start-up, memory and index size (their budgets and
+# their growth against the baseline), so a merge's largest shard figure is no unsharded run's figure.
+LATENCY_GATES = ("latency", "latency-relative", "startup", "startup-relative", "memory", "memory-relative",
+                 "index-size", "index-size-relative")
 
 
 def shipped_sets():
