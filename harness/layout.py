@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypedDict
 
-from harness.errors import UsageError
+from harness.errors import HarnessError, UsageError
 from harness.gating.baseline import DEFAULT_BASELINE_PATH, Baseline
 from harness.gating.budgets import DEFAULT_BUDGETS_PATH
 from harness.gating.policy import DEFAULT_POLICY_FILE
@@ -130,10 +130,35 @@ class Layout:
         if not missing:
             return folders, []
         one = len(missing) == 1
-        command = self.rerun.command([missing[0] if one else "NAME"], "--update-baseline")
-        notices = [f"set {missing[0]} is not in {self.baseline}: not gated (baseline it: {command})" if one else
-                   f"sets {', '.join(missing)} are not in {self.baseline}: not gated (baseline one: {command})"]
-        return folders, notices
+        which = f"set {missing[0]} is" if one else f"sets {', '.join(missing)} are"
+        elsewhere = self._baseline_recording(missing)
+        if elsewhere is not None:  # e.g. the shipped companion sets, gated against baselines/companions/
+            options = self.rerun.options
+            if "--baseline" in options:
+                at = options.index("--baseline")
+                options = options[:at] + options[at + 2:]
+            command = dataclasses.replace(self.rerun, options=options).command(missing, "--baseline", str(elsewhere))
+            return folders, [f"{which} not in {self.baseline}: not gated here; {elsewhere} records "
+                             f"{'it' if one else 'them'} (gate {'it' if one else 'them'}: {command})"]
+        command = self.rerun.command(missing, "--update-baseline")
+        return folders, [f"{which} not in {self.baseline}: not gated (baseline {'it' if one else 'them'}: {command})"]
+
+    def _baseline_recording(self, names: Sequence[str]) -> Path | None:
+        """Another baseline file in this one's `baselines` folder (or below it) that records every set of `names`;
+        None for a baseline kept anywhere else (a repository's other JSON files are never read)."""
+        assert self.baseline is not None
+        folder = self.baseline.parent
+        if folder.name != DEFAULT_BASELINE_PATH.parent.name:
+            return None
+        for path in sorted(folder.rglob("*.json")):
+            if path.resolve() == self.baseline.resolve():
+                continue
+            try:
+                if set(names) <= set(Baseline.read(path).sets):
+                    return path
+            except HarnessError:  # not a baseline, or not a readable one: not the place to say so
+                continue
+        return None
 
     @functools.cached_property
     def checked_baseline(self) -> Baseline:

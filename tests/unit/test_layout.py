@@ -182,6 +182,23 @@ def test_all_is_what_the_baseline_records_and_names_the_others(team):
     assert resolve(cwd=team).select(["two"]) == ([team / "sets" / "two"], [])  # named: run, no notice
 
 
+def test_sets_another_baseline_records_are_named_with_the_command_that_gates_them(team):
+    for name in ("one", "two", "three"):
+        add_set(team / "sets", name)
+    baseline = baseline_recording(team / "baselines" / "current.json", "one")
+    (team / "baselines" / "notes.json").write_text('{"not": "a baseline"}')  # not a baseline: passed over
+    folders, notices = resolve(cwd=team).select(["all"])
+    assert folders == [team / "sets" / "one"]
+    assert notices == [f"sets three, two are not in {baseline}: not gated (baseline them: python -m harness --set three "
+                       f"--set two --update-baseline)"]
+    other = baseline_recording(team / "baselines" / "more" / "current.json", "two", "three")
+    folders, notices = resolve(cwd=team).select(["all"])
+    assert notices == [f"sets three, two are not in {baseline}: not gated here; {other} records them (gate them: "
+                       f"python -m harness --set three --set two --baseline {other})"]
+    _, given = resolve(baseline=baseline, cwd=team).select(["all"])  # the given --baseline is replaced, not repeated
+    assert given[0].endswith(f"--set three --set two --baseline {other})") and given[0].count("--baseline") == 1
+
+
 def test_sets_list_marks_a_shadowed_shipped_set(team, monkeypatch, capsys):
     add_set(team / "sets", "memory")
     monkeypatch.chdir(team)
