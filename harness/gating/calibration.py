@@ -8,7 +8,8 @@ A baseline set entry may carry a `calibration` object (written only by `python -
                                 "category:NAME": {...}},
                     "varying": {"recall@10": ["q-007", ...]},
                     "contracts": {"q-151": ["forbid:fact-027"]}, "contract_breaks": [12, 15, ...],
-                    "latency_ms": {"p50": [1.2, ...], "p95": [3.4, ...]}}
+                    "latency_ms": {"p50": [1.2, ...], "p95": [3.4, ...]},
+                    "resources": {"startup_seconds": [0.21, ...], "peak_rss_mib": [48.6, ...]}}
 
 Each figure keeps its value in every run; a quality figure also keeps `query_sd`, the spread of its scope mean
 that its queries' own run-to-run variances imply (sqrt(sum of var_q) / n, queries taken as independent): with
@@ -16,8 +17,10 @@ few runs the spread of N means can be 0 by chance (a category whose moving queri
 queries that moved still show. A figure's sd is the larger of the two. `varying` names the queries whose value
 moved between runs, `contracts` the hard contracts broken in some runs but not in all (noise, as the
 contract gate reports them; a contract broken in every run is a break, not noise), `contract_breaks` the
-number of contracts broken in each run (queries expected to fail left out, as the contract gate leaves them). Families this module
-does not know (a later `resources` one, say) are kept as read and written back as they were.
+number of contracts broken in each run (queries expected to fail left out, as the contract gate leaves them),
+`resources` each adapter resource figure every run measured (measured.RESOURCE_FIGURES: start-up, peak RSS,
+index size; the resource gates' comparison with the baseline allows for them, never their budgets). Families
+this module does not know are kept as read and written back as they were.
 
 The allowance (docs/gate.md, "Calibrated noise"): a gate compares one run with the baseline's one
 run, two draws of the same noise, so their difference has standard deviation sqrt(2) x sd; a loss
@@ -34,14 +37,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import BaselineError
-from harness.measured import SetNumbers, StrictReader
+from harness.measured import RESOURCE_FIGURES, SetNumbers, StrictReader
 
 DEFAULT_RUNS = 5
 DEFAULT_ALPHA = 0.01
 MIN_RUNS = 2  # a spread needs two runs
 QUALITY, VARYING, LATENCY, CONTRACTS, BREAKS = "quality", "varying", "latency_ms", "contracts", "contract_breaks"
+RESOURCES = "resources"
 LATENCY_FIGURES = ("p50", "p95")
-_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY, CONTRACTS, BREAKS}
+_KNOWN = {"runs", "alpha", "rebuild", QUALITY, VARYING, LATENCY, CONTRACTS, BREAKS, RESOURCES}
 EXPECTED_TO_FAIL = ("xfail", "xpass")  # outcomes whose contracts the contract gate does not hold
 
 
@@ -74,6 +78,7 @@ class SetCalibration:
     latency: Mapping[str, Noise] = field(default_factory=dict)  # "p50" / "p95" -> noise, milliseconds
     contracts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # query -> contracts broken in some runs
     breaks: Noise | None = None  # how many contracts broke in each run
+    resources: Mapping[str, Noise] = field(default_factory=dict)  # resource figure -> noise, in its own unit
     other: Mapping[str, object] = field(default_factory=dict)  # families added later, kept as read
 
     @property
@@ -103,6 +108,8 @@ class SetCalibration:
             if metrics else []
         if self.latency:
             parts.append("latency " + "/".join(name for name in LATENCY_FIGURES if name in self.latency))
+        if self.resources:
+            parts.append("resources " + "/".join(words for name, _, words in RESOURCE_FIGURES if name in self.resources))
         if self.contracts:
             parts.append(f"the contracts of {len(self.contracts)} quer{'y' if len(self.contracts) == 1 else 'ies'}")
         if self.breaks is not None and self.breaks.sd:
@@ -121,7 +128,13 @@ class SetCalibration:
                 LATENCY: {name: list(noise.values) for name, noise in self.latency.items()},
                 **({CONTRACTS: {qid: list(keys) for qid, keys in self.contracts.items()}} if self.contracts else {}),
                 **({BREAKS: list(self.breaks.values)} if self.breaks is not None else {}),
+                **({RESOURCES: {name: list(noise.values) for name, noise in self.resources.items()}}
+                   if self.resources else {}),
                 **self.other}
+
+    def resource_allowances(self) -> dict[str, float]:
+        """Resource figure -> what its comparison with the baseline adds to the allowed value (its unit)."""
+        return {name: self.allowance(noise) for name, noise in self.resources.items()}
 
     def flaky_contracts(self) -> frozenset[tuple[str, str]]:
         """(query, contract key) of every contract broken in some calibration runs and not in others."""
@@ -168,6 +181,11 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
         values = [getattr(run.latency, name) for run in runs]
         if all(value is not None for value in values):
             latency[name] = Noise(tuple(float(value) for value in values if value is not None))
+    resources = {}
+    for name, _, _ in RESOURCE_FIGURES:
+        measured = [run.resources.figure(name) for run in runs]
+        if all(value is not None for value in measured):
+            resources[name] = Noise(tuple(float(value) for value in measured if value is not None))
     contracts = {}
     for qid in runs[0].queries:
         broken: list[set[str]] = [set(run.queries[qid].broken) if qid in run.queries else set() for run in runs]
@@ -176,7 +194,7 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
             contracts[qid] = tuple(sorted(flaky))
     return SetCalibration(runs=len(runs), alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
                           latency=latency, contracts=contracts,
-                          breaks=Noise(tuple(float(broken_contracts(run)) for run in runs)))
+                          breaks=Noise(tuple(float(broken_contracts(run)) for run in runs)), resources=resources)
 
 
 def broken_contracts(numbers: SetNumbers) -> int:
@@ -220,9 +238,12 @@ def read_calibration(reader: StrictReader) -> SetCalibration:
     contracts = {qid: keys.strings() for qid, keys in reader.get(CONTRACTS, required=False).items()} \
         if reader.has(CONTRACTS) else {}
     breaks = noise(reader.get(BREAKS)) if reader.has(BREAKS) else None
+    figures = {name for name, _, _ in RESOURCE_FIGURES}
+    resources = {name: noise(values) for name, values in reader.get(RESOURCES).only(figures).items()} \
+        if reader.has(RESOURCES) else {}
     other = {key: value for key, value in reader.obj().items() if key not in _KNOWN}
     return SetCalibration(runs=runs, alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
-                          latency=latency, contracts=contracts, breaks=breaks, other=other)
+                          latency=latency, contracts=contracts, breaks=breaks, resources=resources, other=other)
 
 
 def calibrated_sets(calibrations: Mapping[str, SetCalibration], names: Sequence[str]) -> str | None:

@@ -114,7 +114,9 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
         relative = paired_latency_gate(result, policy) if result.latency_paired else _relative_latency_gate(
             now, base, policy)
         latency = [_latency_gate(result, base, budgets.for_set(result.name)), relative] if latency_gated else []
-        latency += resource_gates(now, base, budgets, policy) if latency_gated else []  # nothing ran for a run file
+        calibrated = (calibration or {}).get(result.name)
+        noise = calibrated.resource_allowances() if calibrated is not None else None
+        latency += resource_gates(now, base, budgets, policy, noise) if latency_gated else []  # a run file ran nothing
         contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
                     else _contract_gate(result, base, known_contract_failures, (calibration or {}).get(result.name)))
         later = (*latency, contract, _judged_gate(result, base, policy))

@@ -26,6 +26,8 @@ from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET
 SEEDED_ADAPTER = FIXTURES / "cli_adapters" / "seeded.py"
 
 SHIPPED_BASELINE = REPO_ROOT / "baselines" / "current.json"
+SUMMARY = ("memory: recall@10 in 8 scopes, latency p50/p95, resources start-up/peak RSS/index size; 3 runs, alpha 0.01, "
+           "0 queries varied")
 
 
 def calibrate(*args, cwd):
@@ -46,7 +48,7 @@ def calibrated(tmp_path_factory):
 def test_bm25_calibrates_to_zero_quality_noise(calibrated):
     path, done = calibrated
     assert done.returncode == 0, done.stderr
-    assert "memory: recall@10 in 8 scopes, latency p50/p95; 3 runs, alpha 0.01, 0 queries varied" in done.stdout
+    assert SUMMARY in done.stdout
     assert "quality: no run-to-run noise; its gates are unchanged" in done.stdout
     record = json.loads(path.read_text())["sets"]["memory"]["calibration"]
     assert record["runs"] == 3 and record["varying"] == {"recall@10": []}
@@ -75,7 +77,7 @@ def test_a_bm25_gate_is_the_same_report_with_and_without_calibration(calibrated,
     plain, calibrated_report = reports
     assert "calibrated" not in plain["provenance"]["baseline"] and plain["gates"]
     note = calibrated_report["provenance"]["baseline"].pop("calibrated")
-    assert note == "memory: recall@10 in 8 scopes, latency p50/p95; 3 runs, alpha 0.01, 0 queries varied"
+    assert note == SUMMARY
     assert json.dumps(calibrated_report, sort_keys=True) == json.dumps(plain, sort_keys=True)
 
 

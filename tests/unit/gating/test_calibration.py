@@ -10,7 +10,7 @@ from harness.errors import BaselineError
 from harness.gating.baseline import Baseline, baseline_text, build_baseline, write_baseline, write_calibration
 from harness.gating.calibration import Noise, SetCalibration, calibrate_runs
 from harness.gating.gates import check
-from harness.measured import Aggregates, Latency, ScopeNumbers
+from harness.measured import Aggregates, Latency, Resources, ScopeNumbers
 from harness.records import ContractResult, QueryResult, SetResult
 from tests.builders import PROVENANCE
 
@@ -112,10 +112,32 @@ def test_a_calibration_with_the_wrong_count_of_values_is_refused_naming_the_fiel
 def test_unknown_families_are_kept_for_later_figures(tmp_path):
     path = _baseline_file(tmp_path)
     document = json.loads(path.read_text())
-    document["sets"]["s"]["calibration"] = {**calibration([0.7, 0.72]).to_dict(), "resources": {"peak_mb": [1, 2]}}
+    document["sets"]["s"]["calibration"] = {**calibration([0.7, 0.72]).to_dict(), "energy": {"joules": [1, 2]}}
     path.write_text(baseline_text(document))
     read = Baseline.read(path).calibration["s"]
-    assert read.other == {"resources": {"peak_mb": [1, 2]}} and read.to_dict()["resources"] == {"peak_mb": [1, 2]}
+    assert read.other == {"energy": {"joules": [1, 2]}} and read.to_dict()["energy"] == {"joules": [1, 2]}
+
+
+def test_resource_figures_every_run_measured_are_calibrated_and_widen_the_comparison_not_the_budget():
+    runs = [dataclasses.replace(synthetic({"c": [1.0, 0.0]}), resources=Resources(startup_seconds=start,
+                                                                                  peak_rss_mib=100.0))
+            for start in (1.0, 2.0, 3.0)]
+    record = calibrate_runs([run.numbers() for run in runs], ["recall@10"])
+    # start-up 1, 2, 3 s: sd 1.0 (sample, n - 1); peak RSS the same in every run: sd 0; index size never measured
+    assert set(record.resources) == {"startup_seconds", "peak_rss_mib"}
+    assert record.resource_allowances() == pytest.approx({"startup_seconds": Z_99 * SQRT2 * 1.0, "peak_rss_mib": 0.0},
+                                                         rel=1e-5)
+    assert "resources start-up/peak RSS" in record.summary()
+    # the baseline's start-up 2 s, this run's 6 s: +200 % and +4 s, beyond +50 % and the 2 s floor (allowed 4 s) warns;
+    # with the calibrated 3.29 s of noise allowed on top (7.29 s) it passes, saying so
+    base = dataclasses.replace(runs[1], resources=Resources(startup_seconds=2.0)).numbers()
+    now = dataclasses.replace(runs[1], resources=Resources(startup_seconds=6.0))
+    plain, = [g for g in check([now], {"s": base}, latency_gated=True) if g.gate == "startup-relative"]
+    widened, = [g for g in check([now], {"s": base}, latency_gated=True, calibration={"s": record})
+                if g.gate == "startup-relative"]
+    assert plain.status == "warn" and plain.limit == pytest.approx(4.0)
+    assert widened.status == "pass" and widened.limit == pytest.approx(4.0 + Z_99 * SQRT2, rel=1e-5)
+    assert "calibrated noise" in widened.message
 
 
 def test_a_loss_within_the_calibrated_noise_passes_and_says_so():
@@ -160,7 +182,8 @@ def test_zero_calibrated_noise_leaves_every_gate_exactly_as_it_was():
 
 def test_the_record_round_trips_through_its_dict():
     record = dataclasses.replace(calibration([0.7, 0.72]), rebuild="--seed 1..2",
-                                 latency={"p50": Noise((1.0, 1.5)), "p95": Noise((2.0, 2.5))})
+                                 latency={"p50": Noise((1.0, 1.5)), "p95": Noise((2.0, 2.5))},
+                                 resources={"startup_seconds": Noise((0.2, 0.3)), "index_bytes": Noise((10.0, 10.0))})
     from harness.gating.calibration import read_calibration
     from harness.measured import StrictReader
     again = read_calibration(StrictReader(json.loads(json.dumps(record.to_dict())), "b.json", BaselineError))
