@@ -167,14 +167,16 @@ def test_a_gated_run_ends_with_its_verdict_and_colours_only_when_asked(scripted_
     plain = scripted_run()
     assert plain.returncode == 0 and "\033[" not in plain.stdout
     lines = plain.stdout.splitlines()
-    # 7 gates on tiny: query count, recall overall / a / b, latency, contract, judged; all pass
-    assert lines[-1] == "PASSED: 7 gates"
+    # 8 gates on tiny: query count, recall overall / a / b, latency, the adapter's peak memory against the
+    # baseline's (the scripted adapter prints no banner: no start-up, no index size), contract, judged; all pass
+    assert lines[-1] == "PASSED: 8 gates"
     assert lines[-2].startswith("report: ")
-    assert "passed: 7 gates (query-count 1, recall 3, latency 1, contract 1, judged 1); -v lists them" in lines
+    assert ("passed: 8 gates (query-count 1, recall 3, latency 1, memory-relative 1, contract 1, judged 1); -v lists "
+            "them") in lines
     assert lines[0] == f"backend: {sys.executable} {SCRIPTED_ADAPTER} (no ready banner)"  # no `condition: None`
     assert "None" not in plain.stdout and plain.stderr == ""
     coloured = scripted_run("--color", "always")
-    assert coloured.stdout.splitlines()[-1] == "\033[32mPASSED: 7 gates\033[0m"
+    assert coloured.stdout.splitlines()[-1] == "\033[32mPASSED: 8 gates\033[0m"
     no_colour = scripted_run("--color", "auto", env={"NO_COLOR": "1"})
     assert "\033[" not in no_colour.stdout + no_colour.stderr
 
