@@ -144,12 +144,14 @@ class Layout:
         return folders, [f"{which} not in {self.baseline}: not gated (baseline {'it' if one else 'them'}: {command})"]
 
     def _baseline_recording(self, names: Sequence[str]) -> Path | None:
-        """Another baseline file in this one's `baselines` folder (or below it) that records every set of `names`;
-        None for a baseline kept anywhere else (a repository's other JSON files are never read)."""
+        """Another baseline file in the `baselines` folder this one is in (directly or one folder down, as
+        baselines/companions/current.json is), or below it, that records every set of `names`; None for a
+        baseline kept anywhere else (a repository's other JSON files are never read)."""
         assert self.baseline is not None
-        folder = self.baseline.parent
-        if folder.name != DEFAULT_BASELINE_PATH.parent.name:
+        folders = [f for f in self.baseline.parents[:2] if f.name == DEFAULT_BASELINE_PATH.parent.name]
+        if not folders:
             return None
+        folder = folders[0]
         for path in sorted(folder.rglob("*.json")):
             if path.resolve() == self.baseline.resolve():
                 continue

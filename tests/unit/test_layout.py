@@ -197,6 +197,10 @@ def test_sets_another_baseline_records_are_named_with_the_command_that_gates_the
                        f"python -m harness --set three --set two --baseline {other})"]
     _, given = resolve(baseline=baseline, cwd=team).select(["all"])  # the given --baseline is replaced, not repeated
     assert given[0].endswith(f"--set three --set two --baseline {other})") and given[0].count("--baseline") == 1
+    # from the baseline one folder down, the one above is found too (baselines/companions/ and baselines/)
+    _, below = resolve(baseline=other, cwd=team).select(["all"])
+    assert below == [f"set one is not in {other}: not gated here; {baseline} records it (gate it: python -m harness "
+                     f"--set one --baseline {baseline})"]
 
 
 def test_sets_list_marks_a_shadowed_shipped_set(team, monkeypatch, capsys):
