@@ -19,7 +19,8 @@ moved between runs, `contracts` the hard contracts broken in some runs but not i
 contract gate reports them; a contract broken in every run is a break, not noise), `contract_breaks` the
 number of contracts broken in each run (queries expected to fail left out, as the contract gate leaves them),
 `resources` each adapter resource figure every run measured (measured.RESOURCE_FIGURES: start-up, peak RSS,
-index size; the resource gates' comparison with the baseline allows for them, never their budgets). Families
+index size; the resource gates' comparison with the baseline allows for them, never their budgets). The
+p95 comparison across runs allows for `latency_ms`'s p95 spread the same way. Families
 this module does not know are kept as read and written back as they were.
 
 The allowance (docs/gate.md, "Calibrated noise"): a gate compares one run with the baseline's one

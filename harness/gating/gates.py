@@ -105,20 +105,19 @@ def check(results: Sequence[SetResult], baseline_sets: Mapping[str, SetNumbers],
         base, now = baseline_sets[result.name], result.numbers()
         gates.extend(_count_gate(now, base))
         in_ties = lost_within_ties(result, base)
+        calibrated = (calibration or {}).get(result.name)
         for metric in policy.metrics:
-            for gate in _quality_gates(now, base, parse_metric(metric), policy, in_ties,
-                                       (calibration or {}).get(result.name)):
+            for gate in _quality_gates(now, base, parse_metric(metric), policy, in_ties, calibrated):
                 if gate.category is not None and gate.metric is not None:
                     family.append(len(gates))
                 gates.append(gate)
         relative = paired_latency_gate(result, policy) if result.latency_paired else _relative_latency_gate(
-            now, base, policy)
+            now, base, policy, calibrated.allowance(calibrated.latency.get("p95")) if calibrated is not None else 0.0)
         latency = [_latency_gate(result, base, budgets.for_set(result.name)), relative] if latency_gated else []
-        calibrated = (calibration or {}).get(result.name)
         noise = calibrated.resource_allowances() if calibrated is not None else None
         latency += resource_gates(now, base, budgets, policy, noise) if latency_gated else []  # a run file ran nothing
         contract = (_graded_contract_gate(result, base) if result.name in graded_contracts
-                    else _contract_gate(result, base, known_contract_failures, (calibration or {}).get(result.name)))
+                    else _contract_gate(result, base, known_contract_failures, calibrated))
         later = (*latency, contract, _judged_gate(result, base, policy))
         gates.extend(gate for gate in later if gate is not None)  # the relative latency and judged gates may not apply
     return _holm_categories(gates, family, policy)
@@ -455,9 +454,11 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
     return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
 
 
-def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
-    """p95 against the baseline's: beyond the relative limit AND the absolute floor it warns (policy: fails);
-    no gate when either side has fewer than the policy's min_samples latencies.
+def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy,
+                           allowance: float = 0.0) -> GateResult | None:
+    """p95 against the baseline's: beyond the relative limit AND the absolute floor (plus `allowance` ms, the
+    calibrated run-to-run noise of the p95) it warns (policy: fails); no gate when either side has fewer than
+    the policy's min_samples latencies.
 
     Both conditions, so that machine noise on a sub-millisecond backend (0.3 -> 0.9 ms) stays quiet
     while a 10x slowdown of anything slower than a fraction of a millisecond shows. The latencies of
@@ -469,11 +470,13 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     if min(base.latency.n, now.latency.n) < policy.latency_min_samples or now.latency.p95 is None:
         return None  # too few latencies to compare a p95 (the latency gate still shows both)
     before, after = base.latency.p95, now.latency.p95
-    allowed = max(before * (1 + limit / 100), before + policy.latency_min_increase_ms)
+    allowed = max(before * (1 + limit / 100), before + policy.latency_min_increase_ms) + allowance
     grew = after > allowed + FLOAT_SLACK
     change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
+    noise = f", +{allowance:.2f} ms calibrated noise" if allowance else ""
     message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
-               f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms); baseline measured {ACROSS_RUNS}")
+               f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms{noise}); baseline measured "
+               f"{ACROSS_RUNS}")
     if grew and not policy.latency_relative_fails:
         message += "; warning only (policy: latency.relative_fails)"
     return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
