@@ -244,3 +244,16 @@ def test_a_count_of_breaks_within_its_calibrated_noise_passes_and_beyond_it_fail
     four = next(g for g in check([synthetic({"c": [1.0] * 10}, broken=qids[6:])], entry, calibration={"s": recorded})
                 if g.gate == "contract")
     assert four.status == "fail"
+
+
+def test_the_p95_comparison_across_runs_allows_for_the_calibrated_p95_spread():
+    # baseline p95 10 ms, now 25 ms: +150 % and +15 ms, beyond +100 % and +10 ms (allowed 20 ms): it warns.
+    # Calibrated p95s 8, 10, 12 ms: sd 2.0, allowance z_0.99 x sqrt2 x 2.0 = 6.58 ms: allowed 26.58 ms, it passes.
+    base = dataclasses.replace(synthetic({"c": [1.0]}), latency=Latency(30, 5.0, 10.0, 10.0)).numbers()
+    now = dataclasses.replace(synthetic({"c": [1.0]}), latency=Latency(30, 12.0, 25.0, 25.0))
+    record = dataclasses.replace(calibration([1.0, 1.0, 1.0]), latency={"p95": Noise((8.0, 10.0, 12.0))})
+    plain, = [g for g in check([now], {"s": base}) if g.gate == "latency-relative"]
+    widened, = [g for g in check([now], {"s": base}, calibration={"s": record}) if g.gate == "latency-relative"]
+    assert (plain.status, plain.limit) == ("warn", pytest.approx(20.0))
+    assert widened.status == "pass" and widened.limit == pytest.approx(20.0 + Z_99 * SQRT2 * 2.0, rel=1e-5)
+    assert "+6.58 ms calibrated noise" in widened.message
