@@ -83,3 +83,14 @@ def on_a_terminal(argv: list[str], term: str, **extra_env: str) -> tuple[int, st
         chunks.append(chunk)
     os.close(leader)
     return process.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
+
+
+def assert_one_error_line(done: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit 2, exactly one `harness: error:` line holding every fragment, no internal error; returns the line."""
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if " error: " in line]
+    assert len(errors) == 1, done.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET
+from tests.process_helpers import assert_one_error_line
 
 FULL_DISK = FIXTURES / "harness_side" / "full_disk_driver.py"
 
@@ -27,16 +28,6 @@ def run(*argv: str, cwd: Path = REPO_ROOT, script: Path | None = None, env: dict
     start = [sys.executable, str(script)] if script else [sys.executable, "-m", "harness"]
     return subprocess.run([*start, *argv], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-
-
-def one_error_line(done: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if " error: " in line]
-    assert len(errors) == 1, done.stderr
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +51,14 @@ def test_an_unusable_user_cache_folder_is_exit_2_naming_it(tmp_path):
     not_a_folder.write_text("a file where the cache folder should be")
     done = run("--set", "code", "--no-gate", "--quiet", "--out", str(tmp_path / "r.json"),
                env={"RETRIEVAL_GATE_CACHE": str(not_a_folder)})
-    one_error_line(done, str(not_a_folder), "the user cache folder cannot be used", "$RETRIEVAL_GATE_CACHE")
+    assert_one_error_line(done, str(not_a_folder), "the user cache folder cannot be used", "$RETRIEVAL_GATE_CACHE")
 
 
 def test_a_full_disk_under_the_baseline_names_the_baseline_not_stdout(tmp_path):
     baseline = tmp_path / "mine.json"
     done = run("--set", str(TINY_SET), "--update-baseline", "--yes", "--baseline", str(baseline), "--quiet",
                "--out", str(tmp_path / "r.json"), script=FULL_DISK, env={"FULL_DISK_NAME": ".mine.json."})
-    line = one_error_line(done, f"{baseline}: cannot write the baseline: No space left on device")
+    line = assert_one_error_line(done, f"{baseline}: cannot write the baseline: No space left on device")
     assert "stdout" not in line
     assert not baseline.exists() and not list(tmp_path.glob(".mine.json.*"))  # nothing half-written left
 
@@ -75,13 +66,13 @@ def test_a_full_disk_under_the_baseline_names_the_baseline_not_stdout(tmp_path):
 def test_a_full_disk_under_a_temp_corpus_names_that_file(tmp_path):
     done = run("--set", str(TINY_SET), "--no-gate", "--quiet", "--out", str(tmp_path / "r.json"),
                script=FULL_DISK, env={"FULL_DISK_NAME": "tiny.jsonl"})
-    line = one_error_line(done, "tiny.jsonl: cannot write: No space left on device")
+    line = assert_one_error_line(done, "tiny.jsonl: cannot write: No space left on device")
     assert "stdout" not in line
 
 
 def test_compare_refuses_resamples_past_any_use(reports):
     whole = str(reports / "whole.json")
-    one_error_line(run("compare", whole, whole, "--resamples", "100000000000"), "--resamples: 100000000000",
+    assert_one_error_line(run("compare", whole, whole, "--resamples", "100000000000"), "--resamples: 100000000000",
                    "1,000,000")
 
 
@@ -103,14 +94,14 @@ def test_a_forged_shard_is_refused_naming_the_field(reports, tmp_path, edit, fie
     forged = tmp_path / "s1.json"
     forged.write_text(json.dumps(document))
     done = run("merge", str(forged), str(reports / "s2.json"), "--no-gate", "--out", str(tmp_path / "m.json"))
-    one_error_line(done, f"{forged}: {field}")
+    assert_one_error_line(done, f"{forged}: {field}")
     assert not (tmp_path / "m.json").exists()
 
 
 @pytest.mark.parametrize("out", [".", "", "/"])
 def test_out_naming_no_file_is_one_line(tmp_path, out):
     done = run("--set", str(TINY_SET), "--no-gate", "--quiet", "--out", out, cwd=tmp_path)
-    one_error_line(done, "--out:", "is a directory; give a file path")
+    assert_one_error_line(done, "--out:", "is a directory; give a file path")
 
 
 def test_a_distribution_also_named_harness_is_named_instead_of_an_attribute_error(tmp_path):
@@ -120,6 +111,6 @@ def test_a_distribution_also_named_harness_is_named_instead_of_an_attribute_erro
     (site / "harness" / "__init__.py").write_text('"""Another project\'s harness."""\n')
     done = subprocess.run([sys.executable, "-m", "harness", "--version"], cwd=tmp_path, stdin=subprocess.DEVNULL,
                           env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, timeout=120)
-    line = one_error_line(done, f"the package 'harness' imported from {site / 'harness' / '__init__.py'} is not "
+    line = assert_one_error_line(done, f"the package 'harness' imported from {site / 'harness' / '__init__.py'} is not "
                                 "retrieval-gate's", "pip install --force-reinstall retrieval-gate")
     assert "AttributeError" not in line

@@ -22,7 +22,7 @@ import pytest
 
 from harness.sets.pins import repin_set
 from tests.conftest import FIXTURES, REPO_ROOT, TINY_SET
-from tests.process_helpers import without_file_privileges
+from tests.process_helpers import assert_one_error_line, without_file_privileges
 
 BASELINES = REPO_ROOT / "baselines"
 BM25 = [sys.executable, "-m", "adapters.bm25"]
@@ -37,17 +37,6 @@ def run(*argv: str, cwd: Path = REPO_ROOT, prefix: list[str] | None = None, **kw
     kwargs.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run([*(prefix or []), sys.executable, "-m", *argv], cwd=cwd, env=env, stderr=subprocess.PIPE,
                           text=True, timeout=300, **kwargs)
-
-
-def assert_one_error_line(done: subprocess.CompletedProcess, *fragments: str) -> str:
-    """Exit 2, exactly one `harness: error:` line holding every fragment, no internal error."""
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if " error: " in line]
-    assert len(errors) == 1, done.stderr
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
 
 
 def copy_set(tmp_path: Path, name: str = "tiny") -> Path:
