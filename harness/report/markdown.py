@@ -155,10 +155,12 @@ def _gated_values(report: Report) -> list[str]:
 
 def _value_row(gate: GateResult) -> str:
     """A gated figure's row: `recall@10 overall`, `p95 latency ms` or `queries`, its values, and `detectable`,
-    the smallest change its scope can detect (docs/sets.md)."""
+    the smallest change its scope can detect (docs/sets.md): `none` for a scored scope whose test can detect no
+    change (too few units to reach alpha, or more than the metric's range), `-` for a figure it does not apply to."""
     value = (f"{gate.metric} overall" if gate.unit == FRACTION else f"{gate.metric} latency ms"
              if gate.unit == MILLISECONDS else gate.metric or gate.gate)
-    detectable = f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None else "-"
+    detectable = (f"{gate.detectable * 100:.1f} pts" if gate.detectable is not None
+                  else "none" if gate.one_query is not None else "-")
     return (f"| {_cell(gate.set_name)} | {_cell(value)} | {value_text(gate, gate.baseline)} | "
             f"{value_text(gate, gate.current)} | {change_text(gate)} | {detectable} | {STATUS_WORDS[gate.status]} |")
 

@@ -102,8 +102,8 @@ def test_markdown_of_a_failing_run():
     assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines  # the category table
     # baseline, current, change and what the scope can detect for each gated value; p95 baseline 7 ms
     # (tiny-07), now 250 ms (tiny-04); recall over 5 units: the sign-flip test's smallest p, 2/2^5, is above 0.05,
-    # so no change is detectable ("-")
-    assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | - | ❌ FAIL |" in lines
+    # so no change is detectable ("none"; "-" where detectability does not apply)
+    assert "| tiny | recall@10 overall | 1.000 | 0.800 | -20.0 pts | none | ❌ FAIL |" in lines
     assert "| tiny | p95 latency ms | 7.0 | 250.0 | +243.0 ms | - | ❌ FAIL |" in lines
     assert "| tiny | queries | 7 | 7 | 0 | - | ✅ pass |" in lines
     assert "| a | recall@10 | 1.000 | 0.667 | -33.3 pts | ❌ FAIL |" in lines
