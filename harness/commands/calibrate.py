@@ -14,7 +14,7 @@ from harness.errors import EXIT_OK, BaselineError, UsageError
 from harness.fsutil import SHIPPED_REFUSAL
 from harness.gating.baseline import write_calibration
 from harness.gating.calibration import DEFAULT_ALPHA, DEFAULT_RUNS, MIN_RUNS, SetCalibration, calibrate_runs
-from harness.measured import SetNumbers
+from harness.measured import RESOURCE_FIGURES, SetNumbers, resource_text
 from harness.shipped import is_shipped_data
 
 MAX_RUNS = 1000
@@ -63,6 +63,9 @@ def main(argv: list[str]) -> int:
         if team.rerun.adapter:
             args.adapter, adapter_argv = True, list(team.rerun.adapter)
             args.expect_banner = args.expect_banner or team.rerun.expect_banner
+    if args.seed_option is not None and not args.adapter:  # checked once the config's adapter counts
+        raise UsageError("--seed-option: only with an adapter (--adapter, or the config's `adapter`): the option is "
+                         "appended to its command")
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k)
     LOG_PATH.parent.mkdir(parents=True, exist_ok=True)
     options = api.RunOptions(k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout,
@@ -102,8 +105,6 @@ def _check(args: argparse.Namespace, adapter_argv: list[str]) -> None:
         raise UsageError("--adapter and --backend are exclusive: give one backend")
     if not MIN_RUNS <= args.runs <= MAX_RUNS:
         raise UsageError(f"--runs: must be from {MIN_RUNS} to {MAX_RUNS}, got {args.runs}")
-    if args.seed_option is not None and not args.adapter:
-        raise UsageError("--seed-option: only with --adapter (the option is appended to its command)")
     if not 0 < args.alpha < 0.5:
         raise UsageError(f"--alpha: must be above 0 and below 0.5, got {args.alpha:g}")
 
@@ -118,7 +119,14 @@ def describe(name: str, calibration: SetCalibration) -> str:
                              f"{calibration.allowance(noise) * 100:.2f} points")
     for figure, noise in calibration.latency.items():
         lines.append(f"  latency {figure}: sd {noise.sd:.3f} ms over {calibration.runs} runs "
-                     f"({min(noise.values):.3f} to {max(noise.values):.3f} ms)")
+                     f"({min(noise.values):.3f} to {max(noise.values):.3f} ms)"
+                     + (f" -> p95 comparison widened by {calibration.allowance(noise):.3f} ms" if figure == "p95" else ""))
+    for field_name, unit, words in RESOURCE_FIGURES:
+        noise = calibration.resources.get(field_name)
+        if noise is not None and noise.sd:
+            lines.append(f"  {words}: sd {resource_text(noise.sd, unit)} over {calibration.runs} runs "
+                         f"({resource_text(min(noise.values), unit)} to {resource_text(max(noise.values), unit)}) -> "
+                         f"comparison widened by {resource_text(calibration.allowance(noise), unit)}")
     if calibration.contracts:
         lines.append(f"  contracts broken in some runs, not all (noise to the contract gate): "
                      f"{', '.join(sorted(calibration.contracts)[:10])}"

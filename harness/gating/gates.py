@@ -568,12 +568,17 @@ def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | N
     its 95% bootstrap interval over whole pairs (harness.scoring.stats.paired_percentile_ratio). A ratio
     whose interval lies wholly above `latency.paired_warn_ratio` warns, above `paired_fails_ratio` fails;
     the gate reports the percentile whose interval lies highest, in ms (its `ci`: the run's value the
-    ratio's interval implies). No gate with fewer than the policy's min_samples pairs.
+    ratio's interval implies). With fewer than the policy's min_samples pairs nothing is decided, and the gate
+    warns so: the run asked for a paired verdict and did not get one.
     """
     pairs = [(q.base_latency_seconds * 1000, q.latency_seconds * 1000) for q in result.queries
              if q.base_latency_seconds is not None and q.base_latency_seconds > 0 and q.latency_seconds > 0]
     if len(pairs) < policy.latency_min_samples:
-        return None
+        return GateResult(result.name, "latency-paired", True,
+                          f"{result.name} latency against the baseline's backend, {PAIRED}: not decided on "
+                          f"{plural(len(pairs), 'query pair', 'query pairs')} (latency.min_samples asks for "
+                          f"{policy.latency_min_samples}; a set of more queries gives a verdict)",
+                          warning=True, metric="p95", unit=MILLISECONDS)
     base_ms, run_ms = [b for b, _ in pairs], [c for _, c in pairs]
     ratios = [paired_percentile_ratio(base_ms, run_ms, percentile) for percentile in PAIRED_PERCENTILES]
     decisive = max(ratios, key=lambda r: r.ci_low)

@@ -94,8 +94,8 @@ def test_a_bm25_gate_is_the_same_report_with_and_without_calibration(calibrated,
 
 @pytest.mark.parametrize("args, message", [
     (["--runs", "1"], "harness: error: --runs: must be from 2 to 1000, got 1\n"),
-    (["--seed-option=--seed"], "harness: error: --seed-option: only with --adapter (the option is appended to "
-                                  "its command)\n"),
+    (["--seed-option=--seed"], "harness: error: --seed-option: only with an adapter (--adapter, or the config's "
+                                  "`adapter`): the option is appended to its command\n"),
     (["--alpha", "0.7"], "harness: error: --alpha: must be above 0 and below 0.5, got 0.7\n"),
 ])
 def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):

@@ -68,9 +68,12 @@ def test_a_tripling_warns_and_a_tenfold_fails_by_policy():
     assert paired_gate(paired(base, [10 * b for b in base]), never)["latency-paired"].status == "warn"
 
 
-def test_too_few_pairs_give_no_paired_gate():
+def test_too_few_pairs_decide_nothing_and_warn_so():
     base = [1.0] * 10
-    assert "latency-paired" not in paired_gate(paired(base, [10.0] * 10))  # min_samples 20
+    gate = paired_gate(paired(base, [10.0] * 10))["latency-paired"]  # 10 pairs, min_samples 20: even 10x is not decided
+    assert gate.status == "warn" and gate.current is None
+    assert gate.message == ("s latency against the baseline's backend, paired in this run: not decided on 10 query "
+                            "pairs (latency.min_samples asks for 20; a set of more queries gives a verdict)")
 
 
 def test_without_pairs_the_relative_rule_says_across_runs():
