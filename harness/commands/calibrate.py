@@ -122,11 +122,11 @@ def describe(name: str, calibration: SetCalibration) -> str:
                      f"({min(noise.values):.3f} to {max(noise.values):.3f} ms)"
                      + (f" -> p95 comparison widened by {calibration.allowance(noise):.3f} ms" if figure == "p95" else ""))
     for field_name, unit, words in RESOURCE_FIGURES:
-        noise = calibration.resources.get(field_name)
-        if noise is not None and noise.sd:
-            lines.append(f"  {words}: sd {resource_text(noise.sd, unit)} over {calibration.runs} runs "
-                         f"({resource_text(min(noise.values), unit)} to {resource_text(max(noise.values), unit)}) -> "
-                         f"comparison widened by {resource_text(calibration.allowance(noise), unit)}")
+        spread = calibration.resources.get(field_name)
+        if spread is not None and spread.sd:
+            lines.append(f"  {words}: sd {resource_text(spread.sd, unit)} over {calibration.runs} runs "
+                         f"({resource_text(min(spread.values), unit)} to {resource_text(max(spread.values), unit)}) -> "
+                         f"comparison widened by {resource_text(calibration.allowance(spread), unit)}")
     if calibration.contracts:
         lines.append(f"  contracts broken in some runs, not all (noise to the contract gate): "
                      f"{', '.join(sorted(calibration.contracts)[:10])}"
