@@ -54,6 +54,13 @@ class RunOutcome:
     placement: str | None = None  # paired latency: where both adapters ran ("cpu 0", or "unpinned")
     base_banner: dict | None = None  # paired latency: the baseline's adapter's banner
 
+    def note_change(self, set_name: str, qid: str, change: str | None) -> None:
+        """Record what a query's repeats changed (`_answer`): its ranking, or only the order of tied documents."""
+        if change == "ranking":
+            self.nondeterministic.append(f"{set_name}/{qid}")
+        elif change == "tied":
+            self.tied_order_changed.append(f"{set_name}/{qid}")
+
     @property
     def complete(self) -> bool:
         return self.error is None and all(r.complete for r in self.results)
@@ -152,19 +159,11 @@ class AskingRun:
                     pairs = [_ask_pair(candidate, base, request, run_first=(turn + repeat) % 2 == 0)
                              for repeat in range(options.repeats)]
                     turn += options.repeats
-                    replies, base_times = [reply for reply, _ in pairs], [seconds for _, seconds in pairs]
-                    answer, change = _answer(replies)
-                    try:
-                        check_windows(answer.ids, answer.passages, lengths, options.max_window, query.qid)
-                    except ProtocolError as exc:
-                        raise AdapterError(f"{exc} [adapter: {' '.join(candidate.argv)}]", argv=candidate.argv,
-                                           qid=query.qid) from None
+                    answer, change = _checked_answer(candidate, [reply for reply, _ in pairs], query.qid, lengths,
+                                                     options)
                     answers[query.qid] = answer
-                    base_seconds[query.qid] = statistics.median(base_times)
-                    if change == "ranking":
-                        outcome.nondeterministic.append(f"{query_set.name}/{query.qid}")
-                    elif change == "tied":
-                        outcome.tied_order_changed.append(f"{query_set.name}/{query.qid}")
+                    base_seconds[query.qid] = statistics.median(seconds for _, seconds in pairs)
+                    outcome.note_change(query_set.name, query.qid, change)
                     if progress:
                         progress(query_set.name, len(answers), len(query_set.queries))
             finally:
@@ -352,18 +351,11 @@ def _ask_set(adapters: Sequence[Worker], streams: list[Iterator[tuple[Response, 
         adapter, replies = adapters[worker], streams[worker]
         mine = query_set.queries[worker::len(adapters)]
         for query in mine:
-            answer, change = _answer([next(replies) for _ in range(options.repeats)])
-            try:
-                check_windows(answer.ids, answer.passages, lengths, options.max_window, query.qid)
-            except ProtocolError as exc:
-                raise AdapterError(f"{exc} [adapter: {' '.join(adapter.argv)}]", argv=adapter.argv,
-                                   qid=query.qid) from None
+            answer, change = _checked_answer(adapter, [next(replies) for _ in range(options.repeats)], query.qid,
+                                             lengths, options)
             with lock:
                 answers[query.qid] = answer
-                if change == "ranking":
-                    outcome.nondeterministic.append(f"{query_set.name}/{query.qid}")
-                elif change == "tied":
-                    outcome.tied_order_changed.append(f"{query_set.name}/{query.qid}")
+                outcome.note_change(query_set.name, query.qid, change)
                 if progress:
                     progress(query_set.name, len(answers), total)
 
@@ -404,6 +396,18 @@ def _replies(adapter: Worker, requests: list[Request]) -> Iterator[tuple[Respons
     Ray actor takes them in one call and streams its replies, harness.adapter.ray_executor), else one `ask` at a time."""
     stream = getattr(adapter, "ask_stream", None)
     return stream(requests) if stream is not None else (adapter.ask(request) for request in requests)
+
+
+def _checked_answer(adapter: Worker, replies: Sequence[tuple[Response, float]], qid: str, lengths: Mapping[str, int],
+                    options: RunOptions) -> tuple[Answer, str | None]:
+    """`_answer` of one query's replies, its passages checked against the documents' lengths: a window out of
+    bounds is the adapter's protocol error, named with its command."""
+    answer, change = _answer(replies)
+    try:
+        check_windows(answer.ids, answer.passages, lengths, options.max_window, qid)
+    except ProtocolError as exc:
+        raise AdapterError(f"{exc} [adapter: {' '.join(adapter.argv)}]", argv=adapter.argv, qid=qid) from None
+    return answer, change
 
 
 def _answer(replies: Sequence[tuple[Response, float]]) -> tuple[Answer, str | None]:

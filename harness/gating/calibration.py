@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from harness.errors import BaselineError
 from harness.measured import RESOURCE_FIGURES, SetNumbers, StrictReader
+from harness.text import plural
 
 DEFAULT_RUNS = 5
 DEFAULT_ALPHA = 0.01
@@ -105,20 +106,19 @@ class SetCalibration:
     def summary(self) -> str:
         """Which figures were calibrated, in a few words: `recall@10 in 4 scopes, latency p50/p95; 5 runs, alpha 0.01`."""
         metrics = sorted({metric for scope in self.quality.values() for metric in scope})
-        parts = [f"{', '.join(metrics)} in {len(self.quality)} scope{'s' if len(self.quality) != 1 else ''}"] \
-            if metrics else []
+        parts = [f"{', '.join(metrics)} in {plural(len(self.quality), 'scope')}"] if metrics else []
         if self.latency:
             parts.append("latency " + "/".join(name for name in LATENCY_FIGURES if name in self.latency))
         if self.resources:
             parts.append("resources " + "/".join(words for name, _, words in RESOURCE_FIGURES if name in self.resources))
         if self.contracts:
-            parts.append(f"the contracts of {len(self.contracts)} quer{'y' if len(self.contracts) == 1 else 'ies'}")
+            parts.append(f"the contracts of {plural(len(self.contracts), 'query', 'queries')}")
         if self.breaks is not None and self.breaks.sd:
             parts.append("the count of broken contracts")
         parts.extend(sorted(self.other))
         moved = sorted({qid for qids in self.varying.values() for qid in qids})
         return (f"{', '.join(parts) or 'nothing'}; {self.runs} runs, alpha {self.alpha:g}, "
-                f"{len(moved)} quer{'y' if len(moved) == 1 else 'ies'} varied")
+                f"{plural(len(moved), 'query', 'queries')} varied")
 
     def to_dict(self) -> dict[str, object]:
         return {"runs": self.runs, "alpha": self.alpha, "rebuild": self.rebuild,

@@ -224,8 +224,7 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     # per-query values on both sides (a baseline from before evidence rows were recorded has none): the
     # paired test and the category rules need them; without them the loss fails as it stands
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
-    listed = ", ".join(flips[:MAX_FLIPS_LISTED]) + (f" (+{len(flips) - MAX_FLIPS_LISTED} more)"
-                                                     if len(flips) > MAX_FLIPS_LISTED else "")
+    listed = _listed(flips)
     direction = "rose" if measure.lower_is_better else "dropped"
     message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
                f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; "
@@ -281,12 +280,17 @@ def _tie_words(flips: Sequence[str], in_ties: Mapping[str, str], measure: Measur
     certain = all("moved within" in in_ties[qid] for qid in flips if qid in in_ties)
     which = (("the loss is" if certain else "the loss may be") if len(tied) == len(flips)
              else f"{len(tied)} of {len(flips)} flips")
-    shown = "; ".join(tied[:MAX_FLIPS_LISTED]) + (f" (+{len(tied) - MAX_FLIPS_LISTED} more)"
-                                                 if len(tied) > MAX_FLIPS_LISTED else "")
+    shown = _listed(tied, "; ")
     hint = "" if measure.tie_aware else "; the gate policy's tie_aware gates the expected value over tie orders"
     where = "confined to tied positions" if len(tied) == len(flips) else "in tied positions"
     return (f"; {which} {where}: {shown} (the order among equal scores is the adapter's "
             f"choice{hint})")
+
+
+def _listed(items: Sequence[str], separator: str = ", ") -> str:
+    """The first MAX_FLIPS_LISTED items joined, and how many more there are (`a, b, c (+4 more)`)."""
+    more = f" (+{len(items) - MAX_FLIPS_LISTED} more)" if len(items) > MAX_FLIPS_LISTED else ""
+    return separator.join(items[:MAX_FLIPS_LISTED]) + more
 
 
 def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],
@@ -315,14 +319,13 @@ def _holm_categories(gates: list[GateResult], family: Sequence[int], policy: Gat
     """The holm rule (policy.categories.rule): a category's loss beyond the limit fails only when its paired
     p-value stays below CATEGORY_ALPHA after Holm's adjustment over every category gate of the run (`family`,
     positions in `gates`), else it warns; a category within the limit is in the family with p = 1."""
-    pending = [i for i in family if not gates[i].passed and gates[i].p_value is not None]
-    if policy.category_rule != "holm" or not pending:
+    raw = {i: p for i in family if not gates[i].passed and (p := gates[i].p_value) is not None}
+    if policy.category_rule != "holm" or not raw:
         return gates
-    raw = [gates[i].p_value if i in pending else 1.0 for i in family]
-    adjusted = dict(zip(family, holm([1.0 if p is None else p for p in raw])))
-    tests = f"the run's {len(family)} category test{'s' if len(family) != 1 else ''}"
+    adjusted = dict(zip(family, holm([raw.get(i, 1.0) for i in family])))
+    tests = f"the run's {plural(len(family), 'category test')}"
     decided = list(gates)
-    for i in pending:
+    for i in raw:
         gate, p = gates[i], adjusted[i]
         if p < CATEGORY_ALPHA:
             decided[i] = replace(gate, message=f"{gate.message}; significant with {tests} held to a family-wise "
@@ -449,8 +452,7 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
     if result.base_latency is not None:  # the baseline's backend timed beside it: its p95 is the one to show
         before = result.base_latency.p95
         gate = partial(gate, baseline=before)
-    how = PAIRED if result.latency_paired else ACROSS_RUNS
-    was = f"; baseline {before:.1f} ms, {how}" if before is not None else ""
+    was = f"; baseline {before:.1f} ms, {baseline_latency_measured(result)}" if before is not None else ""
     return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
 
 
@@ -470,9 +472,7 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     if min(base.latency.n, now.latency.n) < policy.latency_min_samples or now.latency.p95 is None:
         return None  # too few latencies to compare a p95 (the latency gate still shows both)
     before, after = base.latency.p95, now.latency.p95
-    allowed = max(before * (1 + limit / 100), before + policy.latency_min_increase_ms) + allowance
-    grew = after > allowed + FLOAT_SLACK
-    change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
+    allowed, grew, change = _growth(before, after, limit, policy.latency_min_increase_ms, allowance)
     noise = f", +{allowance:.2f} ms calibrated noise" if allowance else ""
     message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
                f" allowed: +{limit:g} % and +{policy.latency_min_increase_ms:g} ms{noise}); baseline measured "
@@ -482,6 +482,14 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     return GateResult(now.name, "latency-relative", not (grew and policy.latency_relative_fails), message,
                       warning=grew and not policy.latency_relative_fails, metric="p95", baseline=before,
                       current=after, limit=allowed, unit=MILLISECONDS)
+
+
+def _growth(before: float, after: float, percent: float, floor: float, allowance: float) -> tuple[float, bool, str]:
+    """A figure against the baseline's (p95 latency, a resource): the largest value allowed (grown by more than
+    `percent` % AND `floor`, plus a calibrated `allowance`), whether `after` is beyond it, and the change in words
+    (`+26 %`; `from 0`)."""
+    allowed = max(before * (1 + percent / 100), before + floor) + allowance
+    return allowed, after > allowed + FLOAT_SLACK, f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
 
 
 def _breaks_within(count: int, base: SetNumbers, calibration: SetCalibration | None) -> str | None:
@@ -548,10 +556,8 @@ def _relative_resource_gate(set_name: str, name: str, unit: str, words: str, val
         return None
     floor = {"startup_seconds": policy.resources_min_increase_seconds, "peak_rss_mib": policy.resources_min_increase_mib,
              "index_bytes": policy.resources_min_increase_bytes}[name]
-    allowed = max(before * (1 + limit / 100), before + floor) + allowance
-    grew = after > allowed + FLOAT_SLACK
+    allowed, grew, change = _growth(before, after, limit, floor, allowance)
     fails = grew and policy.resources_relative_fails
-    change = f"{(after / before - 1) * 100:+.0f} %" if before else "from 0"
     message = (f"{set_name} {words} {resource_text(after, unit)}, baseline {resource_text(before, unit)} ({change}; "
                f"allowed: +{limit:g} % and +{resource_text(floor, unit)}"
                + (f", +{resource_text(allowance, unit)} calibrated noise" if allowance else "") + ")")
@@ -648,14 +654,12 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
     if within_noise is not None and broken:
         qids = sorted({qid for qid, _ in broken})
         return GateResult(result.name, "contract", True,
-                          f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}"
-                          + (f" (+{len(qids) - MAX_FLIPS_LISTED} more)" if len(qids) > MAX_FLIPS_LISTED else "")
-                          + f"; {within_noise}", metric="broken contracts", baseline=broken_contracts(base),
+                          f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; {within_noise}", metric="broken contracts", baseline=broken_contracts(base),
                           current=len(broken), limit=0, unit=COUNT)
     within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
-    noted = (f"; {len(noise)} quer{'y' if len(noise) == 1 else 'ies'} broke a contract within calibrated noise "
+    noted = (f"; {plural(len(noise), 'query', 'queries')} broke a contract within calibrated noise "
              f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
@@ -690,7 +694,7 @@ def _graded_contract_gate(result: SetResult, base: SetNumbers) -> GateResult:
     it fixes, by the exact McNemar test on the discordant contracts (broken now and held in the baseline,
     against held now and broken in the baseline), two-sided at CONTRACT_ALPHA. A contract broken on both
     sides is no evidence either way; xfail queries are left out, as the strict rule leaves them out."""
-    gated = [q for q in result.queries if q.outcome not in ("xfail", "xpass")]
+    gated = [q for q in result.queries if q.outcome not in EXPECTED_TO_FAIL]
     checked = [(q.qid, c) for q in gated for c in q.contracts]
     recorded = {(q.qid, key) for q in gated if q.qid in base.queries for key in base.queries[q.qid].broken}
     broken_now = sorted((qid, c.key) for qid, c in checked if not c.passed and (qid, c.key) not in recorded)
@@ -704,9 +708,7 @@ def _graded_contract_gate(result: SetResult, base: SetNumbers) -> GateResult:
         return gate(True, f"{result.name}: no hard contracts in this set")
 
     def listed(flips: list[tuple[str, str]]) -> str:
-        names = [f"{qid} {key}" for qid, key in flips[:MAX_FLIPS_LISTED]]
-        more = f" (+{len(flips) - MAX_FLIPS_LISTED} more)" if len(flips) > MAX_FLIPS_LISTED else ""
-        return ", ".join(names) + more if names else "none"
+        return _listed([f"{qid} {key}" for qid, key in flips]) or "none"
     counts = (f"{len(broken_now)} broken now, {len(fixed_now)} fixed now (exact McNemar p={p_value:.3g}"
               f"{' < ' if fails else ', '}alpha {CONTRACT_ALPHA:g})")
     verdict = ("significantly more broken than fixed" if fails else

@@ -203,7 +203,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def _nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
-    import math
     rank = max(1, math.ceil(fraction * len(sorted_values) - 1e-9))
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
