@@ -19,13 +19,12 @@ figure; a pair with too few moved units prints no figure and is not simulated.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import sys
 
-from benchmarks.arguments import at_least
-from benchmarks.set_power import COMPANIONS, ROOT, detected, real_changes, resampled, simulated_change
+from benchmarks.set_power import (COMPANIONS, ROOT, detected, real_changes, resampled, simulated_change,
+                                  simulation_parser)
 
 TARGET = (0.7, 0.9)
 
@@ -49,14 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     from harness.scoring.detectability import small_change
     from harness.sets.loader import find_sets, load_set
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.detectability", description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", dest="sets",
-                        help=f"a set name or folder (repeatable; default {', '.join(COMPANIONS)})")
-    parser.add_argument("--trials", type=at_least(10), default=200, help="simulated changes per figure (default 200)")
-    parser.add_argument("--resamples", type=at_least(100), default=2000,
-                        help="resamples of each paired test (default 2000; the harness uses 10,000)")
+    parser = simulation_parser("python -m benchmarks.detectability", __doc__.splitlines()[0], "figure")
     parser.add_argument("--quick", action="store_true", help="100 trials of 1,000 resamples")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     trials, resamples = (100, 1000) if args.quick else (args.trials, args.resamples)
     try:

@@ -178,17 +178,24 @@ def moved_units(scored: Sequence[Scored], change: Mapping[str, float]) -> int:
     return len({query.unit for query in scored if change[query.qid] != 0})
 
 
+def simulation_parser(prog: str, description: str, per: str) -> argparse.ArgumentParser:
+    """The options of a benchmark that simulates changes on the companion sets: which sets, how many trials
+    per `per` (a delta, a figure), how many resamples of each paired test, the seed."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--set", action="append", dest="sets",
+                        help=f"a set name or folder (repeatable; default {', '.join(COMPANIONS)})")
+    parser.add_argument("--trials", type=at_least(10), default=200, help=f"simulated changes per {per} (default 200)")
+    parser.add_argument("--resamples", type=at_least(100), default=2000,
+                        help="resamples of each paired test (default 2000; the harness uses 10,000)")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.errors import HarnessError
     from harness.sets.loader import find_sets, load_set
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.set_power", description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", dest="sets",
-                        help=f"a set name or folder (repeatable; default {', '.join(COMPANIONS)})")
-    parser.add_argument("--trials", type=at_least(10), default=200, help="simulated changes per delta (default 200)")
-    parser.add_argument("--resamples", type=at_least(100), default=2000,
-                        help="resamples of each paired test (default 2000; the harness uses 10,000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = simulation_parser("python -m benchmarks.set_power", __doc__.splitlines()[0], "delta")
     args = parser.parse_args(argv)
     try:
         sets = [load_set(folder) for folder in find_sets(args.sets or list(COMPANIONS), ROOT / "sets")]
