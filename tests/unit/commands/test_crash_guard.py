@@ -18,9 +18,14 @@ def test_a_bug_s_oserror_is_not_blamed_on_stdout(capfd):
     assert crash_guard.stdout_refused(ValueError("x")) is None
 
 
-def test_a_full_device_under_stdout_is_the_environment(capfd):
+def test_a_full_device_under_stdout_is_the_environment(capfd, monkeypatch):
+    # the real silencing dup2s /dev/null onto the descriptor under sys.stdout: in this process that is
+    # pytest's capture, which must outlive the test, so only the call is recorded here
+    silenced = []
+    monkeypatch.setattr(crash_guard, "silence_closed_stdout", lambda: silenced.append(True))
     assert crash_guard.stdout_refused(OSError(errno.ENOSPC, "No space left on device")) == \
         "stdout: cannot write: No space left on device"
+    assert silenced == [True]
 
 
 def test_a_capture_without_a_descriptor_is_never_blamed(capsys):
