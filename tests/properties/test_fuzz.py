@@ -13,7 +13,6 @@ Everything but the adapter-output mutations runs in-process through `harness.com
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -158,11 +158,24 @@ def tiny_run_lines() -> list[str]:
     return lines
 
 
+FUZZ_ROOT: list[Path] = []  # this module's folder under pytest's own temp folder (the fixture below)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fuzz_root(tmp_path_factory):
+    """Every folder of the pass lives under pytest's managed temp folder, which pytest removes in turn
+    (only its last three runs are kept) even when a signal ended this one."""
+    FUZZ_ROOT[:] = [tmp_path_factory.mktemp("fuzz")]
+    yield
+    FUZZ_ROOT.clear()
+    BASE_FILES.clear()
+
+
 @contextmanager
 def workspace():
     """A temp folder holding a copy of the tiny set, a run, a baseline, budgets, a policy, a report, a
     BEIR folder; cwd moves there so default outputs (.retrieval-gate/) land inside it."""
-    folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-"))
+    folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-", dir=FUZZ_ROOT[0]))
     previous = os.getcwd()
     try:
         shutil.copytree(TINY_SET, folder / "sets" / "tiny")
@@ -184,10 +197,8 @@ def workspace():
 
 
 def _prepare_base_files() -> dict[str, Path]:
-    """A real baseline and report of the tiny set from the run file (made once, in-process; the
-    folder is removed when the test process exits, so no run leaves it behind)."""
-    folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-base-"))
-    atexit.register(shutil.rmtree, folder, True)
+    """A real baseline and report of the tiny set from the run file (made once per module, in-process)."""
+    folder = Path(tempfile.mkdtemp(prefix="rg-fuzz-base-", dir=FUZZ_ROOT[0]))
     (folder / "run.txt").write_text("\n".join(tiny_run_lines()) + "\n")
     code = main(["--set", str(TINY_SET), "--run-file", str(folder / "run.txt"), "--update-baseline", "--yes",
                  "--baseline", str(folder / "baseline.json"), "--out", str(folder / "report.json"), "--quiet"])
