@@ -224,9 +224,12 @@ def held_out_report(run: SetRuns, settings) -> dict[str, object]:
         test = paired_test(base, candidate, groups)
         clusters = group_differences(base, candidate, groups)
         low90 = bootstrap_ci(clusters, confidence=0.90)[0] if any(total for total, _ in clusters) else 0.0
+        gains = paired_test({run.queries[i].qid: part.ndcg[i] for i in rows},
+                            {run.queries[i].qid: fused.ndcg[i] for i in rows}, groups)
         report[name] = {"mean": _mean(part.recall[i] for i in rows), "difference": test.mean_difference,
                         "ci": (test.ci_low, test.ci_high), "p": test.p_value, "low90": low90,
-                        "ndcg": _mean(part.ndcg[i] for i in rows)}
+                        "ndcg": _mean(part.ndcg[i] for i in rows), "ndcg_difference": gains.mean_difference,
+                        "ndcg_ci": (gains.ci_low, gains.ci_high)}
     return report
 
 
@@ -307,19 +310,22 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
         no_worse = 100 * report[better]["low90"] > -MARGIN_POINTS
         above = all(report[name]["difference"] > 0 for name in ("bm25", "embedder"))
         better_both += above
-        verdict = ("no worse than " if no_worse else "WORSE than ") + f"the better part ({better})" \
-            + ("; better than both" if above else "")
+        verdict = ("no worse than " if no_worse else f"NOT shown no worse (90% low {100 * report[better]['low90']:+.2f}) "
+                   f"than ") + f"the better part ({better})" + ("; better than both" if above else "")
         print(f"{run.name:<12} {report['n']:>4} {report['bm25']['mean']:>6.3f} {report['embedder']['mean']:>8.3f} "
               f"{report['hybrid']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {verdict}")
     print(f"# better than both parts on {better_both} of {len(runs)} sets")
     print(f"\n# held-out nDCG@{K} beside recall@{K}; the ceiling: the best held-out recall@{K} of any configuration "
           f"of the grid (read after the choice, never used to make it)")
-    print(f"{'set':<12} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'ceiling':>7}  reached by")
+    print(f"{'set':<12} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'nDCG vs bm25':<26} {'nDCG vs embedder':<26} "
+          f"{'ceiling':>7}  reached by")
     for run in runs:
         report = held_out_report(run, chosen[run.key][1])
         ceiling, best = held_out_ceiling(run)
+        cells = [f"{100 * report[name]['ndcg_difference']:+6.2f} [{100 * report[name]['ndcg_ci'][0]:+6.2f}, "
+                 f"{100 * report[name]['ndcg_ci'][1]:+6.2f}]" for name in ("bm25", "embedder")]
         print(f"{run.name:<12} {report['bm25']['ndcg']:>6.3f} {report['embedder']['ndcg']:>8.3f} "
-              f"{report['hybrid_ndcg']:>6.3f}  {ceiling:>7.3f}  {best.summary()}")
+              f"{report['hybrid_ndcg']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {ceiling:>7.3f}  {best.summary()}")
 
 
 def main(argv: list[str] | None = None) -> int:
