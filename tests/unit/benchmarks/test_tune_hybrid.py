@@ -107,6 +107,21 @@ def test_where_recall_ties_the_higher_development_ndcg_decides():
     assert tune_hybrid.choose([tied]).weight == 0.0
 
 
+def test_the_held_out_ceiling_is_reported_beside_a_choice_it_does_not_move():
+    from adapters.fusion import fuse
+
+    development = [_query(n, "development") for n in range(3)]  # BM25 finds these, the embedder does not
+    held_out = [_query(n, "held-out") for n in range(3, 13)]  # and the embedder these ten
+    run = _run(development + held_out, {q.qid for q in development})
+    chosen = tune_hybrid.choose([run])
+    assert tune_hybrid.held_out_report(run, chosen)["hybrid"] == 0.0  # BM25 alone: no held-out answer in its top 10
+    ceiling, best = tune_hybrid.held_out_ceiling(run)
+    assert ceiling == 1.0 and tune_hybrid.choose([run]) == chosen  # the embedder's share finds all ten
+    for i, query in enumerate(run.queries):
+        if query.split == "held-out":  # checked on the fused lists themselves
+            assert query.qid.replace("q", "d") in [doc for doc, _ in fuse(run.lexical[i], run.semantic[i], best)[:10]]
+
+
 def test_a_fusion_may_break_only_what_a_part_already_breaks():
     kept = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset()))
     broke = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset({"no_relevant"})))
