@@ -310,8 +310,9 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
         no_worse = 100 * report[better]["low90"] > -MARGIN_POINTS
         above = all(report[name]["difference"] > 0 for name in ("bm25", "embedder"))
         better_both += above
-        verdict = ("no worse than " if no_worse else f"NOT shown no worse (90% low {100 * report[better]['low90']:+.2f}) "
-                   f"than ") + f"the better part ({better})" + ("; better than both" if above else "")
+        low = f"{100 * report[better]['low90']:+.2f}"
+        verdict = ("no worse than " if no_worse else f"NOT shown no worse (90% low {low}) than ") \
+            + f"the better part ({better})" + ("; better than both" if above else "")
         print(f"{run.name:<12} {report['n']:>4} {report['bm25']['mean']:>6.3f} {report['embedder']['mean']:>8.3f} "
               f"{report['hybrid']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {verdict}")
     print(f"# better than both parts on {better_both} of {len(runs)} sets")
