@@ -17,10 +17,15 @@ contract on a development query that both parts keep (the memory sets' negative 
 set's better part on the development split, summed over the corpus's sets: (gains - 2 x losses)
 / queries, each query's recall@10 against that part's (Wang et al. 2012, alpha 1, as `compare`
 reports it): a fusion that loses queries the better part finds pays twice; (3) then the highest
-mean development recall@10; (4) then the simplest (rrf, weight nearest 0.5, fewer candidates).
+mean development recall@10; (4) then the highest mean development nDCG@10: where recall@10 ties
+(both parts find the same answers in their top 10), where in the top 10 the answers stand is the
+development evidence left, as ranx's optimize_fusion optimises a chosen metric; (5) then the
+simplest (`simplicity`: nearest the better part alone, rrf, fewer candidates).
 Held-out queries never reach `choose`. The held-out report pairs the chosen fusion with each part
 (harness.scoring.stats.paired_test, groups resampled together): "no worse" when the 90% CI's lower
-bound is above minus the gate's 2 points, as `compare` says it.
+bound is above minus the gate's 2 points, as `compare` says it; beside it, held-out nDCG@10 of
+the parts and the hybrid, and the best held-out recall@10 any configuration of the grid reaches:
+an upper bound read after the choice, never used to make it.
 """
 
 from __future__ import annotations
@@ -48,10 +53,12 @@ K = 10
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """What one ranking source gives a set, query by query: recall@10 (None unscored) and its broken contracts."""
+    """What one ranking source gives a set, query by query: recall@10 and nDCG@10 (None unscored) and its broken
+    contracts."""
 
     recall: tuple[float | None, ...]
     broken: tuple[frozenset[str], ...]
+    ndcg: tuple[float | None, ...] = ()
 
 
 @dataclass
@@ -107,18 +114,22 @@ def rank_sets(sets: list, part_args: argparse.Namespace, depth: int) -> list[Set
 
 
 def outcome(queries: Sequence, rankings: Sequence[Sequence[tuple[str, float]]]) -> Ranked:
-    """recall@10 of each scored query and the hard contracts each non-xfail query breaks, as a run scores them."""
+    """recall@10 and nDCG@10 of each scored query and the hard contracts each non-xfail query breaks, as a run
+    scores them."""
     from harness.scoring.evaluate import check_contracts
-    from harness.scoring.metrics import make_measure
+    from harness.scoring.metrics import compute_many, make_measure
 
-    recall = make_measure("recall", K)
-    values, broken = [], []
+    measures = (make_measure("recall", K), make_measure("ndcg", K))
+    recall, ndcg = measures[0].name, measures[1].name
+    values, gains, broken = [], [], []
     for query, ranked in zip(queries, rankings):
         top = [doc for doc, _ in ranked[:K]]
-        values.append(recall.compute(top, query.relevant) if query.scored else None)
+        figures = compute_many(measures, top, query.relevant) if query.scored else {}
+        values.append(figures.get(recall))
+        gains.append(figures.get(ndcg))
         contracts = check_contracts(query, top, [score for _, score in ranked[:K]])
         broken.append(frozenset() if query.xfail else frozenset(c.key for c in contracts if not c.passed))
-    return Ranked(tuple(values), tuple(broken))
+    return Ranked(tuple(values), tuple(broken), tuple(gains))
 
 
 def configurations():
@@ -184,16 +195,18 @@ def choose(runs: Sequence[SetRuns]):
     better = max(figures, key=lambda name: (figures[name], name == "bm25"))
     ranks = []
     for settings in runs[0].fused:
-        risk, recall, allowed = 0.0, 0.0, True
+        risk, recall, ndcg, allowed = 0.0, 0.0, 0.0, True
         for run in runs:
             rows = [i for i, query in enumerate(run.queries) if query.split == "development"]
             fused = run.fused[settings]
             allowed = allowed and keeps_contracts(run, fused, rows)
             risk += urisk(fused, run.parts[better_part(run, "development")], rows)
             recall += _mean(fused.recall[i] for i in rows)
+            ndcg += _mean(fused.ndcg[i] for i in rows)
         if allowed:
-            ranks.append((-round(risk, 12), -round(recall, 12), simplicity(settings, better), settings))
-    return min(ranks, key=lambda rank: rank[:3])[3]
+            ranks.append((-round(risk, 12), -round(recall, 12), -round(ndcg, 12), simplicity(settings, better),
+                          settings))
+    return min(ranks, key=lambda rank: rank[:4])[4]
 
 
 def held_out_report(run: SetRuns, settings) -> dict[str, object]:
@@ -203,16 +216,33 @@ def held_out_report(run: SetRuns, settings) -> dict[str, object]:
     rows = [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
     groups = {run.queries[i].qid: run.queries[i].resampling_unit for i in rows}
     fused = run.fused[settings]
-    report: dict[str, object] = {"n": len(rows), "hybrid": _mean(fused.recall[i] for i in rows)}
+    report: dict[str, object] = {"n": len(rows), "hybrid": _mean(fused.recall[i] for i in rows),
+                                 "hybrid_ndcg": _mean(fused.ndcg[i] for i in rows)}
     for name, part in run.parts.items():
         base = {run.queries[i].qid: part.recall[i] for i in rows}
         candidate = {run.queries[i].qid: fused.recall[i] for i in rows}
         test = paired_test(base, candidate, groups)
         clusters = group_differences(base, candidate, groups)
         low90 = bootstrap_ci(clusters, confidence=0.90)[0] if any(total for total, _ in clusters) else 0.0
+        gains = paired_test({run.queries[i].qid: part.ndcg[i] for i in rows},
+                            {run.queries[i].qid: fused.ndcg[i] for i in rows}, groups)
         report[name] = {"mean": _mean(part.recall[i] for i in rows), "difference": test.mean_difference,
-                        "ci": (test.ci_low, test.ci_high), "p": test.p_value, "low90": low90}
+                        "ci": (test.ci_low, test.ci_high), "p": test.p_value, "low90": low90,
+                        "ndcg": _mean(part.ndcg[i] for i in rows), "ndcg_difference": gains.mean_difference,
+                        "ndcg_ci": (gains.ci_low, gains.ci_high)}
     return report
+
+
+def held_out_ceiling(run: SetRuns) -> tuple[float, object]:
+    """The best held-out recall@10 any configuration of the grid reaches, and one that reaches it (the simplest).
+
+    Read after the choice, to say how far the held-out split lets any fusion go; never an input to `choose`.
+    """
+    rows = [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
+    better = better_part(run, "development")
+    best = min(run.fused, key=lambda settings: (-round(_mean(run.fused[settings].recall[i] for i in rows), 12),
+                                                simplicity(settings, better)))
+    return _mean(run.fused[best].recall[i] for i in rows), best
 
 
 def write_table(path: Path, chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
@@ -257,9 +287,15 @@ def tune(runs: Sequence[SetRuns]) -> dict[tuple[str, str], tuple[list[str], obje
 def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
     """The chosen settings per corpus, then each set's held-out split against both parts."""
     print(f"# fusion chosen per corpus on the development split ({len(list(configurations()))} configurations; "
-          f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K})")
+          f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K}, then nDCG@{K})")
     for (kind, sha), (names, settings) in sorted(chosen.items()):
         print(f"{kind} ({', '.join(names)}; corpus {sha[:12]}): {settings.summary()}")
+    print(f"# development split, recall@{K} / nDCG@{K}")
+    for run in runs:
+        rows = [i for i, query in enumerate(run.queries) if query.split == "development"]
+        cells = [f"{name} {_mean(ranked.recall[i] for i in rows):.3f} / {_mean(ranked.ndcg[i] for i in rows):.3f}"
+                 for name, ranked in (*run.parts.items(), ("hybrid", run.fused[chosen[run.key][1]]))]
+        print(f"{run.name:<12} {len([i for i in rows if run.queries[i].scored]):>4}  {';  '.join(cells)}")
     print(f"\n# held-out split (never used to choose): recall@{K}; hybrid - part with its 95% CI; "
           f"no worse = 90% CI above -{MARGIN_POINTS:g} points")
     print(f"{'set':<12} {'n':>4} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'vs bm25':<26} {'vs embedder':<26} verdict")
@@ -274,11 +310,23 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
         no_worse = 100 * report[better]["low90"] > -MARGIN_POINTS
         above = all(report[name]["difference"] > 0 for name in ("bm25", "embedder"))
         better_both += above
-        verdict = ("no worse than " if no_worse else "WORSE than ") + f"the better part ({better})" \
-            + ("; better than both" if above else "")
+        low = f"{100 * report[better]['low90']:+.2f}"
+        verdict = ("no worse than " if no_worse else f"NOT shown no worse (90% low {low}) than ") \
+            + f"the better part ({better})" + ("; better than both" if above else "")
         print(f"{run.name:<12} {report['n']:>4} {report['bm25']['mean']:>6.3f} {report['embedder']['mean']:>8.3f} "
               f"{report['hybrid']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {verdict}")
     print(f"# better than both parts on {better_both} of {len(runs)} sets")
+    print(f"\n# held-out nDCG@{K} beside recall@{K}; the ceiling: the best held-out recall@{K} of any configuration "
+          f"of the grid (read after the choice, never used to make it)")
+    print(f"{'set':<12} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'nDCG vs bm25':<26} {'nDCG vs embedder':<26} "
+          f"{'ceiling':>7}  reached by")
+    for run in runs:
+        report = held_out_report(run, chosen[run.key][1])
+        ceiling, best = held_out_ceiling(run)
+        cells = [f"{100 * report[name]['ndcg_difference']:+6.2f} [{100 * report[name]['ndcg_ci'][0]:+6.2f}, "
+                 f"{100 * report[name]['ndcg_ci'][1]:+6.2f}]" for name in ("bm25", "embedder")]
+        print(f"{run.name:<12} {report['bm25']['ndcg']:>6.3f} {report['embedder']['ndcg']:>8.3f} "
+              f"{report['hybrid_ndcg']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {ceiling:>7.3f}  {best.summary()}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -85,6 +86,42 @@ def test_the_choice_reads_the_development_split_only():
     assert tune_hybrid.choose([_run(development + moved, lexical_strong)]) != chosen
 
 
+def test_where_recall_ties_the_higher_development_ndcg_decides():
+    # every development answer is BM25's 3rd and the embedder's 1st: both parts, and every configuration, find it
+    # in the top 10 (URisk 0, recall@10 1), so the rule before nDCG kept BM25 alone (weight 0: the better part on
+    # the tie, and `simplicity` prefers it). nDCG@10 asks for the answer first. By hand, the fused score puts the
+    # answer above d00 (BM25's 1st, the embedder's 2nd) when, for rrf with a = 1/(k+1), b = 1/(k+2), c = 1/(k+3),
+    # (1-w)c + wa > (1-w)a + wb, i.e. w > (a-c)/(2a-b-c): 0.615 at k 2, 0.636 at 5, 0.649 at 10, 0.657 at 20,
+    # 0.663 at 60; for minmax and zscore (both lists' scores fall by one a rank) w > 2/3. The first grid weight
+    # over a threshold is 0.65 (k 2, 5, 10); of those `simplicity` takes rrf, 20 candidates, k nearest 60: 10.
+    development = [_query(n, "development") for n in range(4, 10)]
+    lexical = [_ranking(q.qid.replace("q", "d"), 3) for q in development]
+    semantic = [_ranking(q.qid.replace("q", "d"), 1) for q in development]
+    run = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), development, lexical, semantic)
+    tune_hybrid.score_grid(run)
+    assert run.parts["bm25"].recall == run.parts["embedder"].recall == (1.0,) * 6
+    assert tune_hybrid.choose([run]) == FusionSettings("rrf", 0.65, 10.0, 20)
+    # and the same lists with the answer 1st for both parts: nDCG ties too, so the better part alone stays
+    tied = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), development, semantic, semantic)
+    tune_hybrid.score_grid(tied)
+    assert tune_hybrid.choose([tied]).weight == 0.0
+
+
+def test_the_held_out_ceiling_is_reported_beside_a_choice_it_does_not_move():
+    from adapters.fusion import fuse
+
+    development = [_query(n, "development") for n in range(3)]  # BM25 finds these, the embedder does not
+    held_out = [_query(n, "held-out") for n in range(3, 13)]  # and the embedder these ten
+    run = _run(development + held_out, {q.qid for q in development})
+    chosen = tune_hybrid.choose([run])
+    assert tune_hybrid.held_out_report(run, chosen)["hybrid"] == 0.0  # BM25 alone: no held-out answer in its top 10
+    ceiling, best = tune_hybrid.held_out_ceiling(run)
+    assert ceiling == 1.0  # a configuration with the embedder's share finds all ten, though the choice found none
+    for i, query in enumerate(run.queries):
+        if query.split == "held-out":  # checked on the fused lists themselves
+            assert query.qid.replace("q", "d") in [doc for doc, _ in fuse(run.lexical[i], run.semantic[i], best)[:10]]
+
+
 def test_a_fusion_may_break_only_what_a_part_already_breaks():
     kept = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset()))
     broke = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset({"no_relevant"})))
@@ -112,6 +149,7 @@ def test_outcome_scores_as_a_run_does():
     found = tune_hybrid.outcome([_query(1, "development"), negative, xfail],
                                 [[("d09", 0.9), ("d01", 0.8)], [("d05", 0.7)], [("d02", 0.4)]])
     assert found.recall == (1.0, None, None)  # the answer in the top 10; probes are not scored
+    assert found.ndcg == pytest.approx((1 / math.log2(3), None, None))  # the one answer 2nd: 1 / log2(2 + 1)
     assert found.broken == (frozenset(), frozenset({"no_relevant"}), frozenset())  # 0.7 >= 0.5; xfail never counts
 
 
