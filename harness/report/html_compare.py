@@ -13,8 +13,7 @@ from harness.report.charts import _chart_box, recall_bars_svg
 from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, resource_lines,
                                        system_legend, system_letters, system_table, verdict_line)
 from harness.report.html import flips_table
-from harness.report.html_kit import (_anchor, _exact, _fixed, _ms, _page, _signed,
-                                     _table, _text)
+from harness.report.html_kit import _anchor, _exact, _fixed, _ms, _page, _signed, _table, _text
 from harness.scoring.compare import (ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison,
                                      query_latencies)
 from harness.scoring.evaluate import TABLE_METRICS, latency_summary
