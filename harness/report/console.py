@@ -74,8 +74,7 @@ def latency_text(latency: Latency, baseline: Latency | None) -> str:
 
 
 def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> list[str]:
-    answered = len(result.queries)
-    status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
+    status = "" if result.complete else f"  INCOMPLETE ({len(result.queries)} of {result.query_count} answered)"
     lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {plural(result.query_count, 'query', 'queries')}, k={result.k}){status}"]
     rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
     width = max(len(label) for label, _ in rows) + 2

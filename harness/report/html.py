@@ -34,7 +34,6 @@ def render_run_html(report: Report) -> str:
     report's flips, the latency chart the budget its latency gate held it to. The header carries
     the verdict, the gate counts, who answered and the baseline file (`provenance.extra["baseline"]`).
     """
-    backend = report.provenance.backend.label
     final = verdict_of(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
@@ -62,7 +61,7 @@ def render_run_html(report: Report) -> str:
     body += ["<h2>Run details</h2>", _provenance_table(report)]
     for index, result in enumerate(report.sets):
         body.extend(_run_set_section(index, result, report))
-    return _page(f"retrieval-gate run ({backend}): {final.word}", body)
+    return _page(f"retrieval-gate run ({report.provenance.backend.label}): {final.word}", body)
 
 
 def _run_headline(report: Report, final: Verdict) -> str:
