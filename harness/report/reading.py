@@ -78,12 +78,10 @@ def _read_report(reader: StrictReader) -> Report:
 
 def _read_flips(reader: StrictReader, sets: tuple[SetResult, ...]) -> dict[str, tuple[Flip, ...]]:
     """Per set, the queries whose relevant ids found moved against the baseline (query text from the set's rows)."""
-    flips = {}
-    for name, rows in reader.items():
-        texts = {q.qid: q.query for s in sets if s.name == name for q in s.queries}
-        flips[name] = tuple(Flip(name, row.get("qid").text(), texts.get(row.get("qid").text(), ""),
-                                 row.get("lost").ids(), row.get("gained").ids()) for row in rows.elements())
-    return flips
+    texts = {s.name: {q.qid: q.query for q in s.queries} for s in sets}
+    return {name: tuple(Flip(name, row.get("qid").text(), texts.get(name, {}).get(row.get("qid").text(), ""),
+                             row.get("lost").ids(), row.get("gained").ids()) for row in rows.elements())
+            for name, rows in reader.items()}
 
 
 def _mapping_or_none(reader: StrictReader) -> Mapping[str, object] | None:
