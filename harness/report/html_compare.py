@@ -64,8 +64,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
                         + _text("; ".join(pair.mismatches)) + "</p>")
         body += [f"<p>set {_text(name)}: only in one run, not compared.</p>" for name in pair.only_in_one]
         body.append("<p>per-query movement: " + _text("; ".join(movement_lines(pair)) or "none") + "</p>")
-        names = list(dict.fromkeys(s.set_name for s in pair.scopes))
-        for name in names:
+        for name in dict.fromkeys(s.set_name for s in pair.scopes):
             scopes = [s for s in pair.scopes if s.set_name == name]
             body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
                      f"<h3>{_text(FOUNDING_METRIC)} per category</h3>",
