@@ -122,6 +122,13 @@ class ArgumentParser(argparse.ArgumentParser):
 SIGNALS = "a signal: 130 SIGINT, 143 SIGTERM, 129 SIGHUP"
 PIPE = "141 when the reader of stdout quits early (head -1), as for SIGPIPE"
 INTERNAL = "internal error (a bug): one line, the traceback in .retrieval-gate/{command}.traceback.txt"
+
+
+def _ending(command: str, signals: str = f"{SIGNALS}; {PIPE}") -> dict[str, str]:
+    """The last rows of a subcommand's codes: a bug (70, its traceback file named), then a signal."""
+    return {"70": INTERNAL.format(command=command), "128+n": signals}
+
+
 EXIT_CODES: dict[str, dict[str, str]] = {
     "run": {
         "0": "every gate passed (or --no-gate / --update-baseline / --shard: measured, nothing failed)",
@@ -135,73 +142,62 @@ EXIT_CODES: dict[str, dict[str, str]] = {
     "sets": {
         "0": "listed, shown, verified, pinned or imported",
         "2": "usage error, or a set, corpus, pin or BEIR folder problem (verify: any problem)",
-        "70": INTERNAL.format(command="sets"),
-        "128+n": f"{SIGNALS}: pip and temp folders cleaned up; {PIPE}",
+        **_ending("sets", f"{SIGNALS}: pip and temp folders cleaned up; {PIPE}"),
     },
     "metrics": {
         "0": "the table was printed",
         "2": "usage error",
-        "70": INTERNAL.format(command="metrics"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("metrics"),
     },
     "check-adapter": {
         "0": "no check failed",
         "1": "at least one check failed",
         "2": "usage error, or a --set / --corpus-dir problem",
-        "70": INTERNAL.format(command="check-adapter"),
-        "128+n": f"{SIGNALS}: adapter stopped, temp corpus removed; {PIPE}",
+        **_ending("check-adapter", f"{SIGNALS}: adapter stopped, temp corpus removed; {PIPE}"),
     },
     "compare": {
         "0": "compared (whatever the deltas)",
         "2": "usage error, a report or baseline that cannot be read, or runs not comparable",
-        "70": INTERNAL.format(command="compare"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("compare"),
     },
     "export": {
         "0": "the TREC files were written",
         "2": "usage error, a report that cannot be read or is incomplete, or a set that cannot be found",
-        "70": INTERNAL.format(command="export"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("export"),
     },
     "baselines": {
         "0": "the table (or with diff, what moved) was printed",
         "2": "usage error, or a baseline that cannot be read",
-        "70": INTERNAL.format(command="baselines"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("baselines"),
     },
     "merge": {
         "0": "every gate passed (or --no-gate / --update-baseline)",
         "1": "a gate failed",
         "2": "usage error, or shard reports missing, repeated, incomplete or mismatched, or a baseline error",
-        "70": INTERNAL.format(command="merge"),
-        "128+n": f"{SIGNALS} (a closed stdout keeps the merge's code)",
+        **_ending("merge", f"{SIGNALS} (a closed stdout keeps the merge's code)"),
     },
     "history": {
         "0": "shown, imported, or (drift) no figure drifted over its limit, or one did without --fail",
         "1": "history drift --fail: a figure drifted over its limit",
         "2": "usage error, or a history store, report or baseline that cannot be read (a store is never rewritten)",
-        "70": INTERNAL.format(command="history"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("history"),
     },
     "bisect": {
         "0": "answered: the first bad commit, the range it is in, or no change detectable",
         "2": "usage error, GOOD or BAD not commits (GOOD not an ancestor of BAD), or a set problem",
         "3": "the backend failed at GOOD or at BAD (a commit between where it fails is skipped)",
-        "70": INTERNAL.format(command="bisect"),
-        "128+n": f"{SIGNALS}: adapter stopped, worktree and temp folders removed; {PIPE}",
+        **_ending("bisect", f"{SIGNALS}: adapter stopped, worktree and temp folders removed; {PIPE}"),
     },
     "calibrate": {
         "0": "every run completed and each set's calibration was written into the baseline",
         "2": "usage error, or a set, baseline or adapter-command problem (nothing written)",
         "3": "the backend failed in a run (nothing written)",
-        "70": INTERNAL.format(command="calibrate"),
-        "128+n": f"{SIGNALS}: adapter stopped, nothing written",
+        **_ending("calibrate", f"{SIGNALS}: adapter stopped, nothing written"),
     },
     "init": {
         "0": "every starter file was written or, existing, kept",
         "2": "usage error, or a folder that cannot be written",
-        "70": INTERNAL.format(command="init"),
-        "128+n": f"{SIGNALS}; {PIPE}",
+        **_ending("init"),
     },
 }
 

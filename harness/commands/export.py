@@ -90,7 +90,7 @@ def unscored_warning(report: Report) -> list[str]:
     if not unscored:
         return []
     shown = ", ".join(unscored[:5]) + (" ..." if len(unscored) > 5 else "")
-    return [f"export: {len(unscored)} quer{'y' if len(unscored) == 1 else 'ies'} written that the report's aggregates "
+    return [f"export: {plural(len(unscored), 'query', 'queries')} written that the report's aggregates "
             f"leave out (xfail, measure_only or negative probes: {shown}); trec_eval averages judged ones "
             f"in, so its means differ from the report's; give --scored-only to leave them out"]
 

@@ -75,7 +75,7 @@ def show(argv: list[str]) -> int:
     parser.add_argument("--policy", type=Path, default=None, help="the gate policy naming the default metrics")
     parser.add_argument("--html", type=Path, default=None, help="also write the series as a self-contained page")
     args = parse_arguments(parser, argv)
-    if args.last is not None and args.last < 1:
+    if args.last < 1:
         raise UsageError("--last: must be >= 1")
     path = _store_path(args)
     check_outputs({"--html": args.html}, {"--history": path, "--policy": args.policy})

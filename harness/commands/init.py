@@ -253,9 +253,7 @@ def config_text(adapter: Sequence[str] = (), expect_banner: bool = False) -> str
     lines = ["# retrieval-gate's settings for this repository (written by `retrieval-gate init`).",
              "# Every key is optional: each is shown commented out, with its default. Paths are relative to",
              "# this file's folder; a command-line option overrides its key.", ""]
-    given: dict[str, object] = {"adapter": list(adapter), "expect_banner": True} if adapter else {}
-    if not expect_banner:
-        given.pop("expect_banner", None)
+    given: dict[str, object] = {"adapter": list(adapter), "expect_banner": expect_banner or None} if adapter else {}
     for key, (what, default) in CONFIG_KEYS.items():
         value = given.get(key)
         lines += [*textwrap.wrap(what, 98, initial_indent="# ", subsequent_indent="# "),

@@ -101,7 +101,7 @@ def update_baseline(args: argparse.Namespace, report: Report) -> int:
         print(f"baseline written: {args.baseline} (sets: {', '.join(r.name for r in report.sets)}); "
               f"review and commit it to accept these numbers"
               + (f"; the replaced values are kept in {args.out} under previous_baseline" if update.previous else ""))
-    if getattr(args, "history", None) is not None:
+    if args.history is not None:
         recorded = record_baseline(args.history, Path(args.baseline), [r.name for r in report.sets], report)
         for note in () if args.quiet else recorded.notes:
             print(f"harness: {terminal_line(note)}", file=sys.stderr)

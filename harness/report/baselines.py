@@ -61,7 +61,7 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     lines = [f"baselines diff: {old.path} -> {new.path}"]
     identity = _identity_changes(old.document.get("backend") or {}, new.document.get("backend") or {})
     if identity:
-        lines += [f"identity: {len(identity)} field{'s' if len(identity) != 1 else ''} changed"]
+        lines += [f"identity: {plural(len(identity), 'field')} changed"]
         lines += [f"  {change}" for change in identity]
     else:
         lines.append(f"identity: unchanged ({_describe(new.document.get('backend') or {})})")
@@ -146,9 +146,9 @@ def _set_diff(name: str, old: SetNumbers, new: SetNumbers, metrics: Sequence[str
     lines = [f"set {name}: " + ("; ".join(head) if head else "identity and query count unchanged")]
     lines += scope_lines
     if unchanged:
-        lines.append(f"  ({unchanged} scope{'s' if unchanged != 1 else ''} unchanged)")
+        lines.append(f"  ({plural(unchanged, 'scope')} unchanged)")
     if flips:
-        lines.append(f"  flips: {len(flips)} quer{'ies' if len(flips) != 1 else 'y'} found other relevant documents")
+        lines.append(f"  flips: {plural(len(flips), 'query', 'queries')} found other relevant documents")
         lines += [f"    {flip.qid}: {flip.change_text()}  {preview(flip.query, 60)}" for flip in flips[:FLIPS_SHOWN]]
         if len(flips) > FLIPS_SHOWN:
             lines.append(f"    ... and {len(flips) - FLIPS_SHOWN} more")

@@ -121,7 +121,7 @@ def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
                 row.append("-")
                 continue
             metric = column[1]
-            base_value, beaten = base_cells.setdefault(column, (scope.base[metric], []))
+            _, beaten = base_cells.setdefault(column, (scope.base[metric], []))
             status = comparison.cell_status(scope, metric)
             mark = MARK_WORSE if status == "worse" else MARK_BETTER if status == "better" else ""
             if status == "worse":

@@ -18,7 +18,7 @@ from harness.report.escape import terminal_line
 from harness.report.document import Report
 from harness.report.terminal import PLAIN, Style
 from harness.report.verdict import (backend_identity, baseline_text, category_problems, change_text,
-                                    improvement_text, improvements, ordered_gates, plural, rebaseline_hint,
+                                    improvement_text, improvements, ordered_gates, rebaseline_hint,
                                     resources_line, startup_text, value_text, verdict_of)
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.text import plural
@@ -26,11 +26,8 @@ from harness.text import plural
 
 def scope_rows(result: SetResult) -> list[tuple[str, ScopeNumbers]]:
     """(label, scope) for overall, each category and each split, in the order tables show them."""
-    aggregates = result.aggregates
-    rows = [("overall", aggregates.overall)]
-    rows += [(f"  {name}", scope) for name, scope in aggregates.category.items()]
-    rows += [(f"  split:{name}", scope) for name, scope in aggregates.split.items()]
-    return rows
+    return [(label if label == "overall" else "  " + label.removeprefix("category:"), scope)
+            for label, scope in result.aggregates.scopes()]
 
 
 def cell(scope: ScopeNumbers, name: str) -> str:
@@ -77,8 +74,7 @@ def latency_text(latency: Latency, baseline: Latency | None) -> str:
 
 
 def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> list[str]:
-    answered = len(result.queries)
-    status = "" if result.complete else f"  INCOMPLETE ({answered} of {result.query_count} answered)"
+    status = "" if result.complete else f"  INCOMPLETE ({len(result.queries)} of {result.query_count} answered)"
     lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {plural(result.query_count, 'query', 'queries')}, k={result.k}){status}"]
     rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
     width = max(len(label) for label, _ in rows) + 2

@@ -12,17 +12,16 @@ from harness.measured import Aggregates, Latency
 from harness.records import GateResult, QueryResult, SetResult
 from harness.report import evidence
 from harness.report.document import REPORT_FORMAT, Report
-from harness.report.verdict import (Verdict, backend_identity, baseline_identity, baseline_text, change_text,
-                                    counts_line, error_parts, improvement_text, improvements, ordered_gates,
-                                    rebaseline_hint, short_message, startup_text, value_text)
-from harness.report.verdict import RESOURCES_HOW, resource_figures, verdict_of
+from harness.report.verdict import (RESOURCES_HOW, Verdict, backend_identity, baseline_identity, baseline_text,
+                                    change_text, counts_line, error_parts, improvement_text, improvements,
+                                    ordered_gates, rebaseline_hint, resource_figures, short_message, startup_text,
+                                    value_text, verdict_of)
 from harness.scoring.flips import Flip
 from harness.gating.gates import FRACTION, baseline_latency_measured
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.scoring.evaluate import TABLE_METRICS
-
-from harness.report.charts import (recall_bars_svg, latency_cdf_svg, _chart_box)
-from harness.report.html_kit import (RETURNED_SHOWN, _anchor, _fixed, _ms, _natural_key, _page, _row, _table, _text)
+from harness.report.charts import _chart_box, latency_cdf_svg, recall_bars_svg
+from harness.report.html_kit import RETURNED_SHOWN, _anchor, _fixed, _ms, _natural_key, _page, _row, _table, _text
 
 
 # --- run page -----------------------------------------------------------------------------------
@@ -35,7 +34,6 @@ def render_run_html(report: Report) -> str:
     report's flips, the latency chart the budget its latency gate held it to. The header carries
     the verdict, the gate counts, who answered and the baseline file (`provenance.extra["baseline"]`).
     """
-    backend = report.provenance.backend.label
     final = verdict_of(report)
     body = [f'<h1>retrieval-gate run: <span class="verdict {final.status}">{_text(final.word)}</span></h1>',
             _run_headline(report, final)]
@@ -63,7 +61,7 @@ def render_run_html(report: Report) -> str:
     body += ["<h2>Run details</h2>", _provenance_table(report)]
     for index, result in enumerate(report.sets):
         body.extend(_run_set_section(index, result, report))
-    return _page(f"retrieval-gate run ({backend}): {final.word}", body)
+    return _page(f"retrieval-gate run ({report.provenance.backend.label}): {final.word}", body)
 
 
 def _run_headline(report: Report, final: Verdict) -> str:
@@ -192,12 +190,10 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: Abstrac
 
 
 def _aggregates_table(aggregates: Aggregates) -> str:
-    scopes = [("overall", aggregates.overall)]
-    scopes += [(f"category {c}", scope) for c, scope in aggregates.category.items()]
-    scopes += [(f"split {s}", scope) for s, scope in aggregates.split.items()]
     return _table(("scope", "n", *TABLE_METRICS), (
-        (_text(label), ("num", _text(scope.n)), *(("num", _fixed(scope.means.get(m))) for m in TABLE_METRICS))
-        for label, scope in scopes), "aggregates")
+        (_text(label.replace(":", " ", 1)), ("num", _text(scope.n)),
+         *(("num", _fixed(scope.means.get(m))) for m in TABLE_METRICS)) for label, scope in aggregates.scopes()),
+        "aggregates")
 
 
 def _run_bar_groups(aggregates: Aggregates, metric: str,

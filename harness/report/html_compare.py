@@ -13,8 +13,7 @@ from harness.report.charts import _chart_box, recall_bars_svg
 from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, resource_lines,
                                        system_legend, system_letters, system_table, verdict_line)
 from harness.report.html import flips_table
-from harness.report.html_kit import (_anchor, _exact, _fixed, _ms, _page, _signed,
-                                     _table, _text)
+from harness.report.html_kit import _anchor, _exact, _fixed, _ms, _page, _signed, _table, _text
 from harness.scoring.compare import (ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison,
                                      query_latencies)
 from harness.scoring.evaluate import TABLE_METRICS, latency_summary
@@ -65,8 +64,7 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
                         + _text("; ".join(pair.mismatches)) + "</p>")
         body += [f"<p>set {_text(name)}: only in one run, not compared.</p>" for name in pair.only_in_one]
         body.append("<p>per-query movement: " + _text("; ".join(movement_lines(pair)) or "none") + "</p>")
-        names = list(dict.fromkeys(s.set_name for s in pair.scopes))
-        for name in names:
+        for name in dict.fromkeys(s.set_name for s in pair.scopes):
             scopes = [s for s in pair.scopes if s.set_name == name]
             body += [f'<section id="{_anchor(index, name)}">', f"<h2>set {_text(name)}</h2>",
                      f"<h3>{_text(FOUNDING_METRIC)} per category</h3>",

@@ -18,8 +18,7 @@ def render_junit(report: Report) -> str:
         cases = [g for g in report.gates if g.set_name == name]
         suite = ET.SubElement(root, "testsuite", name=f"retrieval-gate.{name}", tests=str(max(len(cases), 1)),
                               failures=str(sum(not g.passed for g in cases)), errors="0", skipped="0")
-        _properties(suite, report)
-        _resource_properties(suite, result, report)
+        _properties(suite, result, report)
         if not report.complete:
             suite.set("errors", "1")
             case = ET.SubElement(suite, "testcase", classname=f"retrieval-gate.{name}", name="backend")
@@ -51,20 +50,13 @@ def junit_text(root: ET.Element) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _properties(suite: ET.Element, report: Report) -> None:
-    """Who answered and what the suite was gated against, as JUnit <properties> a CI page can show."""
+def _properties(suite: ET.Element, result: SetResult, report: Report) -> None:
+    """Who answered and what the suite was gated against, as JUnit <properties> a CI page can show, then the set's
+    resource figures beside the baseline's: `resources.peak_rss_mib` and `baseline.resources.peak_rss_mib`."""
     properties = ET.SubElement(suite, "properties")
     values = [("backend", backend_identity(report.provenance))]
     values += [(f"baseline.{key}", value) for key, value in (baseline_identity(report.provenance) or {}).items()]
+    for name, _, now, was in resource_figures(result, report):
+        values += [(f"resources.{name}", now), (f"baseline.resources.{name}", was)]
     for name, value in values:
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
-
-
-def _resource_properties(suite: ET.Element, result: SetResult, report: Report) -> None:
-    """The set's resource figures beside the baseline's: `resources.peak_rss_mib` and `baseline.resources.peak_rss_mib`."""
-    properties = suite.find("properties")
-    if properties is None:
-        return
-    for name, _, now, was in resource_figures(result, report):
-        ET.SubElement(properties, "property", name=f"resources.{name}", value=xml_safe(now))
-        ET.SubElement(properties, "property", name=f"baseline.resources.{name}", value=xml_safe(was))

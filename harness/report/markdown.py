@@ -136,10 +136,6 @@ def _queries_by_qid(report: Report, set_name: str) -> dict:
     return {q.qid: q for result in report.sets if result.name == set_name for q in result.queries}
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value + 0.0:.{digits}f}"
-
-
 def _gated_values(report: Report) -> list[str]:
     """Per set: each gated value overall (metrics, p95 latency, query count, contracts) as baseline /
     current / change / gate, from the gates' own numbers; categories beyond the limit are tabled above,

@@ -8,6 +8,7 @@ naming the file and the path of the first bad field in one line
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,14 +40,10 @@ def report_from_json(text: str, label: str = "report") -> Report:
 
 def read_document(document: object, label: str = "report") -> Report:
     """The typed Report of a parsed JSON document; ReportError naming `label` and the field otherwise."""
-    reader = _reader(document, label)
+    reader = StrictReader(document, label, ReportError)
     if not isinstance(document, dict) or "report_format" not in document:
         raise reader.fail("not a retrieval-gate run report (written by a run's --out)")
     return _read_report(reader)
-
-
-def _reader(document: object, label: str) -> StrictReader:
-    return StrictReader(document, label, ReportError)
 
 
 def _read_report(reader: StrictReader) -> Report:
@@ -81,21 +78,17 @@ def _read_report(reader: StrictReader) -> Report:
 
 def _read_flips(reader: StrictReader, sets: tuple[SetResult, ...]) -> dict[str, tuple[Flip, ...]]:
     """Per set, the queries whose relevant ids found moved against the baseline (query text from the set's rows)."""
-    flips = {}
-    for name, rows in reader.items():
-        texts = {q.qid: q.query for s in sets if s.name == name for q in s.queries}
-        flips[name] = tuple(Flip(name, row.get("qid").text(), texts.get(row.get("qid").text(), ""),
-                                 row.get("lost").ids(), row.get("gained").ids()) for row in rows.elements())
-    return flips
+    texts = {s.name: {q.qid: q.query for q in s.queries} for s in sets}
+    return {name: tuple(Flip(name, row.get("qid").text(), texts.get(name, {}).get(row.get("qid").text(), ""),
+                             row.get("lost").ids(), row.get("gained").ids()) for row in rows.elements())
+            for name, rows in reader.items()}
 
 
 def _mapping_or_none(reader: StrictReader) -> Mapping[str, object] | None:
     return None if reader.value is None else reader.obj()
 
 
-_PROVENANCE_KEYS = {"harness_version", "started", "git_commit", "backend", "adapter", "condition",
-                    "metric_definitions", "settings", "sets", "machine", "duration_seconds", "asking_seconds",
-                    "nondeterministic_queries", "run_file"}
+_PROVENANCE_KEYS = {field.name for field in dataclasses.fields(Provenance)} - {"extra"}  # `extra` keeps the rest
 
 
 def _read_provenance(reader: StrictReader) -> Provenance:

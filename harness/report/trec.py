@@ -72,12 +72,8 @@ def run_lines(report: Report, run_tag: str = DEFAULT_RUN_TAG) -> tuple[list[str]
 def write_run(report: Report, path: Path, run_tag: str = DEFAULT_RUN_TAG) -> ExportNotes:
     """Write `report`'s rankings as a TREC run, atomically; return what was nudged (`ExportNotes`).
 
-    trec_eval ignores the rank column and sorts by score, then docno descending, so the
-    adapter's scores are written in single precision with only what keeps its order: tied
-    documents whose docno order disagrees are nudged down by a few ulps (`_strict_scores`),
-    the same order for trec_eval 9.x, 10.x and pytrec_eval; a query without
-    usable scores gets n - rank + 1 for a list of n. Ids or a tag containing whitespace (the
-    format's separator) raise UsageError.
+    The scores are written so that trec_eval, which re-sorts by score, keeps the adapter's order
+    (`_strict_scores`). Ids or a tag containing whitespace (the format's separator) raise UsageError.
     """
     lines, notes = run_lines(report, run_tag)
     atomic_write_text(path, "".join(line + "\n" for line in lines))
