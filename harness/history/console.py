@@ -70,7 +70,6 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(SPARK[min(len(SPARK) - 1, int((v - low) / (high - low) * len(SPARK)))] for v in values)
 
 
-
 # -- bisect ----------------------------------------------------------------------------------------
 
 FLIPS_SHOWN = 10

@@ -108,11 +108,10 @@ def window(accepted: Sequence[Point], policy: DriftPolicy) -> tuple[Point, ...]:
     if not accepted:
         return ()
     newest = accepted[-1]
-    same = list(accepted)
-    for index in range(len(accepted) - 1, -1, -1):
-        if accepted[index].comparable != newest.comparable:
-            same = list(accepted[index + 1:])
-            break
+    start = len(accepted)
+    while start and accepted[start - 1].comparable == newest.comparable:
+        start -= 1
+    same = list(accepted[start:])
     if policy.days is None:
         return tuple(same[-(policy.baselines or 1):])
     if newest.time is None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.history.console import render_drifts
-from harness.history.drift import Drift
 from harness.history.trend import Trend
 from harness.report.charts import _chart_box, _line, _svg_open
 from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COLOURS, WORSE, _anchor, _exact, _page,
@@ -22,9 +20,9 @@ from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COL
 LEFT, RIGHT, TOP, BOTTOM = 64, CHART_WIDTH - 16, 44, 196
 
 
-def render_history_html(trends: Sequence[Trend], drifts: Sequence[Drift] = (), *, source: str = "") -> str:
+def render_history_html(trends: Sequence[Trend], *, source: str = "") -> str:
     """The page: a headline (what is shown, how many changes), then per series its chart and a table of
-    its changes and outliers; the drift of the accepted baselines last, when given."""
+    its changes and outliers."""
     changes = sum(len(s.analysis.changes) for t in trends for s in t.stretches)
     outliers = sum(len(s.analysis.outliers) for t in trends for s in t.stretches)
     status = "fail" if changes else "pass"
@@ -38,9 +36,6 @@ def render_history_html(trends: Sequence[Trend], drifts: Sequence[Drift] = (), *
     for index, trend in enumerate(trends):
         body += [f'<h2 id="{_anchor(index, trend.key.label(), "series")}">{_text(trend.key.label())}</h2>',
                  _chart_box(trend_svg(trend)), *_findings(trend)]
-    if drifts:
-        body += ["<h2>Drift of the accepted baselines</h2>",
-                 "<ul>" + "".join(f"<li>{_text(line)}</li>" for line in render_drifts(drifts).splitlines()) + "</ul>"]
     return _page("retrieval-gate history", body)
 
 

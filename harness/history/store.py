@@ -39,7 +39,6 @@ HISTORY_FORMAT = "retrieval-gate-history"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 60.0  # a concurrent appender holds the lock for one transaction: milliseconds
 RUN, BASELINE = "run", "baseline"
-KINDS = (RUN, BASELINE)
 LATENCY_FIGURES = ("p50", "p95", "max")  # a set's latency summary, ms
 LATENCY = "latency"                      # the per-query latency, ms
 OVERALL = "overall"
@@ -232,7 +231,7 @@ class HistoryStore:
         if not os.path.lexists(path):
             _create(path)
         store = cls._open(path, read_only=False)
-        store._query_one("PRAGMA quick_check", check_whole=True)
+        store._check_whole()
         return store
 
     @classmethod
@@ -276,14 +275,13 @@ class HistoryStore:
         return HistoryError(f"{self.path}: not a readable history store ({exc}); it was left as it is: "
                             f"restore it from the last good copy (a CI artifact, git)")
 
-    def _query_one(self, sql: str, *, check_whole: bool = False) -> object:
+    def _check_whole(self) -> None:
         try:
-            row = self._connection.execute(sql).fetchone()
+            row = self._connection.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
-        if check_whole and (row is None or row[0] != "ok"):
+        if row is None or row[0] != "ok":
             raise self._damaged(RuntimeError(f"integrity check: {row[0] if row else 'no answer'}"))
-        return row
 
     def close(self) -> None:
         self._connection.close()
