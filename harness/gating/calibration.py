@@ -90,7 +90,7 @@ class SetCalibration:
 
     def noise(self, metric: str, category: str | None = None) -> Noise | None:
         """The calibrated noise of `metric` in the scope (None: overall), or None when it was not calibrated."""
-        return self.quality.get(scope_label(category), {}).get(metric)
+        return self.quality.get("overall" if category is None else f"category:{category}", {}).get(metric)
 
     def allowance(self, noise: Noise | None) -> float:
         """What a gate adds to its limit for this noise: z_{1-alpha} x sqrt(2) x sd (0.0 for no or zero noise)."""
@@ -98,10 +98,10 @@ class SetCalibration:
             return 0.0
         return self.z * math.sqrt(2) * noise.sd
 
-    def note(self, noise: Noise, unit: str = "points", scale: float = 100.0) -> str:
-        """The allowance in words, for a gate's message."""
-        return (f"calibrated noise +{self.allowance(noise) * scale:.2f} {unit} (z {self.z:.2f} x sqrt2 x sd "
-                f"{noise.sd * scale:.2f} over {self.runs} runs, alpha {self.alpha:g})")
+    def note(self, noise: Noise) -> str:
+        """The allowance in words, in points, for a quality gate's message."""
+        return (f"calibrated noise +{self.allowance(noise) * 100:.2f} points (z {self.z:.2f} x sqrt2 x sd "
+                f"{noise.sd * 100:.2f} over {self.runs} runs, alpha {self.alpha:g})")
 
     def summary(self) -> str:
         """Which figures were calibrated, in a few words: `recall@10 in 4 scopes, latency p50/p95; 5 runs, alpha 0.01`."""
@@ -142,11 +142,6 @@ class SetCalibration:
         return frozenset((qid, key) for qid, keys in self.contracts.items() for key in keys)
 
 
-def scope_label(category: str | None) -> str:
-    """The label a scope is calibrated under, as `Aggregates.scopes` names it."""
-    return "overall" if category is None else f"category:{category}"
-
-
 def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha: float = DEFAULT_ALPHA,
                    rebuild: str | None = None) -> SetCalibration:
     """The calibration of N runs of one set (in run order): the means of `metrics` (the gated ones) in the
@@ -177,16 +172,8 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
         moved = [qid for qid in runs[0].queries
                  if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None for run in runs}) > 1]
         varying[metric] = tuple(moved)
-    latency = {}
-    for name in LATENCY_FIGURES:
-        values = [getattr(run.latency, name) for run in runs]
-        if all(value is not None for value in values):
-            latency[name] = Noise(tuple(float(value) for value in values if value is not None))
-    resources = {}
-    for name, _, _ in RESOURCE_FIGURES:
-        measured = [run.resources.figure(name) for run in runs]
-        if all(value is not None for value in measured):
-            resources[name] = Noise(tuple(float(value) for value in measured if value is not None))
+    latency = _every_run({name: [getattr(run.latency, name) for run in runs] for name in LATENCY_FIGURES})
+    resources = _every_run({name: [run.resources.figure(name) for run in runs] for name, _, _ in RESOURCE_FIGURES})
     contracts = {}
     for qid in runs[0].queries:
         broken: list[set[str]] = [set(run.queries[qid].broken) if qid in run.queries else set() for run in runs]
@@ -196,6 +183,12 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
     return SetCalibration(runs=len(runs), alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
                           latency=latency, contracts=contracts,
                           breaks=Noise(tuple(float(broken_contracts(run)) for run in runs)), resources=resources)
+
+
+def _every_run(figures: Mapping[str, list[float | None]]) -> dict[str, Noise]:
+    """The noise of each figure that every run measured."""
+    return {name: Noise(tuple(float(v) for v in values if v is not None))
+            for name, values in figures.items() if None not in values}
 
 
 def broken_contracts(numbers: SetNumbers) -> int:

@@ -77,15 +77,20 @@ DEFAULT_DRIFT_BASELINES = 10  # the drift window: the last 10 accepted baselines
 # (harness/gating/budgets.py MAX_STARTUP_SECONDS), memory and index past the budgets' largest values.
 RESOURCE_FLOOR_BOUNDS = {"min_increase_seconds": MAX_STARTUP_SECONDS, "min_increase_mib": MAX_RSS_MIB,
                          "min_increase_bytes": float(MAX_INDEX_BYTES)}
-# Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
-SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
-            "significance": {"require_ci_below_zero"},
-            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails",
-                        "paired_warn_ratio", "paired_fails_ratio"},
-            "judged": {"warn_drop_points"},
-            "ratchet": {"improvement_points"},
-            "drift": {"limit_points", "baselines", "days", "fails"},
-            "resources": {"relative_limit_percent", *RESOURCE_FLOOR_BOUNDS, "relative_fails"}}
+# Each section's keys, in the order `to_dict` writes them, and the GatePolicy field each one sets; any other key
+# is refused (a misspelt key must not switch a gate off unseen).
+SECTIONS = {"categories": {"gate": "gate_categories", "min_queries": "min_category_queries", "rule": "category_rule",
+                           "discount_queries": "discount_queries"},
+            "significance": {"require_ci_below_zero": "require_ci_below_zero"},
+            "latency": {"relative_p95_limit_percent": "latency_relative_limit_percent",
+                        "min_increase_ms": "latency_min_increase_ms", "min_samples": "latency_min_samples",
+                        "relative_fails": "latency_relative_fails", "paired_warn_ratio": "latency_paired_warn_ratio",
+                        "paired_fails_ratio": "latency_paired_fails_ratio"},
+            "judged": {"warn_drop_points": "judged_warn_drop_points"},
+            "ratchet": {"improvement_points": "ratchet_improvement_points"},
+            "drift": {key: f"drift_{key}" for key in ("limit_points", "baselines", "days", "fails")},
+            "resources": {key: f"resources_{key}" for key in ("relative_limit_percent", *RESOURCE_FLOOR_BOUNDS,
+                                                              "relative_fails")}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", "tie_aware", *SECTIONS}
 # How a category's drop beyond the limit is told from noise (categories.rule; the docstring above).
 CATEGORY_RULES = ("holm", "discount")
@@ -138,23 +143,7 @@ class GatePolicy:
     def to_dict(self) -> dict[str, object]:
         return {"format": POLICY_FORMAT, "source": self.source, "metrics": list(self.metrics),
                 "drop_limit_points": self.drop_limit_points,
-                "categories": {"gate": self.gate_categories, "min_queries": self.min_category_queries,
-                               "rule": self.category_rule, "discount_queries": self.discount_queries},
-                "significance": {"require_ci_below_zero": self.require_ci_below_zero},
-                "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
-                            "min_increase_ms": self.latency_min_increase_ms,
-                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails,
-                            "paired_warn_ratio": self.latency_paired_warn_ratio,
-                            "paired_fails_ratio": self.latency_paired_fails_ratio},
-                "judged": {"warn_drop_points": self.judged_warn_drop_points},
-                "ratchet": {"improvement_points": self.ratchet_improvement_points},
-                "drift": {"limit_points": self.drift_limit_points, "baselines": self.drift_baselines,
-                          "days": self.drift_days, "fails": self.drift_fails},
-                "resources": {"relative_limit_percent": self.resources_relative_limit_percent,
-                              "min_increase_seconds": self.resources_min_increase_seconds,
-                              "min_increase_mib": self.resources_min_increase_mib,
-                              "min_increase_bytes": self.resources_min_increase_bytes,
-                              "relative_fails": self.resources_relative_fails},
+                **{name: {key: getattr(self, field) for key, field in keys.items()} for name, keys in SECTIONS.items()},
                 **({"tie_aware": True} if self.tie_aware else {})}
 
 
