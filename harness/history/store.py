@@ -9,13 +9,10 @@ self-contained file, readable from a read-only checkout.
 A store that is not one (another file, a newer schema, a damaged page) is one HistoryError line,
 exit 2, and is never written to, replaced or "repaired": the history it holds is the team's.
 
-Tables (SCHEMA_VERSION 1): `meta` (format, schema), `runs` (one row per appended run or accepted
-baseline: its `source` key, kind, time in UTC, code commit, backend label and identity,
-condition, machine, exit code, resources), `set_runs` (per set: revision, corpus and judgments
-hashes, k, query count, and a hash of its numbers), `figures` (per set, scope and metric: the
-value and its n) and `query_values` (per set and metric: every scored query's value, as one
-JSON object). Scopes are `overall`, `category:NAME` and `split:NAME`; latency is the `overall`
-figures `p50`, `p95`, `max` (ms) and the per-query metric `latency` (ms).
+The tables are SCHEMA's below: one `runs` row per appended run or accepted baseline, its sets'
+numbers in the others (`query_values`: every scored query's value of a metric, as one JSON object).
+Scopes are `overall`, `category:NAME` and `split:NAME`; latency is the `overall` figures `p50`,
+`p95`, `max` (ms) and the per-query metric `latency` (ms).
 """
 
 from __future__ import annotations
