@@ -455,12 +455,10 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     while a 10x slowdown of anything slower than a fraction of a millisecond shows. The latencies of
     two runs are two samples of a noisy machine: the gate compares them, it does not test them.
     """
-    limit = policy.latency_relative_limit_percent
-    if limit is None or base.latency.p95 is None:
-        return None
-    if min(base.latency.n, now.latency.n) < policy.latency_min_samples or now.latency.p95 is None:
-        return None  # too few latencies to compare a p95 (the latency gate still shows both)
-    before, after = base.latency.p95, now.latency.p95
+    limit, before, after = policy.latency_relative_limit_percent, base.latency.p95, now.latency.p95
+    if limit is None or before is None or after is None or \
+            min(base.latency.n, now.latency.n) < policy.latency_min_samples:
+        return None  # off, or too few latencies to compare a p95 (the latency gate still shows both)
     allowed, grew, change = _growth(before, after, limit, policy.latency_min_increase_ms, allowance)
     noise = f", +{allowance:.2f} ms calibrated noise" if allowance else ""
     message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"
