@@ -238,9 +238,3 @@ def read_calibration(reader: StrictReader) -> SetCalibration:
     other = {key: value for key, value in reader.obj().items() if key not in _KNOWN}
     return SetCalibration(runs=runs, alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
                           latency=latency, contracts=contracts, breaks=breaks, resources=resources, other=other)
-
-
-def calibrated_sets(calibrations: Mapping[str, SetCalibration], names: Sequence[str]) -> str | None:
-    """What a report says was calibrated for the sets `names` (None when none was)."""
-    said = [f"{name}: {calibrations[name].summary()}" for name in names if name in calibrations]
-    return "; ".join(said) or None
