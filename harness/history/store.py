@@ -117,9 +117,7 @@ def stored_numbers(numbers: SetNumbers, metrics: Sequence[str]) -> StoredNumbers
             figures[(OVERALL, name)] = (figure, latency.n)
     rows = numbers.rows()
     per_query = {metric: {row.qid: row.metrics[metric] for row in rows if metric in row.metrics} for metric in metrics}
-    latencies = {row.qid: row.latency_ms for row in rows if row.latency_ms is not None}
-    if latencies:
-        per_query[LATENCY] = latencies
+    per_query[LATENCY] = {row.qid: row.latency_ms for row in rows if row.latency_ms is not None}
     return StoredNumbers(figures, {metric: values for metric, values in per_query.items() if values})
 
 
