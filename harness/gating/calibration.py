@@ -90,7 +90,7 @@ class SetCalibration:
 
     def noise(self, metric: str, category: str | None = None) -> Noise | None:
         """The calibrated noise of `metric` in the scope (None: overall), or None when it was not calibrated."""
-        return self.quality.get("overall" if category is None else f"category:{category}", {}).get(metric)
+        return self.quality.get(scope_label(category), {}).get(metric)
 
     def allowance(self, noise: Noise | None) -> float:
         """What a gate adds to its limit for this noise: z_{1-alpha} x sqrt(2) x sd (0.0 for no or zero noise)."""
@@ -142,6 +142,11 @@ class SetCalibration:
         return frozenset((qid, key) for qid, keys in self.contracts.items() for key in keys)
 
 
+def scope_label(category: str | None) -> str:
+    """The label a scope is calibrated under, as `Aggregates.scopes` names it."""
+    return "overall" if category is None else f"category:{category}"
+
+
 def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha: float = DEFAULT_ALPHA,
                    rebuild: str | None = None) -> SetCalibration:
     """The calibration of N runs of one set (in run order): the means of `metrics` (the gated ones) in the
@@ -155,18 +160,13 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
     if len(runs) < MIN_RUNS:
         raise BaselineError(f"calibration needs at least {MIN_RUNS} runs, got {len(runs)}")
     quality: dict[str, dict[str, Noise]] = {}
-    for label, scope in runs[0].aggregates.scopes():
-        if label.startswith("split:"):
-            continue  # splits are reported, not gated
-        category = None if label == "overall" else label.split(":", 1)[1]
-        per_metric = {}
-        for metric in metrics:
-            scopes = [run.aggregates.scope(category) for run in runs]
-            if all(s is not None and metric in s.means for s in scopes):
-                per_metric[metric] = Noise(tuple(float(s.means[metric]) for s in scopes if s is not None),
-                                           query_sd=_query_sd(runs, metric, category))
+    for category in [None, *runs[0].aggregates.category]:  # splits are reported, not gated
+        scopes = [run.aggregates.scope(category) for run in runs]
+        per_metric = {metric: Noise(tuple(float(s.means[metric]) for s in scopes if s is not None),
+                                    query_sd=_query_sd(runs, metric, category))
+                      for metric in metrics if all(s is not None and metric in s.means for s in scopes)}
         if per_metric:
-            quality[label] = per_metric
+            quality[scope_label(category)] = per_metric
     varying = {}
     for metric in sorted({metric for scope in quality.values() for metric in scope}):
         moved = [qid for qid in runs[0].queries
