@@ -16,6 +16,7 @@ from harness.history.trend import Trend
 from harness.report.charts import _chart_box, _line, _svg_open
 from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COLOURS, WORSE, _anchor, _exact, _page,
                                      _px, _table, _text)
+from harness.text import plural
 
 LEFT, RIGHT, TOP, BOTTOM = 64, CHART_WIDTH - 16, 44, 196
 
@@ -27,9 +28,9 @@ def render_history_html(trends: Sequence[Trend], *, source: str = "") -> str:
     outliers = sum(len(s.analysis.outliers) for t in trends for s in t.stretches)
     status = "fail" if changes else "pass"
     body = ["<h1>retrieval-gate history</h1>",
-            f'<div class="headline {status}"><p class="verdict {status}">{changes} change point'
-            f'{"" if changes == 1 else "s"}, {outliers} outlier{"" if outliers == 1 else "s"} in {len(trends)} '
-            f'series</p><dl><dt>store</dt><dd>{_text(source)}</dd></dl></div>']
+            f'<div class="headline {status}"><p class="verdict {status}">{plural(changes, "change point")}, '
+            f'{plural(outliers, "outlier")} in {len(trends)} series</p>'
+            f'<dl><dt>store</dt><dd>{_text(source)}</dd></dl></div>']
     if trends:
         body.append("<p>Series: " + ", ".join(f'<a href="#{_anchor(i, t.key.label(), "series")}">'
                                               f"{_text(t.key.label())}</a>" for i, t in enumerate(trends)) + "</p>")
