@@ -16,7 +16,7 @@ from harness.fsutil import SHIPPED_REFUSAL, atomic_write_text
 from harness.shipped import is_shipped_data
 from harness.measured import QueryNumbers, SetNumbers, StrictReader, read_aggregates, read_latency, read_resources
 from harness.strict_json import read_json_file, strict_json_dumps
-from harness.gating.calibration import SetCalibration, calibrated_sets, read_calibration
+from harness.gating.calibration import SetCalibration, read_calibration
 from harness.gating.identity import BackendIdentity, text_or_none
 from harness.gating.policy import FOUNDING_METRIC
 from harness.records import QuerySet, SetResult
@@ -86,9 +86,9 @@ class Baseline:
         backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
         record: dict[str, object] = {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                                      "git_commit": self.commit}
-        calibrated = calibrated_sets(self.calibration, names)
-        if calibrated is not None:  # only a calibrated baseline adds the key: an uncalibrated report is as it was
-            record["calibrated"] = calibrated
+        calibrated = [f"{name}: {self.calibration[name].summary()}" for name in names if name in self.calibration]
+        if calibrated:  # only a calibrated baseline adds the key: an uncalibrated report is as it was
+            record["calibrated"] = "; ".join(calibrated)
         return record
 
     def comparable(self, measured: SetResult | QuerySet, *, k: int | None = None) -> SetNumbers:

@@ -98,10 +98,10 @@ class SetCalibration:
             return 0.0
         return self.z * math.sqrt(2) * noise.sd
 
-    def note(self, noise: Noise, unit: str = "points", scale: float = 100.0) -> str:
-        """The allowance in words, for a gate's message."""
-        return (f"calibrated noise +{self.allowance(noise) * scale:.2f} {unit} (z {self.z:.2f} x sqrt2 x sd "
-                f"{noise.sd * scale:.2f} over {self.runs} runs, alpha {self.alpha:g})")
+    def note(self, noise: Noise) -> str:
+        """The allowance in words, in points, for a quality gate's message."""
+        return (f"calibrated noise +{self.allowance(noise) * 100:.2f} points (z {self.z:.2f} x sqrt2 x sd "
+                f"{noise.sd * 100:.2f} over {self.runs} runs, alpha {self.alpha:g})")
 
     def summary(self) -> str:
         """Which figures were calibrated, in a few words: `recall@10 in 4 scopes, latency p50/p95; 5 runs, alpha 0.01`."""
@@ -160,33 +160,20 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
     if len(runs) < MIN_RUNS:
         raise BaselineError(f"calibration needs at least {MIN_RUNS} runs, got {len(runs)}")
     quality: dict[str, dict[str, Noise]] = {}
-    for label, scope in runs[0].aggregates.scopes():
-        if label.startswith("split:"):
-            continue  # splits are reported, not gated
-        category = None if label == "overall" else label.split(":", 1)[1]
-        per_metric = {}
-        for metric in metrics:
-            scopes = [run.aggregates.scope(category) for run in runs]
-            if all(s is not None and metric in s.means for s in scopes):
-                per_metric[metric] = Noise(tuple(float(s.means[metric]) for s in scopes if s is not None),
-                                           query_sd=_query_sd(runs, metric, category))
+    for category in [None, *runs[0].aggregates.category]:  # splits are reported, not gated
+        scopes = [run.aggregates.scope(category) for run in runs]
+        per_metric = {metric: Noise(tuple(float(s.means[metric]) for s in scopes if s is not None),
+                                    query_sd=_query_sd(runs, metric, category))
+                      for metric in metrics if all(s is not None and metric in s.means for s in scopes)}
         if per_metric:
-            quality[label] = per_metric
+            quality[scope_label(category)] = per_metric
     varying = {}
     for metric in sorted({metric for scope in quality.values() for metric in scope}):
         moved = [qid for qid in runs[0].queries
                  if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None for run in runs}) > 1]
         varying[metric] = tuple(moved)
-    latency = {}
-    for name in LATENCY_FIGURES:
-        values = [getattr(run.latency, name) for run in runs]
-        if all(value is not None for value in values):
-            latency[name] = Noise(tuple(float(value) for value in values if value is not None))
-    resources = {}
-    for name, _, _ in RESOURCE_FIGURES:
-        measured = [run.resources.figure(name) for run in runs]
-        if all(value is not None for value in measured):
-            resources[name] = Noise(tuple(float(value) for value in measured if value is not None))
+    latency = _every_run({name: [getattr(run.latency, name) for run in runs] for name in LATENCY_FIGURES})
+    resources = _every_run({name: [run.resources.figure(name) for run in runs] for name, _, _ in RESOURCE_FIGURES})
     contracts = {}
     for qid in runs[0].queries:
         broken: list[set[str]] = [set(run.queries[qid].broken) if qid in run.queries else set() for run in runs]
@@ -196,6 +183,12 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
     return SetCalibration(runs=len(runs), alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
                           latency=latency, contracts=contracts,
                           breaks=Noise(tuple(float(broken_contracts(run)) for run in runs)), resources=resources)
+
+
+def _every_run(figures: Mapping[str, list[float | None]]) -> dict[str, Noise]:
+    """The noise of each figure that every run measured."""
+    return {name: Noise(tuple(float(v) for v in values if v is not None))
+            for name, values in figures.items() if None not in values}
 
 
 def broken_contracts(numbers: SetNumbers) -> int:
@@ -245,9 +238,3 @@ def read_calibration(reader: StrictReader) -> SetCalibration:
     other = {key: value for key, value in reader.obj().items() if key not in _KNOWN}
     return SetCalibration(runs=runs, alpha=alpha, rebuild=rebuild, quality=quality, varying=varying,
                           latency=latency, contracts=contracts, breaks=breaks, resources=resources, other=other)
-
-
-def calibrated_sets(calibrations: Mapping[str, SetCalibration], names: Sequence[str]) -> str | None:
-    """What a report says was calibrated for the sets `names` (None when none was)."""
-    said = [f"{name}: {calibrations[name].summary()}" for name in names if name in calibrations]
-    return "; ".join(said) or None

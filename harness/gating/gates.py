@@ -24,7 +24,7 @@ from harness.gating.budgets import Budgets
 from harness.gating.calibration import EXPECTED_TO_FAIL, SetCalibration, broken_contracts
 from harness.gating.inputs import GateInputs
 from harness.gating.policy import CATEGORY_ALPHA, GatePolicy
-from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Aggregates, Latency, QueryNumbers, Resources,
+from harness.measured import (RESOURCE_FIGURES, UNJUDGED_COUNT, Latency, QueryNumbers, Resources,
                               SetNumbers, resource_text)
 from harness.records import GateResult, SetResult
 from harness.scoring.detectability import Detectability, detectability, queries_needed
@@ -82,11 +82,9 @@ def decide(results: Sequence[SetResult], inputs: GateInputs, *, k: int | None = 
                   known_contract_failures=known_contract_failures, policy=inputs.policy,
                   graded_contracts={s.name for s in inputs.query_sets if s.contracts == "graded"},
                   calibration=inputs.baseline.calibration)
-    flips = {}
-    for result in results:
-        base_found = {qid: row.found for qid, row in entries[result.name].queries.items()}
-        flips[result.name] = tuple(find_flips(result.name, base_found, {q.qid: q.found for q in result.queries},
-                                              {q.qid: q.query for q in result.queries}))
+    flips = {r.name: tuple(find_flips(r.name, {qid: row.found for qid, row in entries[r.name].queries.items()},
+                                      {q.qid: q.found for q in r.queries}, {q.qid: q.query for q in r.queries}))
+             for r in results}
     paired = {result.name: result.base_latency for result in results if result.base_latency is not None}
     return Decision(tuple(gates), flips, {name: paired.get(name, numbers.latency) for name, numbers in entries.items()},
                     {name: numbers.resources for name, numbers in entries.items() if numbers.resources.measured})
@@ -151,8 +149,7 @@ def _count_gate(now: SetNumbers, base: SetNumbers) -> list[GateResult]:
 
 
 def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: GatePolicy,
-                   in_ties: Mapping[str, str] | None = None,
-                   calibration: SetCalibration | None = None) -> list[GateResult]:
+                   in_ties: Mapping[str, str], calibration: SetCalibration | None) -> list[GateResult]:
     """One gate per scope (overall, then each category of the baseline) for a gated metric.
 
     Evidence metrics (nullable per query) are gated by the same rules: their mean is over the
@@ -167,8 +164,9 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
     gates = []
     for category in [None, *categories]:
         label = now.name + (f"/{category}" if category else " overall")
-        (before, n_before), (current, n_now) = (_scope_mean(numbers.aggregates, measure, category)
-                                                for numbers in (base, now))
+        (before, n_before), (current, n_now) = (
+            (None, 0) if (scope := numbers.aggregates.scope(category)) is None
+            else scope.mean(metric, nullable=measure.nullable) for numbers in (base, now))
         if before is None or current is None:
             empty = not n_before and not n_now  # nothing on either side passes; a side missing its value fails
             nothing = "no query judged on it" if measure.nullable else "no scored queries"
@@ -179,14 +177,14 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
                        f"(re-record the baseline with this gate policy: --update-baseline)")
             gates.append(GateResult(now.name, gate_name(metric), empty, message, category=category))
             continue
-        gates.append(_quality_gate(now, base, measure, category, (before, current), (n_before, n_now), policy,
-                                   in_ties or {}, calibration))
+        gates.append(_quality_gate(now, base, measure, category, label, (before, current), (n_before, n_now), policy,
+                                   in_ties, calibration))
     return gates
 
 
-def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None,
+def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category: str | None, label: str,
                   means: tuple[float, float], counts: tuple[int, int], policy: GatePolicy,
-                  in_ties: Mapping[str, str], calibration: SetCalibration | None = None) -> GateResult:
+                  in_ties: Mapping[str, str], calibration: SetCalibration | None) -> GateResult:
     """One scope's gate: pass, warn or fail on its loss (a drop; a rise for lower-is-better rates).
 
     A calibrated scope's limit is the policy's plus the calibrated noise's allowance (harness/gating/calibration.py),
@@ -194,7 +192,6 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     message exactly.
     """
     metric = measure.name
-    label = now.name + (f"/{category}" if category else " overall")
     before, current = means
     noise = calibration.noise(metric, category) if calibration is not None else None
     allowance = calibration.allowance(noise) if calibration is not None else 0.0
@@ -374,14 +371,6 @@ def _below(detect: Detectability, change: float) -> str:
             f"points at alpha 0.05, power 0.8; one query is worth {detect.one_query * 100:.1f})")
 
 
-def _scope_mean(aggregates: Aggregates, measure: Measure, category: str | None) -> tuple[float | None, int]:
-    """(mean or None, queries it is over) of a measure in one scope of a set's aggregates."""
-    scope = aggregates.scope(category)
-    if scope is None:
-        return None, 0
-    return scope.mean(measure.name, nullable=measure.nullable)
-
-
 def _paired_values(rows: Sequence[QueryNumbers], base: SetNumbers,
                    measure: Measure) -> tuple[dict[str, float], dict[str, float]]:
     """(baseline, current) per-query values of a measure over the scope's queries on both sides (evidence
@@ -466,12 +455,10 @@ def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy
     while a 10x slowdown of anything slower than a fraction of a millisecond shows. The latencies of
     two runs are two samples of a noisy machine: the gate compares them, it does not test them.
     """
-    limit = policy.latency_relative_limit_percent
-    if limit is None or base.latency.p95 is None:
-        return None
-    if min(base.latency.n, now.latency.n) < policy.latency_min_samples or now.latency.p95 is None:
-        return None  # too few latencies to compare a p95 (the latency gate still shows both)
-    before, after = base.latency.p95, now.latency.p95
+    limit, before, after = policy.latency_relative_limit_percent, base.latency.p95, now.latency.p95
+    if limit is None or before is None or after is None or \
+            min(base.latency.n, now.latency.n) < policy.latency_min_samples:
+        return None  # off, or too few latencies to compare a p95 (the latency gate still shows both)
     allowed, grew, change = _growth(before, after, limit, policy.latency_min_increase_ms, allowance)
     noise = f", +{allowance:.2f} ms calibrated noise" if allowance else ""
     message = (f"{now.name} p95 latency {after:.2f} ms, baseline {before:.2f} ms ({change}, {after - before:+.2f} ms;"

@@ -99,36 +99,30 @@ def _relative(part: str) -> str:
 def check_identity(baseline: BackendIdentity, run: BackendIdentity, baseline_path: str, *,
                    allow_change: bool) -> IdentityCheck:
     """Compare before any query is asked; see the module docstring for the rule."""
-    notes = []
-    different = None
-    if baseline.name is not None and run.name is None:
-        different = "unnamed"
-    elif baseline.name is not None and run.name is not None:
-        if baseline.name != run.name:
-            different = "name"
-        elif baseline.model_digest != run.model_digest and (baseline.model_digest or run.model_digest):
-            different = "model"
-    elif baseline.command and run.command and baseline.command != run.command:
-        different = "command"
-    if different is not None:
-        what = {"name": "another backend", "model": "another model", "command": "another command",
-                "unnamed": "an adapter that printed no ready banner (docs/adapters.md, \"Backend identity and the gate "
-                           "policy\")"}[different]
-        if allow_change:
-            notes.append(f"backend changed ({what}): {baseline_path} was recorded for {baseline.describe()}, "
-                         f"this run is {run.describe()}; gated anyway (--allow-backend-change)")
-        else:
-            return IdentityCheck(
-                f"{baseline_path}: recorded for {baseline.describe()}, but this run is {what}: {run.describe()}; "
-                f"record its own baseline with --update-baseline --baseline FILE, or gate (or re-baseline) anyway "
-                f"with --allow-backend-change")
+    named = baseline.name is not None
+    if named and run.name is None:
+        what = "an adapter that printed no ready banner (docs/adapters.md, \"Backend identity and the gate policy\")"
+    elif named and baseline.name != run.name:
+        what = "another backend"
+    elif named and baseline.model_digest != run.model_digest and (baseline.model_digest or run.model_digest):
+        what = "another model"
+    elif not named and baseline.command and run.command and baseline.command != run.command:
+        what = "another command"
     else:
+        notes = []
         if baseline.version != run.version and baseline.version and run.version:
             notes.append(f"backend version changed: {baseline.version} in {baseline_path}, {run.version} now")
         if baseline.settings is not None and run.settings is not None and dict(baseline.settings) != dict(run.settings):
             notes.append(f"backend settings changed: {_compact(baseline.settings)} in {baseline_path}, "
                          f"{_compact(run.settings)} now")
-    return IdentityCheck(None, tuple(notes), changed=different is not None)
+        return IdentityCheck(None, tuple(notes))
+    if not allow_change:
+        return IdentityCheck(
+            f"{baseline_path}: recorded for {baseline.describe()}, but this run is {what}: {run.describe()}; "
+            f"record its own baseline with --update-baseline --baseline FILE, or gate (or re-baseline) anyway "
+            f"with --allow-backend-change")
+    return IdentityCheck(None, (f"backend changed ({what}): {baseline_path} was recorded for {baseline.describe()}, "
+                                f"this run is {run.describe()}; gated anyway (--allow-backend-change)",), changed=True)
 
 
 @dataclass(frozen=True)

@@ -1,53 +1,14 @@
 """The gate policy: which metrics are gated, by how much they may drop, and when a drop or a slowdown only warns.
 
-Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every field is optional
-(docs/sets.md, "Gate policy"), and the defaults are:
-
-    {"format": 1,
-     "metrics": ["recall@10"],            # any metric the harness computes, any spelling
-     "drop_limit_points": 2.0,            # a drop of more than this many points fails
-     "categories": {"gate": true, "min_queries": 1, "rule": "holm", "discount_queries": 1},
-     "significance": {"require_ci_below_zero": false},
-     "latency": {"relative_p95_limit_percent": 100.0, "min_increase_ms": 10.0, "min_samples": 20,
-                 "relative_fails": false, "paired_warn_ratio": 1.5, "paired_fails_ratio": 3.0},
-     "judged": {"warn_drop_points": 10.0},
-     "ratchet": {"improvement_points": null},
-     "drift": {"limit_points": null, "baselines": 10, "days": null, "fails": false},
-     "resources": {"relative_limit_percent": 50.0, "min_increase_seconds": 2.0, "min_increase_mib": 64.0,
-                   "min_increase_bytes": 1048576, "relative_fails": false},
-     "tie_aware": false}
-
-A set's drop (overall) beyond the limit fails: the founding rule. A category's drop fails only
-when it has at least `min_queries` scored queries and, under `rule`:
-- "holm" (the default): its drop is beyond the limit AND significant with the family-wise error of
-  all the run's category tests held to 0.05 (CATEGORY_ALPHA): Holm's step-down over the paired
-  randomization p-values of every category gate of the run (every set, every gated metric), a
-  category within the limit counted in the family with p = 1 (never tested, never rejected), so a
-  run's categories together raise a false alarm at most 5 % of the time;
-- "discount": its drop still exceeds the limit with its `discount_queries` worst-changed queries
-  set back to their baseline values (1: one query's noise never fails a category; 0: any drop
-  beyond the limit does). `discount_queries` is read by this rule only.
-Otherwise it warns, saying why. `python -m benchmarks.decisions` measures both rules' error rates.
-With `significance.require_ci_below_zero`, a drop beyond the limit fails only when its paired
-95% CI lies wholly below zero, and otherwise warns. Latency: a p95 that grew by more than
-`relative_p95_limit_percent` of the baseline's AND by more than `min_increase_ms` warns
-(`relative_fails`: fails), when both runs have at least `min_samples` latencies. With the baseline's backend timed beside
-the run (paired latency), that rule gives way to the paired one: the p50 or p95 ratio (run /
-baseline) whose 95% CI lies wholly above `paired_warn_ratio` warns, above `paired_fails_ratio`
-fails (null: never fails). `judged` warns
-when judged@10 falls by more than that many points. `ratchet.improvement_points`: a gated
-figure that improved by more than that fails until it is re-baselined (the baseline follows
-improvements). `drift` (read only with `--history`, docs/history.md): a gated figure that fell by
-more than `limit_points` (null: `drop_limit_points`) over the last `baselines` accepted baselines,
-or over those of the last `days` (then `baselines` is ignored), warns; with `fails`, it fails the
-run. `tie_aware`: every gated metric is scored as its expected value over the orders
-of the documents the adapter scored equally (`recall@10` gates `recall@10(ties)`; exact,
-harness/scoring/ties.py), so a backend whose tie order moves is not failed by it. Resources (docs/gate.md, "Resource budgets"): a start-up, peak RSS or index size
-that grew by more than `relative_limit_percent` of the baseline's AND by more than its floor
-(`min_increase_seconds`, `_mib`, `_bytes`) warns (`relative_fails`: fails); null switches the
-comparison off (budgets.json's absolute budgets still fail). Unknown keys at any depth, a
-`format` that is not the integer 1, and limits under which a gate could never fail are refused,
-one line each.
+Read from `gate-policy.json` beside budgets.json (or `--policy FILE`); every field is optional and
+defaults to GatePolicy's below. Each field and its rule, with the measurements behind the defaults:
+docs/sets.md, "Gate policy". A set's drop (overall) beyond the limit fails: the founding rule. A
+category's drop beyond it fails only under `categories.rule`: "holm" (the default), when it is also
+significant with the family-wise error of all the run's category tests held to CATEGORY_ALPHA;
+"discount", when it still exceeds the limit with its `discount_queries` worst-changed queries set
+back. Otherwise it warns, saying why (`python -m benchmarks.decisions` measures both rules' error
+rates). Unknown keys at any depth, a `format` that is not the integer 1, and limits under which a
+gate could never fail are refused, one line each.
 """
 
 from __future__ import annotations
@@ -77,15 +38,20 @@ DEFAULT_DRIFT_BASELINES = 10  # the drift window: the last 10 accepted baselines
 # (harness/gating/budgets.py MAX_STARTUP_SECONDS), memory and index past the budgets' largest values.
 RESOURCE_FLOOR_BOUNDS = {"min_increase_seconds": MAX_STARTUP_SECONDS, "min_increase_mib": MAX_RSS_MIB,
                          "min_increase_bytes": float(MAX_INDEX_BYTES)}
-# Each section's keys; anything else is refused (a misspelt key must not switch a gate off unseen).
-SECTIONS = {"categories": {"gate", "min_queries", "rule", "discount_queries"},
-            "significance": {"require_ci_below_zero"},
-            "latency": {"relative_p95_limit_percent", "min_increase_ms", "min_samples", "relative_fails",
-                        "paired_warn_ratio", "paired_fails_ratio"},
-            "judged": {"warn_drop_points"},
-            "ratchet": {"improvement_points"},
-            "drift": {"limit_points", "baselines", "days", "fails"},
-            "resources": {"relative_limit_percent", *RESOURCE_FLOOR_BOUNDS, "relative_fails"}}
+# Each section's keys, in the order `to_dict` writes them, and the GatePolicy field each one sets; any other key
+# is refused (a misspelt key must not switch a gate off unseen).
+SECTIONS = {"categories": {"gate": "gate_categories", "min_queries": "min_category_queries", "rule": "category_rule",
+                           "discount_queries": "discount_queries"},
+            "significance": {"require_ci_below_zero": "require_ci_below_zero"},
+            "latency": {"relative_p95_limit_percent": "latency_relative_limit_percent",
+                        "min_increase_ms": "latency_min_increase_ms", "min_samples": "latency_min_samples",
+                        "relative_fails": "latency_relative_fails", "paired_warn_ratio": "latency_paired_warn_ratio",
+                        "paired_fails_ratio": "latency_paired_fails_ratio"},
+            "judged": {"warn_drop_points": "judged_warn_drop_points"},
+            "ratchet": {"improvement_points": "ratchet_improvement_points"},
+            "drift": {key: f"drift_{key}" for key in ("limit_points", "baselines", "days", "fails")},
+            "resources": {key: f"resources_{key}" for key in ("relative_limit_percent", *RESOURCE_FLOOR_BOUNDS,
+                                                              "relative_fails")}}
 TOP_KEYS = {"format", "metrics", "drop_limit_points", "tie_aware", *SECTIONS}
 # How a category's drop beyond the limit is told from noise (categories.rule; the docstring above).
 CATEGORY_RULES = ("holm", "discount")
@@ -138,23 +104,7 @@ class GatePolicy:
     def to_dict(self) -> dict[str, object]:
         return {"format": POLICY_FORMAT, "source": self.source, "metrics": list(self.metrics),
                 "drop_limit_points": self.drop_limit_points,
-                "categories": {"gate": self.gate_categories, "min_queries": self.min_category_queries,
-                               "rule": self.category_rule, "discount_queries": self.discount_queries},
-                "significance": {"require_ci_below_zero": self.require_ci_below_zero},
-                "latency": {"relative_p95_limit_percent": self.latency_relative_limit_percent,
-                            "min_increase_ms": self.latency_min_increase_ms,
-                            "min_samples": self.latency_min_samples, "relative_fails": self.latency_relative_fails,
-                            "paired_warn_ratio": self.latency_paired_warn_ratio,
-                            "paired_fails_ratio": self.latency_paired_fails_ratio},
-                "judged": {"warn_drop_points": self.judged_warn_drop_points},
-                "ratchet": {"improvement_points": self.ratchet_improvement_points},
-                "drift": {"limit_points": self.drift_limit_points, "baselines": self.drift_baselines,
-                          "days": self.drift_days, "fails": self.drift_fails},
-                "resources": {"relative_limit_percent": self.resources_relative_limit_percent,
-                              "min_increase_seconds": self.resources_min_increase_seconds,
-                              "min_increase_mib": self.resources_min_increase_mib,
-                              "min_increase_bytes": self.resources_min_increase_bytes,
-                              "relative_fails": self.resources_relative_fails},
+                **{name: {key: getattr(self, field) for key, field in keys.items()} for name, keys in SECTIONS.items()},
                 **({"tie_aware": True} if self.tie_aware else {})}
 
 

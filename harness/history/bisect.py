@@ -106,11 +106,8 @@ class Outcome:
     def to_dict(self) -> dict[str, object]:
         return {"verdict": self.verdict, "metric": self.metric, "good": self.good, "bad": self.bad,
                 "first_bad": self.first_bad, "suspects": list(self.suspects), "gate_runs": self.gate_runs,
-                "sets": [{"name": s.name, "change": s.change, "ci": list(s.ci), "p_value": s.p_value,
-                          "detectable": s.detectable, "queries": s.queries, "affected": s.affected}
-                         for s in self.sets],
-                "steps": [{"commit": s.commit, "verdict": s.verdict, "change": s.change,
-                           "ci": list(s.ci) if s.ci else None, "runs": s.runs, "note": s.note} for s in self.steps],
+                "sets": [{**dataclasses.asdict(s), "affected": s.affected} for s in self.sets],
+                "steps": [dataclasses.asdict(s) for s in self.steps],  # tuples written as JSON lists
                 "flips": [{"set": f.set_name, **f.to_dict()} for f in self.flips]}
 
 

@@ -252,6 +252,10 @@ def _merged(values: Sequence[float], kept: Sequence[int], splits: Sequence[tuple
     def same_way(first: int, middle: int, last: int) -> bool:
         return (means[middle] - means[first]) * (means[last] - means[middle]) > 0
 
+    def overlapping(position: int) -> bool:  # the same way, the later ramp starting before the earlier ends
+        (first, middle), (_, last) = spans[position], spans[position + 1]
+        return same_way(first, middle, last) and changes[position + 1].last_before <= changes[position].first_after
+
     spans: list[tuple[int, int]] = []  # (first level, last level) of each change
     for index in range(len(levels) - 1):
         if spans and len(levels[index]) < MERGE_RUNS and same_way(spans[-1][0], index, index + 1):
@@ -259,16 +263,10 @@ def _merged(values: Sequence[float], kept: Sequence[int], splits: Sequence[tuple
         else:
             spans.append((index, index + 1))
     changes = [ramp(*span) for span in spans]
-    merged = True
-    while merged:
-        merged = False
-        for position in range(len(spans) - 1):
-            (first, middle), (_, last) = spans[position], spans[position + 1]
-            if same_way(first, middle, last) and changes[position + 1].last_before <= changes[position].first_after:
-                spans[position:position + 2] = [(first, last)]
-                changes[position:position + 2] = [ramp(first, last)]
-                merged = True
-                break
+    while (position := next((p for p in range(len(spans) - 1) if overlapping(p)), None)) is not None:
+        first, last = spans[position][0], spans[position + 1][1]
+        spans[position:position + 2] = [(first, last)]
+        changes[position:position + 2] = [ramp(first, last)]
     return [(change, [i for i in levels[first] if i <= change.last_before] or levels[first],
              [i for i in levels[last] if i >= change.first_after] or levels[last])
             for change, (first, last) in zip(changes, spans)]

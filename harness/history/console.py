@@ -27,12 +27,11 @@ def render_trends(trends: Sequence[Trend]) -> str:
 
 def trend_text(trend: Trend) -> str:
     points = trend.points
-    kind = "runs" if trend.key.kind == "run" else "accepted baselines"
+    count = plural(len(points), "run") if trend.key.kind == "run" else f"{len(points)} accepted baselines"
     first, last = (points[0].time, points[-1].time) if points else (None, None)
     dates = f", {first[:10]} .. {last[:10]}" if first and last else ""
     cut = f" (the last {len(points)} of {trend.total})" if trend.total > len(points) else ""
-    lines = [f"{terminal_line(trend.key.label())}: {plural(len(points), 'run') if kind == 'runs' else len(points)}"
-             f"{'' if kind == 'runs' else ' ' + kind}{cut}{dates}"]
+    lines = [f"{terminal_line(trend.key.label())}: {count}{cut}{dates}"]
     if not points:
         return lines[0]
     shown = [p.value for p in points[-SPARK_RUNS:]]
@@ -68,7 +67,6 @@ def sparkline(values: Sequence[float]) -> str:
     if high - low < 1e-12:
         return SPARK[3] * len(values)
     return "".join(SPARK[min(len(SPARK) - 1, int((v - low) / (high - low) * len(SPARK)))] for v in values)
-
 
 
 # -- bisect ----------------------------------------------------------------------------------------

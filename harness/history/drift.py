@@ -76,10 +76,6 @@ class Drift:
         return self.window[-1].value - self.window[0].value
 
     @property
-    def steps(self) -> list[float]:
-        return [b.value - a.value for a, b in zip(self.window, self.window[1:])]
-
-    @property
     def drifted(self) -> bool:
         """Fell by more than the limit (the gates' rounding rule: an exact limit passes)."""
         return -self.change > self.policy.limit_points / 100 + FLOAT_SLACK
@@ -89,7 +85,7 @@ class Drift:
         largest step -0.6); limit over the last 10 baselines: 2.0 points`."""
         first, last = self.window[0], self.window[-1]
         since = f" since {first.time[:10]}" if first.time else ""
-        largest = max(self.steps, key=abs)
+        largest = max((b.value - a.value for a, b in zip(self.window, self.window[1:])), key=abs)
         return (f"{self.key.set_name} {self.key.metric} moved {points(self.change)} points over {len(self.window)} "
                 f"accepted baselines{since} ({first.value:.3f} -> {last.value:.3f}; largest step {points(largest)}); "
                 f"limit over {self.policy.window_text()}: {self.policy.limit_points:.1f} points")
@@ -108,11 +104,10 @@ def window(accepted: Sequence[Point], policy: DriftPolicy) -> tuple[Point, ...]:
     if not accepted:
         return ()
     newest = accepted[-1]
-    same = list(accepted)
-    for index in range(len(accepted) - 1, -1, -1):
-        if accepted[index].comparable != newest.comparable:
-            same = list(accepted[index + 1:])
-            break
+    start = len(accepted)
+    while start and accepted[start - 1].comparable == newest.comparable:
+        start -= 1
+    same = list(accepted[start:])
     if policy.days is None:
         return tuple(same[-(policy.baselines or 1):])
     if newest.time is None:

@@ -45,11 +45,8 @@ def entry_from_report(report: Report) -> Entry:
     if not isinstance(identity, Mapping):
         identity = BackendIdentity.of(provenance.adapter.banner, provenance.backend.argv).to_dict()
     sources = provenance.sets
-    records = tuple(SetRecord(
-        name=result.name, revision=result.revision, corpus_hash=result.corpus_hash,
-        judgments_hash=sources[result.name].judgments_hash if result.name in sources else None,
-        k=result.k, query_count=result.query_count, numbers=stored_numbers(result.numbers(), metrics or (FOUNDING_METRIC,)))
-        for result in report.sets)
+    records = tuple(_set_record(result.numbers(sources[result.name].judgments_hash if result.name in sources else None),
+                                metrics or (FOUNDING_METRIC,)) for result in report.sets)
     resources = {name: value for name, value in (
         ("duration_seconds", provenance.duration_seconds), ("asking_seconds", provenance.asking_seconds),
         ("startup_seconds", provenance.adapter.startup_seconds),
@@ -72,14 +69,11 @@ def entries_from_baseline(text: bytes, label: str, *, accepted: str | None = Non
     document = baseline.document
     by_backend: dict[str, list[SetRecord]] = {}
     identities: dict[str, str] = {}
-    for name, entry in document["sets"].items():
-        record = entry.get("backend") or document["backend"]
-        backend = str(record.get("label") or BackendIdentity.from_record(record).describe())
-        identities.setdefault(backend, BackendIdentity.from_record(record).describe())
-        by_backend.setdefault(backend, []).append(SetRecord(
-            name=name, revision=entry["revision"], corpus_hash=entry["corpus_hash"],
-            judgments_hash=entry.get("judgments_hash"), k=entry["k"], query_count=entry["query_count"],
-            numbers=stored_numbers(baseline.sets[name], _baseline_metrics(baseline.sets[name]))))
+    for name, numbers in baseline.sets.items():
+        identity = baseline.identity_for(name).describe()
+        backend = str((document["sets"][name].get("backend") or document["backend"]).get("label") or identity)
+        identities.setdefault(backend, identity)
+        by_backend.setdefault(backend, []).append(_set_record(numbers, _baseline_metrics(numbers)))
     digest = hashlib.sha256(text).hexdigest()  # the same file wherever it was read: the same baseline
     return [Entry(source=source_key(BASELINE, digest, backend), kind=BASELINE,
                   time=utc_time(accepted) or utc_time(document.get("created")),
@@ -89,11 +83,16 @@ def entries_from_baseline(text: bytes, label: str, *, accepted: str | None = Non
             for backend, records in by_backend.items()]
 
 
+def _set_record(numbers: SetNumbers, metrics: Sequence[str]) -> SetRecord:
+    """A set's numbers (a run's or a baseline's) as an entry records them, with the per-query values of `metrics`."""
+    return SetRecord(name=numbers.name, revision=numbers.revision, corpus_hash=numbers.corpus_hash,
+                     judgments_hash=numbers.judgments_hash, k=numbers.k, query_count=numbers.query_count,
+                     numbers=stored_numbers(numbers, metrics))
+
+
 def _baseline_metrics(numbers: SetNumbers) -> tuple[str, ...]:
     """Every metric a baseline's query rows carry: re-baselines are few, so all of them are kept."""
-    names: dict[str, None] = {}
-    for row in numbers.queries.values():
-        names.update(dict.fromkeys(row.metrics))
+    names = dict.fromkeys(metric for row in numbers.queries.values() for metric in row.metrics)
     return tuple(names) or (FOUNDING_METRIC,)
 
 
@@ -117,18 +116,14 @@ def git_baseline_versions(repository: Path, pathspecs: Sequence[str]) -> Iterato
     (and at that time); a deleted file is skipped."""
     log = _git(repository, "log", "--reverse", "--first-parent", "--diff-merges=first-parent", "--no-renames",
                "--format=%x00%H %cI", "--name-only", "--diff-filter=AM", "--", *pathspecs)
-    for block in log.split("\0")[1:]:
+    for block in log.decode("utf-8", errors="replace").split("\0")[1:]:
         header, *names = block.strip("\n").split("\n")
         commit, time = header.split(" ", 1)
         for name in filter(None, names):
-            yield BaselineVersion(commit, time, name, _git_bytes(repository, "show", f"{commit}:{name}"))
+            yield BaselineVersion(commit, time, name, _git(repository, "show", f"{commit}:{name}"))
 
 
-def _git(repository: Path, *args: str) -> str:
-    return _git_bytes(repository, *args).decode("utf-8", errors="replace")
-
-
-def _git_bytes(repository: Path, *args: str) -> bytes:
+def _git(repository: Path, *args: str) -> bytes:
     try:
         done = subprocess.run(["git", "-C", str(repository), *args], capture_output=True,
                               timeout=GIT_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)

@@ -12,35 +12,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.history.console import render_drifts
-from harness.history.drift import Drift
 from harness.history.trend import Trend
 from harness.report.charts import _chart_box, _line, _svg_open
 from harness.report.html_kit import (AXIS, BETTER, CHART_WIDTH, GRID, SERIES_COLOURS, WORSE, _anchor, _exact, _page,
                                      _px, _table, _text)
+from harness.text import plural
 
 LEFT, RIGHT, TOP, BOTTOM = 64, CHART_WIDTH - 16, 44, 196
 
 
-def render_history_html(trends: Sequence[Trend], drifts: Sequence[Drift] = (), *, source: str = "") -> str:
+def render_history_html(trends: Sequence[Trend], *, source: str = "") -> str:
     """The page: a headline (what is shown, how many changes), then per series its chart and a table of
-    its changes and outliers; the drift of the accepted baselines last, when given."""
+    its changes and outliers."""
     changes = sum(len(s.analysis.changes) for t in trends for s in t.stretches)
     outliers = sum(len(s.analysis.outliers) for t in trends for s in t.stretches)
     status = "fail" if changes else "pass"
     body = ["<h1>retrieval-gate history</h1>",
-            f'<div class="headline {status}"><p class="verdict {status}">{changes} change point'
-            f'{"" if changes == 1 else "s"}, {outliers} outlier{"" if outliers == 1 else "s"} in {len(trends)} '
-            f'series</p><dl><dt>store</dt><dd>{_text(source)}</dd></dl></div>']
+            f'<div class="headline {status}"><p class="verdict {status}">{plural(changes, "change point")}, '
+            f'{plural(outliers, "outlier")} in {len(trends)} series</p>'
+            f'<dl><dt>store</dt><dd>{_text(source)}</dd></dl></div>']
     if trends:
         body.append("<p>Series: " + ", ".join(f'<a href="#{_anchor(i, t.key.label(), "series")}">'
                                               f"{_text(t.key.label())}</a>" for i, t in enumerate(trends)) + "</p>")
     for index, trend in enumerate(trends):
         body += [f'<h2 id="{_anchor(index, trend.key.label(), "series")}">{_text(trend.key.label())}</h2>',
                  _chart_box(trend_svg(trend)), *_findings(trend)]
-    if drifts:
-        body += ["<h2>Drift of the accepted baselines</h2>",
-                 "<ul>" + "".join(f"<li>{_text(line)}</li>" for line in render_drifts(drifts).splitlines()) + "</ul>"]
     return _page("retrieval-gate history", body)
 
 

@@ -31,7 +31,7 @@ class Recorded:
     warnings: tuple[str, ...] = ()
 
 
-def record_run(path: Path, report: Report, *, baseline: Path | None, policy: DriftPolicy | None = None) -> Recorded:
+def record_run(path: Path, report: Report, *, baseline: Path | None) -> Recorded:
     """Append `report` (when it is a whole run) and the baseline file it was gated against to the store
     at `path` (created when missing), then add the drift gates of the report's sets. A run gated
     against no baseline (--no-gate, --update-baseline) is appended and gains no gate."""
@@ -41,16 +41,15 @@ def record_run(path: Path, report: Report, *, baseline: Path | None, policy: Dri
         if problem is not None:
             return Recorded(report, (), (f"history: {path}: this run is not appended: {problem}",))
         store.append(entry_from_report(report))
-        found = _drifts(store, report, labels, policy) if baseline is not None else []
+        found = _drifts(store, report, labels) if baseline is not None else []
     return Recorded(with_drift_gates(report, found), tuple(found), (f"history: run appended to {path}",))
 
 
-def record_baseline(path: Path, baseline: Path, set_names: list[str], report: Report,
-                    policy: DriftPolicy | None = None) -> Recorded:
+def record_baseline(path: Path, baseline: Path, set_names: list[str], report: Report) -> Recorded:
     """Append a baseline file just written (accepted now) and say how far its sets drifted with it."""
     with HistoryStore.for_append(path) as store:
         labels = _append_baseline(store, baseline)
-        found = [drift for drift in _drifts(store, report, labels, policy) if drift.key.set_name in set_names]
+        found = [drift for drift in _drifts(store, report, labels) if drift.key.set_name in set_names]
     warnings = tuple(f"drift: {d.message()}" for d in found if d.drifted)
     return Recorded(report, tuple(found), (f"history: baseline {baseline} appended to {path}",), warnings)
 
@@ -64,14 +63,13 @@ def _append_baseline(store: HistoryStore, baseline: Path) -> dict[str, str]:
     return labels
 
 
-def _drifts(store: HistoryStore, report: Report, labels: Mapping[str, str], policy: DriftPolicy | None) -> list[Drift]:
-    """The drifts of the report's sets' gated metrics, over the accepted baselines of the backend each
-    set's baseline names (the run's own label for a set no baseline names)."""
+def _drifts(store: HistoryStore, report: Report, labels: Mapping[str, str]) -> list[Drift]:
+    """The drifts of the report's sets' gated metrics (the policy it records), over the accepted baselines of
+    the backend each set's baseline names (the run's own label for a set no baseline names)."""
     recorded = report.provenance.extra.get("policy")
     recorded = recorded if isinstance(recorded, Mapping) else {}
     metrics = list(recorded.get("metrics") or [FOUNDING_METRIC])
-    if policy is None:
-        policy = DriftPolicy.recorded(recorded)
+    policy = DriftPolicy.recorded(recorded)
     found = []
     for result in report.sets:
         backend = labels.get(result.name, report.provenance.backend.label)

@@ -9,13 +9,10 @@ self-contained file, readable from a read-only checkout.
 A store that is not one (another file, a newer schema, a damaged page) is one HistoryError line,
 exit 2, and is never written to, replaced or "repaired": the history it holds is the team's.
 
-Tables (SCHEMA_VERSION 1): `meta` (format, schema), `runs` (one row per appended run or accepted
-baseline: its `source` key, kind, time in UTC, code commit, backend label and identity,
-condition, machine, exit code, resources), `set_runs` (per set: revision, corpus and judgments
-hashes, k, query count, and a hash of its numbers), `figures` (per set, scope and metric: the
-value and its n) and `query_values` (per set and metric: every scored query's value, as one
-JSON object). Scopes are `overall`, `category:NAME` and `split:NAME`; latency is the `overall`
-figures `p50`, `p95`, `max` (ms) and the per-query metric `latency` (ms).
+The tables are SCHEMA's below: one `runs` row per appended run or accepted baseline, its sets'
+numbers in the others (`query_values`: every scored query's value of a metric, as one JSON object).
+Scopes are `overall`, `category:NAME` and `split:NAME`; latency is the `overall` figures `p50`,
+`p95`, `max` (ms) and the per-query metric `latency` (ms).
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ HISTORY_FORMAT = "retrieval-gate-history"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 60.0  # a concurrent appender holds the lock for one transaction: milliseconds
 RUN, BASELINE = "run", "baseline"
-KINDS = (RUN, BASELINE)
 LATENCY_FIGURES = ("p50", "p95", "max")  # a set's latency summary, ms
 LATENCY = "latency"                      # the per-query latency, ms
 OVERALL = "overall"
@@ -121,9 +117,7 @@ def stored_numbers(numbers: SetNumbers, metrics: Sequence[str]) -> StoredNumbers
             figures[(OVERALL, name)] = (figure, latency.n)
     rows = numbers.rows()
     per_query = {metric: {row.qid: row.metrics[metric] for row in rows if metric in row.metrics} for metric in metrics}
-    latencies = {row.qid: row.latency_ms for row in rows if row.latency_ms is not None}
-    if latencies:
-        per_query[LATENCY] = latencies
+    per_query[LATENCY] = {row.qid: row.latency_ms for row in rows if row.latency_ms is not None}
     return StoredNumbers(figures, {metric: values for metric, values in per_query.items() if values})
 
 
@@ -232,7 +226,7 @@ class HistoryStore:
         if not os.path.lexists(path):
             _create(path)
         store = cls._open(path, read_only=False)
-        store._query_one("PRAGMA quick_check", check_whole=True)
+        store._check_whole()
         return store
 
     @classmethod
@@ -276,14 +270,13 @@ class HistoryStore:
         return HistoryError(f"{self.path}: not a readable history store ({exc}); it was left as it is: "
                             f"restore it from the last good copy (a CI artifact, git)")
 
-    def _query_one(self, sql: str, *, check_whole: bool = False) -> object:
+    def _check_whole(self) -> None:
         try:
-            row = self._connection.execute(sql).fetchone()
+            row = self._connection.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
-        if check_whole and (row is None or row[0] != "ok"):
+        if row is None or row[0] != "ok":
             raise self._damaged(RuntimeError(f"integrity check: {row[0] if row else 'no answer'}"))
-        return row
 
     def close(self) -> None:
         self._connection.close()

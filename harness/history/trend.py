@@ -8,8 +8,8 @@ change is looked for across the cut. Quality figures are analysed with their per
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from harness.history.changepoints import Analysis, Change, analyse
 from harness.history.store import LATENCY_FIGURES, OVERALL, HistoryStore, Point, SeriesKey
@@ -72,19 +72,11 @@ def trend(store: HistoryStore, key: SeriesKey, *, last: int | None = None, seed:
     every = store.series(key)
     points = every[-last:] if last is not None else every
     stretches = []
-    for part in _comparable_parts(points):
+    for _, group in groupby(points, key=lambda point: point.comparable):
+        part = list(group)
         per_query = None
         if key.scope == OVERALL and key.metric not in LATENCY_FIGURES:
             found = store.per_query([p.run for p in part], key.set_name, key.metric)
             per_query = [found.get(p.run) for p in part] if found else None
         stretches.append(Stretch(tuple(part), analyse([p.value for p in part], per_query, seed=seed)))
     return Trend(key, tuple(stretches), len(every))
-
-
-def _comparable_parts(points: Sequence[Point]) -> list[list[Point]]:
-    parts: list[list[Point]] = []
-    for point in points:
-        if not parts or parts[-1][-1].comparable != point.comparable:
-            parts.append([])
-        parts[-1].append(point)
-    return parts
