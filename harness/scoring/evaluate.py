@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, ScopeNumbers
-from harness.scoring import evidence, metrics
+from harness.scoring import evidence, metrics, ties
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order: the ranking
@@ -123,12 +122,9 @@ def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | Non
         return None
     if first_scores is None or len(first_scores) != len(first_ids) or len(first_ids) != len(again_ids):
         return "ranking"
-    start = 0
-    for _, run in groupby(first_scores):  # each run of equal scores, singletons included
-        end = start + sum(1 for _ in run)
-        if set(first_ids[start:end]) != set(again_ids[start:end]):
+    for start, end in ties.score_runs(first_scores, len(first_ids)):  # runs of equal scores, singletons included
+        if set(first_ids[start - 1:end]) != set(again_ids[start - 1:end]):
             return "ranking"
-        start = end
     return "tied"
 
 
