@@ -67,13 +67,9 @@ class Suite:
     queries: int
     max_rss_growth_mib: float | None
     first_pass: list[Exchange] = field(default_factory=list)   # determinism, also the order reference
-    results: dict[str, CheckResult] = field(default_factory=dict)
 
     def request(self, qid: str, query: str, k: int = 10, kind: str | None = None) -> Request:
         return Request(kind=kind or self.kind, query=query, k=k, qid=qid)
-
-    def report(self, name: str, result: str, detail: str) -> None:
-        self.results[name] = CheckResult(name, result, detail)
 
 
 def check_answers(suite: Suite) -> tuple[str, str]:
@@ -314,25 +310,26 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
         suite.first_pass.append(suite.adapter.ask_one(suite.request(f"determinism-1-{number}", query)))
         if suite.adapter.start_failure is not None:
             # It never started: every other check would only say so again, after its own wait.
-            suite.report("banner", FAIL, suite.adapter.start_failure)
-            for name, _ in CHECKS[1:]:
-                suite.report(name, NOT_JUDGED, "not run: the adapter did not start (see banner)")
-            return [suite.results[name] for name, _ in CHECKS]
-    suite.report("answers", *check_answers(suite))
-    suite.report("order", *check_order(suite))
-    suite.report("k-range", *check_k_range(suite))
-    suite.report("unicode", *check_queries(suite, "unicode", list(UNICODE_QUERIES)))
-    suite.report("empty-query", *check_queries(suite, "empty-query", [("empty", "")]))
-    suite.report("long-query", *check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))]))
-    suite.report("unknown-kind", *check_unknown_kind(suite))
-    suite.report("endurance", *check_endurance(suite))
-    suite.report("determinism", *check_determinism(suite))
-    suite.report("ids", *check_ids(suite))
-    suite.report("known-ids", *check_known_ids(suite))
-    suite.report("passages", *check_passages(suite))
-    suite.report("timeout", *check_timeout(suite, timeout))
-    suite.report("banner", *check_banner(suite))
-    return [suite.results[name] for name, _ in CHECKS]
+            not_run = "not run: the adapter did not start (see banner)"
+            return [CheckResult("banner", FAIL, suite.adapter.start_failure),
+                    *(CheckResult(name, NOT_JUDGED, not_run) for name, _ in CHECKS[1:])]
+    results = {  # in the order they run
+        "answers": check_answers(suite),
+        "order": check_order(suite),
+        "k-range": check_k_range(suite),
+        "unicode": check_queries(suite, "unicode", list(UNICODE_QUERIES)),
+        "empty-query": check_queries(suite, "empty-query", [("empty", "")]),
+        "long-query": check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))]),
+        "unknown-kind": check_unknown_kind(suite),
+        "endurance": check_endurance(suite),
+        "determinism": check_determinism(suite),
+        "ids": check_ids(suite),
+        "known-ids": check_known_ids(suite),
+        "passages": check_passages(suite),
+        "timeout": check_timeout(suite, timeout),
+        "banner": check_banner(suite),
+    }
+    return [CheckResult(name, *results[name]) for name, _ in CHECKS]
 
 
 def _join_problems(problems: list[str], labels: list[str]) -> str:
