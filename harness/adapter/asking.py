@@ -107,87 +107,65 @@ class AskingRun:
         return Started(tuple(worker.banner for worker in self.workers))
 
     def ask(self, progress: Progress | None = None) -> None:
-        """Warm up, then ask every query of every set, each set evaluated as it ends."""
-        options, adapters, outcome = self.options, self.workers, self.outcome
-        if self.base is not None:
-            self._ask_paired(self.base, progress)
-            return
-        outcome.warmup_seconds = max(_warm_up(adapter, self.query_sets, options) for adapter in adapters)
+        """Warm up, then ask every query of every set, each set evaluated as it ends.
+
+        Paired latency (`base`): the run's one adapter and the baseline's asked each request in turn, in ABBA
+        order (`_paired_replies`). Both warm up on at least one query (a first query must not pay either's
+        start-up). Metrics are the run's answers'; of the baseline's answers only the latency is kept
+        (`QueryResult.base_latency_seconds`, the median over `repeats` as the run's).
+        """
+        options, adapters, outcome, base = self.options, self.workers, self.outcome, self.base
+        base_seconds: dict[str, list[float]] = {}  # paired latency: qid -> the baseline's seconds per repeat
+        if base is not None:
+            warm = dataclasses.replace(options, warmup=max(1, options.warmup))
+            outcome.warmup_seconds = max(_warm_up(adapters[0], self.query_sets, warm),
+                                         _warm_up(base, self.query_sets, warm))
+            streams = [_paired_replies(adapters[0], base, _requests(self.query_sets, 0, 1, options), base_seconds)]
+        else:
+            outcome.warmup_seconds = max(_warm_up(adapter, self.query_sets, options) for adapter in adapters)
+            # One stream of replies per worker over every set, so a Ray actor goes on answering
+            # the next set while this one is evaluated (no round trip where each set starts).
+            streams = [_replies(adapter, _requests(self.query_sets, worker, len(adapters), options))
+                       for worker, adapter in enumerate(adapters)]
         asking_started = time.monotonic()
-        # One stream of replies per worker over every set, so a Ray actor goes on answering
-        # the next set while this one is evaluated (no round trip where each set starts).
-        streams = [_replies(adapter, _requests(self.query_sets, worker, len(adapters), options))
-                   for worker, adapter in enumerate(adapters)]
         while self.pending:
             query_set = self.pending[0]
             answers: dict[str, Answer] = {}
             try:
                 _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
             finally:
-                outcome.results.append(evaluate_set(query_set, answers, options.k or query_set.k, options.metrics))
+                result = evaluate_set(query_set, answers, options.k or query_set.k, options.metrics)
+                outcome.results.append(with_base_latency(result, base_seconds) if base is not None else result)
                 self.pending.pop(0)
-        self._finish(asking_started)
-
-    def _finish(self, asking_started: float) -> None:
-        adapters, outcome = self.workers, self.outcome
         outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
         outcome.banner = adapters[0].banner
         startups = [a.startup_seconds for a in adapters if a.startup_seconds is not None]
         outcome.startup_seconds = max(startups) if startups else None
-
-    def _ask_paired(self, base: AdapterProcess, progress: Progress | None) -> None:
-        """Paired latency: the run's one adapter and the baseline's asked each query in turn, in ABBA order
-        (query 0: run, base; query 1: base, run; ...), so drift and the cost of going first fall on both alike.
-
-        Both warm up on at least one query (a first query must not pay either's start-up). Metrics are the
-        run's answers'; of the baseline's answers only the latency is kept (`QueryResult.base_latency_seconds`,
-        the median over `repeats` as the run's).
-        """
-        options, outcome, candidate = self.options, self.outcome, self.workers[0]
-        warm = dataclasses.replace(options, warmup=max(1, options.warmup))
-        outcome.warmup_seconds = max(_warm_up(candidate, self.query_sets, warm), _warm_up(base, self.query_sets, warm))
-        asking_started = time.monotonic()
-        turn = 0
-        while self.pending:
-            query_set = self.pending[0]
-            answers: dict[str, Answer] = {}
-            base_seconds: dict[str, float] = {}
-            lengths = {doc.id: len(doc.text) for doc in query_set.documents}
-            try:
-                for query in query_set.queries:
-                    request = Request(query_set.kind, query.query, options.k or query_set.k, query.qid)
-                    pairs = [_ask_pair(candidate, base, request, run_first=(turn + repeat) % 2 == 0)
-                             for repeat in range(options.repeats)]
-                    turn += options.repeats
-                    answer, change = _checked_answer(candidate, [reply for reply, _ in pairs], query.qid, lengths,
-                                                     options)
-                    answers[query.qid] = answer
-                    base_seconds[query.qid] = statistics.median(seconds for _, seconds in pairs)
-                    outcome.note_change(query_set.name, query.qid, change)
-                    if progress:
-                        progress(query_set.name, len(answers), len(query_set.queries))
-            finally:
-                result = evaluate_set(query_set, answers, options.k or query_set.k, options.metrics)
-                outcome.results.append(with_base_latency(result, base_seconds))
-                self.pending.pop(0)
-        self._finish(asking_started)
-        outcome.base_banner = base.banner
+        if base is not None:
+            outcome.base_banner = base.banner
 
 
-def _ask_pair(candidate: Worker, base: AdapterProcess, request: Request,
-              run_first: bool) -> tuple[tuple[Response, float], float]:
-    """One request asked of both, the run's adapter first or the baseline's: (the run's reply and latency, the
-    baseline's latency)."""
-    if run_first:
-        reply = candidate.ask(request)
-        return reply, base.ask(request)[1]
-    base_seconds = base.ask(request)[1]
-    return candidate.ask(request), base_seconds
+def _paired_replies(candidate: Worker, base: AdapterProcess, requests: list[Request],
+                    base_seconds: dict[str, list[float]]) -> Iterator[tuple[Response, float]]:
+    """The run's (response, latency) per request, each request asked of both adapters in ABBA order (request 0:
+    run, base; request 1: base, run; ...), so drift and the cost of going first fall on both alike; the
+    baseline's latency is appended to `base_seconds[qid]`."""
+    for turn, request in enumerate(requests):
+        seconds = base_seconds.setdefault(request.qid or "", [])
+        if turn % 2 == 0:
+            reply = candidate.ask(request)
+            seconds.append(base.ask(request)[1])
+        else:
+            seconds.append(base.ask(request)[1])
+            reply = candidate.ask(request)
+        yield reply
 
 
-def with_base_latency(result: SetResult, base_seconds: Mapping[str, float]) -> SetResult:
-    """`result` with the baseline's paired latency per query (qid -> seconds) and its summary over those queries."""
-    queries = tuple(dataclasses.replace(q, base_latency_seconds=base_seconds.get(q.qid)) for q in result.queries)
+def with_base_latency(result: SetResult, base_seconds: Mapping[str, Sequence[float]]) -> SetResult:
+    """`result` with the baseline's paired latency per query (the median of its repeats' seconds, by qid) and its
+    summary over those queries."""
+    queries = tuple(dataclasses.replace(q, base_latency_seconds=statistics.median(base_seconds[q.qid]))
+                    for q in result.queries)
     summary = latency_summary([q.base_latency_seconds for q in queries if q.base_latency_seconds is not None])
     return dataclasses.replace(result, queries=queries, base_latency=summary)
 

@@ -67,59 +67,49 @@ class Suite:
     queries: int
     max_rss_growth_mib: float | None
     first_pass: list[Exchange] = field(default_factory=list)   # determinism, also the order reference
-    results: dict[str, CheckResult] = field(default_factory=dict)
 
     def request(self, qid: str, query: str, k: int = 10, kind: str | None = None) -> Request:
         return Request(kind=kind or self.kind, query=query, k=k, qid=qid)
 
-    def report(self, name: str, result: str, detail: str) -> None:
-        self.results[name] = CheckResult(name, result, detail)
 
-
-def check_answers(suite: Suite) -> None:
+def check_answers(suite: Suite) -> tuple[str, str]:
     """The queries of the first pass (the set's, or the checker's) must get id lists: an error reply fails a run."""
     answered = [e for e in suite.first_pass if e.line is not None]
     refused = [e for e in answered if e.reply().get("error") is not None]
     if not answered:
-        suite.report("answers", NOT_JUDGED, "no query was answered")
-    elif refused:
+        return NOT_JUDGED, "no query was answered"
+    if refused:
         named = "; ".join(f"{e.request.query!r}: {shorten(str(e.reply()['error']))}" for e in refused[:2])
-        suite.report("answers", FAIL, f"{len(refused)} of {len(answered)} queries got an error reply "
-                                      f"(a run stops at the first, exit 3): {named}")
-    else:
-        suite.report("answers", PASS, f"{plural(len(answered), 'query', 'queries')} answered with id lists")
+        return (FAIL, f"{len(refused)} of {len(answered)} queries got an error reply "
+                      f"(a run stops at the first, exit 3): {named}")
+    return PASS, f"{plural(len(answered), 'query', 'queries')} answered with id lists"
 
 
-def check_order(suite: Suite) -> None:
+def check_order(suite: Suite) -> tuple[str, str]:
     """Pipeline requests whose one-at-a-time answers are known; an answer matching another request's is out of order."""
     reference = suite.first_pass[:PIPELINED_REQUESTS]
     if any(e.outcome() is not None for e in reference):
-        suite.report("order", NOT_JUDGED, "the one-at-a-time answers are not all id lists (see answers)")
-        return
+        return NOT_JUDGED, "the one-at-a-time answers are not all id lists (see answers)"
     piped = suite.adapter.ask([suite.request(f"order-{n}", e.request.query) for n, e in enumerate(reference, 1)])
     failed = [e for e in piped if e.failure is not None]
     if failed:
-        suite.report("order", FAIL, f"query {failed[0].label}: {failed[0].failure}")
-        return
+        return FAIL, f"query {failed[0].label}: {failed[0].failure}"
     expected = [e.ranking() for e in reference]
     got = [e.ranking() for e in piped]
     if len(set(k for k in expected if k is not None)) < 2:
-        suite.report("order", NOT_JUDGED, "answers to different queries are alike; order not observable")
-        return
+        return NOT_JUDGED, "answers to different queries are alike; order not observable"
     swapped = [f"answer {n} matches request {expected.index(key) + 1}"
                for n, key in enumerate(got, 1) if key != expected[n - 1] and key in expected]
     if swapped:
-        suite.report("order", FAIL, "answers out of request order: " + "; ".join(swapped[:SHOWN_QUERIES]))
-        return
+        return FAIL, "answers out of request order: " + "; ".join(swapped[:SHOWN_QUERIES])
     unmatched = sum(key != want for key, want in zip(got, expected))
     if unmatched:
-        suite.report("order", NOT_JUDGED, f"{unmatched} of {len(got)} pipelined answers differ from the "
-                                          "one-at-a-time answers to any request (see determinism)")
-        return
-    suite.report("order", PASS, f"{len(got)} pipelined requests answered in order")
+        return (NOT_JUDGED, f"{unmatched} of {len(got)} pipelined answers differ from the "
+                            "one-at-a-time answers to any request (see determinism)")
+    return PASS, f"{len(got)} pipelined requests answered in order"
 
 
-def check_k_range(suite: Suite) -> None:
+def check_k_range(suite: Suite) -> tuple[str, str]:
     notes, problems = [], []
     for k in (1, LARGE_K):
         exchange = suite.adapter.ask_one(suite.request(f"k-range-k{k}", suite.corpus.queries[0], k=k))
@@ -133,12 +123,11 @@ def check_k_range(suite: Suite) -> None:
         if problem:
             problems.append(f"k={k}: {problem}")
     if problems:
-        suite.report("k-range", FAIL, _join_problems(problems, [f"k={k}" for k in (1, LARGE_K)]))
-    else:
-        suite.report("k-range", PASS, "; ".join(notes))
+        return FAIL, _join_problems(problems, [f"k={k}" for k in (1, LARGE_K)])
+    return PASS, "; ".join(notes)
 
 
-def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> None:
+def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> tuple[str, str]:
     """Each (label, query) must get a usable answer; a crash restarts the adapter for the next one."""
     problems = []
     for label, query in cases:
@@ -147,31 +136,26 @@ def check_queries(suite: Suite, name: str, cases: list[tuple[str, str]]) -> None
         if problem:
             problems.append(f"{label}: {problem}")
     if problems:
-        suite.report(name, FAIL, _join_problems(problems, [label for label, _ in cases]))
-    else:
-        suite.report(name, PASS, ", ".join(label for label, _ in cases) + " answered")
+        return FAIL, _join_problems(problems, [label for label, _ in cases])
+    return PASS, ", ".join(label for label, _ in cases) + " answered"
 
 
-def check_unknown_kind(suite: Suite) -> None:
+def check_unknown_kind(suite: Suite) -> tuple[str, str]:
     exchange = suite.adapter.ask_one(suite.request("unknown-kind", suite.corpus.queries[0], kind=UNKNOWN_KIND))
     if exchange.failure is not None:
-        suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r}: {exchange.failure}; expected an error reply")
-        return
+        return FAIL, f"kind {UNKNOWN_KIND!r}: {exchange.failure}; expected an error reply"
     reply = exchange.reply()
     if reply.get("error") is None:
         count = len(reply["ids"]) if isinstance(reply.get("ids"), list) else 0
-        suite.report("unknown-kind", FAIL, f"kind {UNKNOWN_KIND!r} answered without an 'error' ({count} ids); "
-                                           "an unknown kind must be refused")
-        return
+        return FAIL, f"kind {UNKNOWN_KIND!r} answered without an 'error' ({count} ids); an unknown kind must be refused"
     after = suite.adapter.ask_one(suite.request("unknown-kind-after", suite.corpus.queries[-1]))
     problem = after.outcome()
     if problem:
-        suite.report("unknown-kind", FAIL, f"error reply given, but the next query failed: {problem}")
-        return
-    suite.report("unknown-kind", PASS, f"error reply: {shorten(str(reply['error']))}")
+        return FAIL, f"error reply given, but the next query failed: {problem}"
+    return PASS, f"error reply: {shorten(str(reply['error']))}"
 
 
-def check_endurance(suite: Suite) -> None:
+def check_endurance(suite: Suite) -> tuple[str, str]:
     """N queries one after another; resident memory measured after the first and after the last."""
     words = sorted({w.strip(".,;").lower() for text in CORPUS_TEXTS[:12] for w in text.split() if len(w) > 3})
     queries = [f"{words[n % len(words)]} {words[(n * 7 + 3) % len(words)]} {n}" for n in range(suite.queries)]
@@ -180,42 +164,36 @@ def check_endurance(suite: Suite) -> None:
         exchange = suite.adapter.ask_one(suite.request(f"endurance-{number}", query))
         problem = exchange.outcome()
         if problem:
-            suite.report("endurance", FAIL, f"query {number} of {suite.queries} ({query!r}): {problem}")
-            return
+            return FAIL, f"query {number} of {suite.queries} ({query!r}): {problem}"
         if number == 1:
             start_kib = suite.adapter.rss_kib()
     end_kib = suite.adapter.rss_kib()
     answered = f"{plural(suite.queries, 'query', 'queries')} answered"
     if start_kib is None or end_kib is None:
-        suite.report("endurance", PASS, f"{answered}; memory not measured (no /proc)")
-        return
+        return PASS, f"{answered}; memory not measured (no /proc)"
     growth_mib = (end_kib - start_kib) / 1024
     memory = (f"RSS {start_kib / 1024:.1f} MiB -> {end_kib / 1024:.1f} MiB ({growth_mib:+.1f} MiB, "
               "adapter process group)")
     if suite.max_rss_growth_mib is not None and growth_mib > suite.max_rss_growth_mib:
-        suite.report("endurance", FAIL, f"{answered}; {memory}, more than --max-rss-growth "
-                                        f"{suite.max_rss_growth_mib:g} MiB")
-        return
-    suite.report("endurance", PASS, f"{answered}; {memory}")
+        return FAIL, f"{answered}; {memory}, more than --max-rss-growth {suite.max_rss_growth_mib:g} MiB"
+    return PASS, f"{answered}; {memory}"
 
 
-def check_determinism(suite: Suite) -> None:
+def check_determinism(suite: Suite) -> tuple[str, str]:
     second = [suite.adapter.ask_one(suite.request(f"determinism-2-{n}", e.request.query))
               for n, e in enumerate(suite.first_pass, 1)]
     pairs = [(a, b) for a, b in zip(suite.first_pass, second) if a.outcome() is None and b.outcome() is None]
     if not pairs:
-        suite.report("determinism", NOT_JUDGED, "no query was answered with ids twice")
-        return
+        return NOT_JUDGED, "no query was answered with ids twice"
     changes = [(a.request.query, _change(a, b)) for a, b in pairs]
     changed = [query for query, change in changes if change == "ranking"]
     tied = [query for query, change in changes if change == "tied"]
     tied_note = (f"; {len(tied)} came back with tied documents (equal scores) in another order, which the "
                  f"scores allow: {_named(tied)}" if tied else "")
     if changed:
-        suite.report("determinism", FAIL, f"{len(changed)} of {len(pairs)} queries changed ranking when "
-                                          f"asked again: {_named(changed)}{tied_note}")
-        return
-    suite.report("determinism", PASS, f"{plural(len(pairs), 'query', 'queries')} asked twice, same rankings{tied_note}")
+        return (FAIL, f"{len(changed)} of {len(pairs)} queries changed ranking when "
+                      f"asked again: {_named(changed)}{tied_note}")
+    return PASS, f"{plural(len(pairs), 'query', 'queries')} asked twice, same rankings{tied_note}"
 
 
 def _change(first: Exchange, again: Exchange) -> str | None:
@@ -235,7 +213,7 @@ def _named(queries: list[str]) -> str:
     return ", ".join(repr(q) for q in queries[:SHOWN_QUERIES]) + more
 
 
-def check_ids(suite: Suite) -> None:
+def check_ids(suite: Suite) -> tuple[str, str]:
     """Protocol rules on every JSON answer seen by any check; passes only on answers that carry ids."""
     answered = [(e, e.line) for e in suite.adapter.exchanges if e.line is not None]
     problems = []
@@ -248,35 +226,30 @@ def check_ids(suite: Suite) -> None:
             continue
         with_ids += response.error is None
     if problems:
-        suite.report("ids", FAIL, f"{len(problems)} of {len(answered)} answers break the protocol; "
-                                  + "; ".join(problems[:2]))
-    elif not with_ids:
-        suite.report("ids", NOT_JUDGED, "no answer with ids to check" + (" (error replies only; see answers)"
-                                                                          if answered else ""))
-    else:
-        suite.report("ids", PASS, f"{with_ids} answers well-formed")
+        return FAIL, f"{len(problems)} of {len(answered)} answers break the protocol; " + "; ".join(problems[:2])
+    if not with_ids:
+        return NOT_JUDGED, "no answer with ids to check" + (" (error replies only; see answers)" if answered else "")
+    return PASS, f"{with_ids} answers well-formed"
 
 
-def check_known_ids(suite: Suite) -> None:
+def check_known_ids(suite: Suite) -> tuple[str, str]:
     """Ids returned for the kind must be the corpus's own spelling, or the harness scores them as misses."""
     if suite.corpus.ids is None:
-        suite.report("known-ids", NOT_JUDGED, suite.corpus.not_judged_why)
-        return
+        return NOT_JUDGED, suite.corpus.not_judged_why
     replies = [e.reply() for e in suite.adapter.exchanges if e.line is not None and e.request.kind == suite.kind]
     returned = [doc_id for reply in replies if reply.get("error") is None and isinstance(reply.get("ids"), list)
                 for doc_id in reply["ids"] if isinstance(doc_id, str)]
     unknown = sorted({doc_id for doc_id in returned if doc_id not in suite.corpus.ids})
     if not returned:
-        suite.report("known-ids", NOT_JUDGED, "no id was returned")
-    elif unknown:
+        return NOT_JUDGED, "no id was returned"
+    if unknown:
         named = ", ".join(repr(doc_id) for doc_id in unknown[:SHOWN_QUERIES])
-        suite.report("known-ids", FAIL, f"{len(unknown)} distinct ids are not in {suite.kind}.jsonl ({named}); "
-                                        "return the corpus's ids exactly (docs/adapters.md)")
-    else:
-        suite.report("known-ids", PASS, f"{len(set(returned))} distinct ids returned, all in {suite.kind}.jsonl")
+        return (FAIL, f"{len(unknown)} distinct ids are not in {suite.kind}.jsonl ({named}); "
+                      "return the corpus's ids exactly (docs/adapters.md)")
+    return PASS, f"{len(set(returned))} distinct ids returned, all in {suite.kind}.jsonl"
 
 
-def check_passages(suite: Suite) -> None:
+def check_passages(suite: Suite) -> tuple[str, str]:
     """`passages` in answers: bounds against the corpus and DEFAULT_MAX_WINDOW (docs/adapters.md, "Passages")."""
     shown = 0
     problems: list[str] = []
@@ -296,43 +269,38 @@ def check_passages(suite: Suite) -> None:
         except ProtocolError as exc:
             problems.append(str(exc))
     if not shown:
-        suite.report("passages", PASS, "no answer showed windows (optional: hits are whole documents)")
-    elif problems:
-        suite.report("passages", FAIL, f"{len(problems)} of {shown} answers with windows break the rules; "
-                                       + "; ".join(problems[:2]))
-    else:
-        bounds = "bounds and length" if suite.corpus.lengths else "length only (no document texts to bound them)"
-        suite.report("passages", PASS, f"{shown} answers with windows, {bounds} checked (limit {DEFAULT_MAX_WINDOW})")
+        return PASS, "no answer showed windows (optional: hits are whole documents)"
+    if problems:
+        return FAIL, f"{len(problems)} of {shown} answers with windows break the rules; " + "; ".join(problems[:2])
+    bounds = "bounds and length" if suite.corpus.lengths else "length only (no document texts to bound them)"
+    return PASS, f"{shown} answers with windows, {bounds} checked (limit {DEFAULT_MAX_WINDOW})"
 
 
-def check_timeout(suite: Suite, timeout: float) -> None:
+def check_timeout(suite: Suite, timeout: float) -> tuple[str, str]:
     late = [e for e in suite.adapter.exchanges if e.timed_out]
     # An error reply is quick and says nothing about how fast the backend searches.
     timed = [e for e in suite.adapter.exchanges if e.line is not None and e.timed and e.outcome() is None]
     if late:
         named = "; ".join(f"query {e.label}: {e.failure}" for e in late[:SHOWN_QUERIES])
-        suite.report("timeout", FAIL, f"{len(late)} request(s) got no answer in time: {named}")
-        return
+        return FAIL, f"{len(late)} request(s) got no answer in time: {named}"
     if not timed:
-        suite.report("timeout", NOT_JUDGED, "no answer with ids was timed")
-        return
+        return NOT_JUDGED, "no answer with ids was timed"
     slowest = max(timed, key=lambda e: e.seconds)
-    suite.report("timeout", PASS, f"slowest of {len(timed)} answers {slowest.seconds * 1000:.1f} ms "
-                                  f"(query {slowest.label}), limit {timeout:g} s")
+    return (PASS, f"slowest of {len(timed)} answers {slowest.seconds * 1000:.1f} ms "
+                  f"(query {slowest.label}), limit {timeout:g} s")
 
 
-def check_banner(suite: Suite) -> None:
+def check_banner(suite: Suite) -> tuple[str, str]:
     outcome = suite.adapter.banner_outcome
     if outcome is None:
-        suite.report("banner", NOT_JUDGED, "the adapter never printed a first line")
-    elif outcome.problem:
-        suite.report("banner", FAIL, outcome.problem)
-    elif outcome.banner is None:
-        suite.report("banner", PASS, "no banner (optional; the harness then counts start-up in the first "
-                                     f"query); first answer after {outcome.startup_seconds:.2f} s")
-    else:
-        who = " ".join(str(outcome.banner[key]) for key in ("name", "version") if key in outcome.banner)
-        suite.report("banner", PASS, f"ready after {outcome.startup_seconds:.2f} s: {who or 'no name'}")
+        return NOT_JUDGED, "the adapter never printed a first line"
+    if outcome.problem:
+        return FAIL, outcome.problem
+    if outcome.banner is None:
+        return (PASS, "no banner (optional; the harness then counts start-up in the first "
+                      f"query); first answer after {outcome.startup_seconds:.2f} s")
+    who = " ".join(str(outcome.banner[key]) for key in ("name", "version") if key in outcome.banner)
+    return PASS, f"ready after {outcome.startup_seconds:.2f} s: {who or 'no name'}"
 
 
 def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
@@ -342,25 +310,26 @@ def run_suite(suite: Suite, timeout: float) -> list[CheckResult]:
         suite.first_pass.append(suite.adapter.ask_one(suite.request(f"determinism-1-{number}", query)))
         if suite.adapter.start_failure is not None:
             # It never started: every other check would only say so again, after its own wait.
-            suite.report("banner", FAIL, suite.adapter.start_failure)
-            for name, _ in CHECKS[1:]:
-                suite.report(name, NOT_JUDGED, "not run: the adapter did not start (see banner)")
-            return [suite.results[name] for name, _ in CHECKS]
-    check_answers(suite)
-    check_order(suite)
-    check_k_range(suite)
-    check_queries(suite, "unicode", list(UNICODE_QUERIES))
-    check_queries(suite, "empty-query", [("empty", "")])
-    check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))])
-    check_unknown_kind(suite)
-    check_endurance(suite)
-    check_determinism(suite)
-    check_ids(suite)
-    check_known_ids(suite)
-    check_passages(suite)
-    check_timeout(suite, timeout)
-    check_banner(suite)
-    return [suite.results[name] for name, _ in CHECKS]
+            not_run = "not run: the adapter did not start (see banner)"
+            return [CheckResult("banner", FAIL, suite.adapter.start_failure),
+                    *(CheckResult(name, NOT_JUDGED, not_run) for name, _ in CHECKS[1:])]
+    results = {  # in the order they run
+        "answers": check_answers(suite),
+        "order": check_order(suite),
+        "k-range": check_k_range(suite),
+        "unicode": check_queries(suite, "unicode", list(UNICODE_QUERIES)),
+        "empty-query": check_queries(suite, "empty-query", [("empty", "")]),
+        "long-query": check_queries(suite, "long-query", [("long", long_query(LONG_QUERY_CHARS))]),
+        "unknown-kind": check_unknown_kind(suite),
+        "endurance": check_endurance(suite),
+        "determinism": check_determinism(suite),
+        "ids": check_ids(suite),
+        "known-ids": check_known_ids(suite),
+        "passages": check_passages(suite),
+        "timeout": check_timeout(suite, timeout),
+        "banner": check_banner(suite),
+    }
+    return [CheckResult(name, *results[name]) for name, _ in CHECKS]
 
 
 def _join_problems(problems: list[str], labels: list[str]) -> str:

@@ -122,14 +122,9 @@ class LiveAdapter:
         self.exchanges.extend(exchanges)
         try:
             self._ensure_started()
-        except _Lost as lost:
-            for exchange in exchanges:
-                exchange.failure = str(lost)
-            return exchanges
-        written_at = time.perf_counter()
-        try:
+            written_at = time.perf_counter()
             self._write(b"".join(encode_request(r) for r in requests), written_at + self.query_timeout)
-        except _Lost as lost:
+        except _Lost as lost:  # not started (no process to stop), or the write failed
             for exchange in exchanges:
                 exchange.failure, exchange.timed_out = str(lost), lost.timed_out
             self.stop(0.0, 0.0)

@@ -141,10 +141,9 @@ class RayWorkers:
             stack.callback(_reload_ray_authentication)  # on leaving, after the environment is restored
             _set_environment(stack, ray_instance.token())  # the driver presents the instance's token
             _reload_ray_authentication()
-        settings: dict[str, object] = {"address": address, "log_to_driver": False, "logging_level": "ERROR"}
         try:
             with signals_deferred(hold=self._started_instance):
-                ray.init(**settings)
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         except (Interrupted, KeyboardInterrupt):
             raise  # Interrupted is an Exception too: never a "cannot join" backend failure
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad cluster

@@ -79,10 +79,9 @@ def _answer(search: SearchFunction, line: bytes) -> bytes:
     if hits and not isinstance(hits[0], str):
         ids = [str(hit[0]) for hit in hits]
         scores = [float(hit[1]) for hit in hits]
-        if any(len(hit) > 2 for hit in hits):  # (id, score, window): docs/adapters.md, "Passages"
-            passages = [_window(hit[2]) if len(hit) > 2 else None for hit in hits]
-            return encode_response(ids, scores, qid=qid, passages=passages)
-        return encode_response(ids, scores, qid=qid)
+        passages = ([_window(hit[2]) if len(hit) > 2 else None for hit in hits]
+                    if any(len(hit) > 2 for hit in hits) else None)  # (id, score, window): docs/adapters.md, "Passages"
+        return encode_response(ids, scores, qid=qid, passages=passages)
     return encode_response([str(doc_id) for doc_id in hits], qid=qid)
 
 

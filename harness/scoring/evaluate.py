@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 
 from harness.measured import UNJUDGED_COUNT, Aggregates, Latency, ScopeNumbers
-from harness.scoring import evidence, metrics
+from harness.scoring import evidence, metrics, ties
 from harness.records import ContractResult, Query, QueryResult, QuerySet, SetResult
 
 # The per-query and aggregate metrics every report carries, in column order: the ranking
@@ -86,21 +85,20 @@ def evaluate_query(query: Query, answer: Answer, k: int, metrics_computed: Seque
     positions whose score equals the previous position's (0 without scores).
     """
     top = answer.ids[:k]
+    scores = tuple(answer.scores[:k]) if answer.scores is not None else None
     has_relevant = any(grade >= metrics.RELEVANCE_LEVEL for grade in query.relevant.values())
     values = metrics.compute_many(metrics_computed if has_relevant else COVERAGE_METRICS, top, query.relevant,
-                                  scores=answer.scores[:k] if answer.scores is not None else None)
+                                  scores=scores)
     values[UNJUDGED_COUNT] = sum(1 for doc_id in top[:UNJUDGED_DEPTH] if query.relevant.get(doc_id, -1) < 0)
     found = tuple(doc_id for doc_id in top[:FLIP_DEPTH] if query.relevant.get(doc_id, 0) >= metrics.RELEVANCE_LEVEL)
     passages = tuple(answer.passages[:k]) if answer.passages is not None else None
-    contracts = tuple(check_contracts(query, top, answer.scores[:k] if answer.scores is not None else None,
-                                      passages=passages))
+    contracts = tuple(check_contracts(query, top, scores, passages=passages))
     passed = all(c.passed for c in contracts) and (not has_relevant or bool(found))
     outcome = ("xpass" if passed else "xfail") if query.xfail else ("pass" if passed else "fail")
     return QueryResult(
         qid=query.qid, query=query.query, category=query.category, split=query.split, ids=tuple(top),
-        scores=tuple(answer.scores[:k]) if answer.scores is not None else None,
-        latency_seconds=answer.latency_seconds, metrics=values, found=found,
-        tied=tied_positions(answer.scores[:k]) if answer.scores is not None else 0,
+        scores=scores, latency_seconds=answer.latency_seconds, metrics=values, found=found,
+        tied=tied_positions(scores or ()),
         contracts=contracts, outcome=outcome, scored=query.scored, group=query.group, passages=passages,
         evidence=evidence.query_evidence(top, passages, query.evidence, query.canonical)
         if (query.evidence or query.canonical) else None,
@@ -123,12 +121,9 @@ def ranking_change(first_ids: Sequence[str], first_scores: Sequence[float] | Non
         return None
     if first_scores is None or len(first_scores) != len(first_ids) or len(first_ids) != len(again_ids):
         return "ranking"
-    start = 0
-    for _, run in groupby(first_scores):  # each run of equal scores, singletons included
-        end = start + sum(1 for _ in run)
-        if set(first_ids[start:end]) != set(again_ids[start:end]):
+    for start, end in ties.score_runs(first_scores, len(first_ids)):  # runs of equal scores, singletons included
+        if set(first_ids[start - 1:end]) != set(again_ids[start - 1:end]):
             return "ranking"
-        start = end
     return "tied"
 
 

@@ -41,14 +41,6 @@ ANSWER_HIT_DEPTHS = (1, 5, 10)
 CANONICAL_DEPTH = 10
 _VISIBLE = tuple(f"answer_hit@{k}" for k in ANSWER_HIT_DEPTHS) + ("ku@1", "stale_before_current",
                                                                      "mixed_before_current")
-_DOCUMENT = ("canonical_hit@10", "canonical_mrr")
-
-
-def evidence_metric_names() -> tuple[str, ...]:
-    """Every metric name this module computes, as reports and the gate policy spell them: the
-    measure registry's exposed-evidence families (harness/scoring/measures.py), visible-excerpt
-    figures, then their `full_` (whole-document) twins, then the canonical-page figures."""
-    return evidence_measure_names()
 
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
@@ -121,7 +113,7 @@ def exposure_figures(windows: Sequence[Window], spans: Sequence[EvidenceSpan], p
 
 def query_evidence(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None,
                    spans: Sequence[EvidenceSpan], canonical: Sequence[str]) -> dict[str, float | None]:
-    """Every evidence metric of one query, in `evidence_metric_names()` order (None: not judged).
+    """Every evidence metric of one query, in `metrics.evidence_measure_names()` order (None: not judged).
 
     `ids` are the top-k hits best first; `passages` parallel to them (or None: all shown whole).
     A query without spans gets None for the exposure figures.
@@ -143,7 +135,7 @@ def aggregate_evidence(rows: Sequence[Mapping[str, float | None]]) -> dict[str, 
     counted in `null` and left out of the mean: never averaged in as a zero or a one.
     """
     summary: dict[str, EvidenceFigure] = {}
-    for name in evidence_metric_names():
+    for name in evidence_measure_names():
         values = [value for row in rows if (value := row.get(name)) is not None]
         total = sum(values)
         summary[name] = EvidenceFigure(mean=total / len(values) if values else None, judged=len(values),

@@ -44,8 +44,9 @@ def _discounts(depth: int) -> list[float]:
 _DISCOUNTS = _discounts(1024)
 
 
-def _discount_table(depth: int) -> list[float]:
-    """The discount table, grown (once, never shrunk) to reach position `depth`."""
+def discount_table(depth: int) -> list[float]:
+    """The nDCG discounts 1 / log2(p + 1), index p, reaching at least position `depth` (index 0 unused);
+    the table is grown (once, never shrunk) to reach it."""
     global _DISCOUNTS
     if depth >= len(_DISCOUNTS):
         _DISCOUNTS = _discounts(max(depth, 2 * len(_DISCOUNTS)))
@@ -167,7 +168,7 @@ def ndcg(ranking: Ranking, k: int | None) -> float:
     if ideal == 0:
         return 0.0
     grades = ranking.grades
-    discounts = _discount_table(len(grades))
+    discounts = discount_table(len(grades))
     return sum([grades[position - 1] * discounts[position] for position in relevant]) / ideal
 
 
@@ -176,14 +177,9 @@ def ideal_dcg(ranking: Ranking, k: int | None) -> float:
     ideal_gains = sorted(filter(partial(le, RELEVANCE_LEVEL), ranking.judgments.values()), reverse=True)
     if k is not None:
         ideal_gains = ideal_gains[:k]
-    discounts = _discount_table(len(ideal_gains))
+    discounts = discount_table(len(ideal_gains))
     # In rank order, as trec_eval sums, so the floating-point result matches it.
     return sum(map(mul, ideal_gains, islice(discounts, 1, None)))
-
-
-def discount_table(depth: int) -> list[float]:
-    """The nDCG discounts 1 / log2(p + 1), index p, reaching at least position `depth` (index 0 unused)."""
-    return _discount_table(depth)
 
 
 def bpref(ranking: Ranking, k: int | None) -> float:

@@ -27,6 +27,7 @@ m = the run's positions within the cutoff:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import groupby
 from math import comb
 from typing import Any
 
@@ -46,13 +47,9 @@ def score_runs(scores: Sequence[float] | None, length: int) -> list[tuple[int, i
     if scores is None or len(scores) != length:
         return [(position, position) for position in range(1, length + 1)]
     runs: list[tuple[int, int]] = []
-    start = 1
-    for position in range(2, length + 1):
-        if scores[position - 1] != scores[position - 2]:
-            runs.append((start, position - 1))
-            start = position
-    if length:
-        runs.append((start, length))
+    for _, run in groupby(scores):
+        start = runs[-1][1] + 1 if runs else 1
+        runs.append((start, start + len(list(run)) - 1))
     return runs
 
 

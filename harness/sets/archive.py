@@ -82,35 +82,35 @@ def check_keys(spec: dict, allowed: Iterable[str], where: str, field: str) -> No
             raise SetError(f"{where}: {field}.{key}: unknown key (known: {', '.join(sorted(allowed_keys))})")
 
 
-def parse_selection(spec: dict, where: str, field: str = "corpus") -> Selection:
-    """Validate `include` (required, non-empty), `exclude` and the two byte limits of `spec`."""
-    return Selection(include=_globs(spec, "include", where, field, required=True),
-                     exclude=_globs(spec, "exclude", where, field, required=False),
-                     max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where, field),
-                     max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where, field))
+def parse_selection(spec: dict, where: str) -> Selection:
+    """Validate `include` (required, non-empty), `exclude` and the two byte limits of a `corpus` spec."""
+    return Selection(include=_globs(spec, "include", where, required=True),
+                     exclude=_globs(spec, "exclude", where, required=False),
+                     max_member_bytes=_limit(spec, "max_member_bytes", DEFAULT_MAX_MEMBER_BYTES, where),
+                     max_total_bytes=_limit(spec, "max_total_bytes", DEFAULT_MAX_TOTAL_BYTES, where))
 
 
-def _globs(spec: dict, key: str, where: str, field: str, *, required: bool) -> tuple[str, ...]:
+def _globs(spec: dict, key: str, where: str, *, required: bool) -> tuple[str, ...]:
     if key not in spec:
         if required:
-            raise SetError(f"{where}: {field}.{key}: missing (a list of fnmatch globs, e.g. [\"*/src/*.py\"])")
+            raise SetError(f"{where}: corpus.{key}: missing (a list of fnmatch globs, e.g. [\"*/src/*.py\"])")
         return ()
     value = spec[key]
     if not isinstance(value, list) or (required and not value):
-        raise SetError(f"{where}: {field}.{key}: must be a {'non-empty ' if required else ''}list of glob strings")
+        raise SetError(f"{where}: corpus.{key}: must be a {'non-empty ' if required else ''}list of glob strings")
     for index, pattern in enumerate(value):
         if not isinstance(pattern, str) or not pattern:
-            raise SetError(f"{where}: {field}.{key}[{index}]: must be a non-empty string, got {pattern!r}")
+            raise SetError(f"{where}: corpus.{key}[{index}]: must be a non-empty string, got {pattern!r}")
     if len(set(value)) != len(value):
-        raise SetError(f"{where}: {field}.{key}: lists a glob twice")
+        raise SetError(f"{where}: corpus.{key}: lists a glob twice")
     return tuple(value)
 
 
-def _limit(spec: dict, key: str, default: int, where: str, field: str) -> int:
+def _limit(spec: dict, key: str, default: int, where: str) -> int:
     value = spec.get(key, default)
     # bool is an int subclass; `true` is never a byte count.
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SetError(f"{where}: {field}.{key}: must be a positive integer (bytes), got {value!r}")
+        raise SetError(f"{where}: corpus.{key}: must be a positive integer (bytes), got {value!r}")
     return value
 
 
@@ -164,10 +164,9 @@ class Selector:
     skips are named if they leave a glob empty.
     """
 
-    def __init__(self, selection: Selection, where: str, field: str = "corpus") -> None:
+    def __init__(self, selection: Selection, where: str) -> None:
         self.selection = selection
         self.where = where
-        self.field = field
         self.total_bytes = 0
         self.documents: dict[str, Document] = {}
         self._used: set[str] = set()
@@ -205,15 +204,15 @@ class Selector:
             raise SetError(f"{prefix}: appears twice (document ids must be unique)")
         limit = selection.max_member_bytes
         if member.size > limit:
-            raise SetError(f"{prefix}: {member.size} bytes, over {self.field}.max_member_bytes ({limit}); "
-                           f"raise the limit or add it to {self.field}.exclude")
+            raise SetError(f"{prefix}: {member.size} bytes, over corpus.max_member_bytes ({limit}); "
+                           "raise the limit or add it to corpus.exclude")
         data = member.read(limit)
         if len(data) > limit:  # a header that understated the size
-            raise SetError(f"{prefix}: more than {limit} bytes ({self.field}.max_member_bytes)")
+            raise SetError(f"{prefix}: more than {limit} bytes (corpus.max_member_bytes)")
         self.total_bytes += len(data)
         if self.total_bytes > selection.max_total_bytes:
-            raise SetError(f"{prefix}: selected files exceed {self.field}.max_total_bytes "
-                           f"({selection.max_total_bytes}); narrow {self.field}.include or raise the limit")
+            raise SetError(f"{prefix}: selected files exceed corpus.max_total_bytes "
+                           f"({selection.max_total_bytes}); narrow corpus.include or raise the limit")
         self.documents[member.name] = document(member.name, data)
         self._used.update(patterns)
 
@@ -224,13 +223,12 @@ class Selector:
                 continue
             notes = []
             if pattern in self._excluded:
-                notes.append(f"{self._excluded[pattern]} match(es) removed by {self.field}.exclude")
+                notes.append(f"{self._excluded[pattern]} match(es) removed by corpus.exclude")
             skipped = self._skipped.get(pattern, [])
             if skipped:
                 notes.append("skipped: " + ", ".join(skipped[:3]) + (" ..." if len(skipped) > 3 else ""))
             detail = f" ({'; '.join(notes)})" if notes else ""
-            raise SetError(f"{self.where}: {self.field}.include[{index}]: {pattern!r} selects no regular "
-                           f"file{detail}")
+            raise SetError(f"{self.where}: corpus.include[{index}]: {pattern!r} selects no regular file{detail}")
         return [self.documents[doc_id] for doc_id in sorted(self.documents)]
 
 

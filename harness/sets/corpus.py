@@ -109,23 +109,21 @@ def _load_jsonl(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Do
     problem = contained_path_problem(set_dir, rel)
     if problem:
         raise SetError(f"{where}: corpus.path: {rel!r} {problem}")
-    documents: list[Document] = []
-    seen: set[str] = set()
+    documents: dict[str, Document] = {}
     for number, obj in iter_jsonl(path, label):
         doc_id, text, title = obj.get("id"), obj.get("text"), obj.get("title", "")
         if not isinstance(doc_id, str) or not doc_id:
             raise SetError(f"{label}:{number}: id: must be a non-empty string")
-        if doc_id in seen:
+        if doc_id in documents:
             raise SetError(f"{label}:{number}: id: {doc_id!r} appears twice")
         if not isinstance(text, str) or not text.strip():
             raise SetError(f"{label}:{number}: text: must be a non-empty string")
         if not isinstance(title, str):
             raise SetError(f"{label}:{number}: title: must be a string")
-        seen.add(doc_id)
-        documents.append(Document(id=doc_id, text=text, sha256=content_sha256(text), title=title))
+        documents[doc_id] = Document(id=doc_id, text=text, sha256=content_sha256(text), title=title)
     if not documents:
         raise SetError(f"{label}: corpus is empty")
-    return documents
+    return list(documents.values())
 
 
 def contained_path_problem(folder: Path, relative: str) -> str | None:

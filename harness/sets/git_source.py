@@ -6,6 +6,7 @@ selected blobs, so the working tree, the index and uncommitted changes never mat
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import tempfile
@@ -39,7 +40,7 @@ def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = Fal
     repo, commit, selection = _parse_spec(spec, set_dir, where)
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
-    with _BlobReader(repo, where) as blobs:
+    with contextlib.closing(_BlobReader(repo, where)) as blobs:
         members = [Member(path, kind, size, blobs.reader(oid, path))
                    for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
@@ -131,12 +132,6 @@ class _BlobReader:
         self._watchdog: threading.Timer | None = None
         self._cache: dict[str, bytes] = {}
 
-    def __enter__(self) -> _BlobReader:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def _start(self) -> subprocess.Popen[bytes]:
         self._stderr = tempfile.TemporaryFile()
         try:
@@ -189,11 +184,9 @@ class _BlobReader:
         """Stop git (EOF on stdin ends it) and the watchdog; idempotent."""
         process, self._process = self._process, None
         if process is not None:
-            try:
+            with contextlib.suppress(OSError):
                 if process.stdin is not None:
                     process.stdin.close()
-            except OSError:
-                pass
             try:
                 process.wait(timeout=GIT_TIMEOUT_SECONDS)
             except subprocess.TimeoutExpired:

@@ -10,7 +10,7 @@ from harness.measured import EvidenceFigure, ScopeNumbers
 from harness.records import EvidenceSpan, Query
 from harness.scoring import evidence
 from harness.scoring.evaluate import Answer, aggregate, evaluate_query
-from harness.scoring.metrics import parse_metric
+from harness.scoring.metrics import evidence_measure_names, parse_metric
 
 # One page, 0..100: the current answer at 10..20, the superseded one at 60..70, a mixed
 # passage at 40..55, a hedge nobody can judge at 80..90.
@@ -117,7 +117,7 @@ def test_canonical_hit_and_mrr():
 
 def test_whole_document_hits_and_names():
     assert evidence.windows_of(["a", "b"], [None, (1, 5)]) == [("a", 0, math.inf), ("b", 1, 5)]
-    names = evidence.evidence_metric_names()
+    names = evidence_measure_names()
     assert set(figures(["page"], None, canonical=("page",))) == set(names)
     assert len(names) == len(set(names))
     assert parse_metric("stale_before_current").lower_is_better and not parse_metric("ku@1").lower_is_better
