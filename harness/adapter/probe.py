@@ -18,8 +18,7 @@ from pathlib import Path
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
 from harness.adapter.startup import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
-from harness.adapter.protocol import (BANNER_TEXT_FIELDS, PROTOCOL_VERSION, Request, banner_index_bytes, decode_banner,
-                                      encode_request)
+from harness.adapter.protocol import Request, banner_problem, decode_banner, encode_request
 from harness.quoting import preview
 from harness.watchdog import TERM_GRACE_SECONDS
 
@@ -270,19 +269,6 @@ class LiveAdapter:
         self._child = None
         self._last_loss = next((e.failure for e in reversed(self.exchanges) if e.failure), "stopped")
         self._silent_starts = self._silent_starts + 1 if self._first_line_pending else 0
-
-
-def banner_problem(banner: dict) -> str | None:
-    """What is wrong with a `{"ready": true, ...}` banner, or None: text fields must be strings, the protocol
-    this harness's, `index_bytes` a count."""
-    for name in BANNER_TEXT_FIELDS:
-        if name in banner and not isinstance(banner[name], str):
-            return f"banner field {name!r} must be a string, got {json.dumps(banner[name])}"
-    if "protocol" in banner and banner["protocol"] != PROTOCOL_VERSION:
-        return f"banner says protocol {json.dumps(banner['protocol'])}; this harness speaks {PROTOCOL_VERSION}"
-    if "index_bytes" in banner and banner_index_bytes(banner) is None:  # a run refuses it (exit 3)
-        return f"banner field 'index_bytes' must be an integer >= 0 (bytes), got {json.dumps(banner['index_bytes'])}"
-    return None
 
 
 def _not_a_banner(line: bytes) -> str:

@@ -169,17 +169,26 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
     where = lone_surrogate_at(obj)
     if where is not None:
         raise ProtocolError(f"banner: {where} holds a lone surrogate escape (\\ud800-\\udfff), not text")
-    if check_fields:
-        for name in BANNER_TEXT_FIELDS:
-            if name in obj and not isinstance(obj[name], str):
-                raise ProtocolError(f"banner: {name!r} must be a string, got {preview(json.dumps(obj[name]))}")
-        if "index_bytes" in obj and (type(obj["index_bytes"]) is not int or obj["index_bytes"] < 0):
-            raise ProtocolError(f"banner: 'index_bytes' must be an integer >= 0 (bytes), got "
-                                f"{preview(json.dumps(obj['index_bytes']))}")
-        if "protocol" in obj and (type(obj["protocol"]) is not int or obj["protocol"] != PROTOCOL_VERSION):
-            raise ProtocolError(f"banner: 'protocol' is {preview(json.dumps(obj['protocol']))}; "
-                                f"this harness speaks {PROTOCOL_VERSION}")
+    problem = banner_problem(obj) if check_fields else None
+    if problem is not None:
+        raise ProtocolError(problem)
     return obj
+
+
+def banner_problem(banner: dict[str, object]) -> str | None:
+    """What is wrong with a ready banner's fields, or None: the one rule of a run (exit 3) and of
+    check-adapter (a failed check). Text fields are strings, `protocol` is this harness's (an int:
+    `true` is not 1), `index_bytes` a count."""
+    for name in BANNER_TEXT_FIELDS:
+        if name in banner and not isinstance(banner[name], str):
+            return f"banner: {name!r} must be a string, got {preview(json.dumps(banner[name]))}"
+    if "index_bytes" in banner and banner_index_bytes(banner) is None:
+        return ("banner: 'index_bytes' must be an integer >= 0 (bytes), got "
+                f"{preview(json.dumps(banner['index_bytes']))}")
+    if "protocol" in banner and (type(banner["protocol"]) is not int or banner["protocol"] != PROTOCOL_VERSION):
+        return (f"banner: 'protocol' is {preview(json.dumps(banner['protocol']))}; "
+                f"this harness speaks {PROTOCOL_VERSION}")
+    return None
 
 
 def banner_index_bytes(banner: dict[str, object] | None) -> int | None:

@@ -94,8 +94,11 @@ def test_endurance_reports_memory_growth_and_can_fail_on_it(capsys, tmp_path):
     pytest.param(fixture("bad_banner", "text"), {"banner"}, "banner",
                  "first line is neither a ready banner nor an answer: 'starting the search service...'",
                  id="banner-text"),
-    pytest.param(fixture("bad_banner", "fields"), {"banner"}, "banner", "banner field 'name' must be a string, got 7",
+    pytest.param(fixture("bad_banner", "fields"), {"banner"}, "banner", "banner: 'name' must be a string, got '7'",
                  id="banner-fields"),
+    # a run refuses `"protocol": true` (exit 3, tests/unit/adapter/test_protocol.py): so does the check
+    pytest.param(fixture("bad_banner", "protocol"), {"banner"}, "banner",
+                 "banner: 'protocol' is 'true'; this harness speaks 1", id="banner-protocol-true"),
     pytest.param(fixture("bad_banner", "ready"), {"banner"}, "banner", "banner 'ready' must be true, got \"yes\"",
                  id="banner-ready"),
 ])
@@ -204,7 +207,7 @@ def test_as_a_real_subprocess(tmp_path):
     assert done.returncode == 1
     assert done.stderr == ""
     assert done.stdout.startswith("adapter: ")
-    assert re.search(r"^banner\s+FAIL\s+banner field 'name' must be a string, got 7$", done.stdout, re.M)
+    assert re.search(r"^banner\s+FAIL\s+banner: 'name' must be a string, got '7'$", done.stdout, re.M)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="resident memory is read from /proc")

@@ -162,4 +162,6 @@ def test_a_banner_must_be_strict_json_and_with_check_fields_well_typed():
         decode_banner(b'{"ready": true, "name": 7}', check_fields=True)
     with pytest.raises(ProtocolError, match=r"^banner: 'protocol' is '2'; this harness speaks 1"):
         decode_banner(b'{"ready": true, "protocol": 2}', check_fields=True)
+    with pytest.raises(ProtocolError, match=r"^banner: 'protocol' is 'true'; this harness speaks 1"):
+        decode_banner(b'{"ready": true, "protocol": true}', check_fields=True)  # Python's True == 1
     assert decode_banner(b'{"ready": false, "x": NaN}') is None  # not a banner at all

@@ -57,7 +57,7 @@ def test_shards_merge_to_each_figures_largest():
 
 
 def test_check_adapter_names_a_bad_index_bytes_as_a_run_would_refuse_it():
-    from harness.adapter.probe import banner_problem
+    from harness.adapter.protocol import banner_problem
     assert banner_problem({"ready": True, "index_bytes": 10}) is None
     assert banner_problem({"ready": True, "index_bytes": True}) == (
-        "banner field 'index_bytes' must be an integer >= 0 (bytes), got true")
+        "banner: 'index_bytes' must be an integer >= 0 (bytes), got 'true'")
