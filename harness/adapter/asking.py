@@ -221,7 +221,7 @@ def ask_sets(query_sets: Sequence[QuerySet], options: RunOptions, corpus_dir: Pa
 def run_resources(outcome: RunOutcome, workers: Sequence[Worker]) -> Resources:
     """What the run's adapter cost (docs/gate.md, "Resource budgets"): start-up seconds to the banner and the
     peak RSS of one worker's process group (with several workers, the largest of each), the index bytes the
-    first banner reported. A worker that does not measure memory (a Ray actor) gives None."""
+    first banner reported (a Ray actor measures its adapter on its node and sends the peak back as it stops)."""
     peaks = [peak for peak in (getattr(worker, "peak_rss_mib", None) for worker in workers) if peak is not None]
     return Resources(startup_seconds=None if outcome.startup_seconds is None else round(outcome.startup_seconds, 3),
                      peak_rss_mib=max(peaks) if peaks else None, index_bytes=banner_index_bytes(outcome.banner))

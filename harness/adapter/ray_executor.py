@@ -214,6 +214,7 @@ class RayWorker:
         self.argv = list(options.argv)
         self.banner: dict | None = None
         self.startup_seconds: float | None = None
+        self.peak_rss_mib: float | None = None  # the actor's measure, sent back when its adapter stops
         self.placement: dict[str, object] = {"worker": index + 1}
         self._failed = False
         self._log_path = options.worker_log(index).resolve()
@@ -290,8 +291,9 @@ class RayWorker:
             reply = self._get(self._actor.stop.remote(),
                               STOP_GRACE_SECONDS + TERM_GRACE_SECONDS + RAY_GRACE_SECONDS, "stop")
             self._kill()
-            if reply is not None:
-                raise AdapterError(reply, argv=self.argv)
+            self.peak_rss_mib = reply["peak_rss_mib"]
+            if reply["error"] is not None:
+                raise AdapterError(reply["error"], argv=self.argv)
             return
         # The run failed or was interrupted: the actor may be inside a long query, so kill it at
         # once; its guard (harness/watchdog.py) stops the adapter's process group on its node.
@@ -400,13 +402,15 @@ class _AdapterActor:
         if chunk:
             yield chunk
 
-    def stop(self) -> str | None:
-        """Stop the adapter as a local run does; None, or the AdapterError text (e.g. stray lines)."""
+    def stop(self) -> dict:
+        """Stop the adapter as a local run does: `error`, None or the AdapterError text (e.g. stray lines), and
+        `peak_rss_mib`, the peak resident memory of its process group as sampled on this node."""
         try:
-            self._started().__exit__(None, None, None)
-            return None
+            adapter = self._started()
+            adapter.__exit__(None, None, None)
+            return {"error": None, "peak_rss_mib": adapter.peak_rss_mib}
         except AdapterError as error:
-            return str(error)
+            return {"error": str(error), "peak_rss_mib": None}
         finally:
             self._remove_folder()
 

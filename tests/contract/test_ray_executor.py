@@ -81,6 +81,8 @@ def test_ray_with_two_workers_gives_the_ids_and_metrics_of_a_local_run(ray_addre
         [(q.qid, q.ids, q.scores, q.metrics, q.outcome) for q in theirs.queries]
     assert mine.aggregates == theirs.aggregates and mine.query_count == len(theirs.queries) == 55
     assert mine.latency.n == 55 and all(q.latency_seconds > 0 for q in mine.queries)
+    # each actor samples its adapter's memory on its node, as a local run does: BM25 holds tens of MiB
+    assert 5 < mine.resources.peak_rss_mib < 4096 and 5 < theirs.resources.peak_rss_mib < 4096
     executor = remote.provenance.extra["executor"]
     assert executor["name"] == "ray" and len(executor["workers"]) == 2
     assert len({w["actor_pid"] for w in executor["workers"]}) == 2  # two actors, each owning one adapter
