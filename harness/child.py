@@ -296,8 +296,7 @@ class ChildProcess:
                             step()
                             break
                         except BaseException as exc:  # noqa: BLE001 - re-raised by stop
-                            if interrupt is None:
-                                interrupt = exc
+                            interrupt = interrupt or exc
                 self._finished = True
         return bytes(unread), interrupt
 
