@@ -32,12 +32,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from harness.fsutil import open_log
-from harness.interrupts import HANDLED_SIGNALS
+from harness.interrupts import stop_signals_blocked
 from harness.process_memory import group_rss_kib
 from harness.watchdog import TERM_GRACE_SECONDS, guard_group, release_group
 
@@ -296,8 +296,7 @@ class ChildProcess:
                             step()
                             break
                         except BaseException as exc:  # noqa: BLE001 - re-raised by stop
-                            if interrupt is None:
-                                interrupt = exc
+                            interrupt = interrupt or exc
                 self._finished = True
         return bytes(unread), interrupt
 
@@ -439,13 +438,3 @@ def describe_exit(returncode: int) -> str:
         return f"adapter was killed by {name}"
     return f"adapter exited with status {returncode}"
 
-
-@contextlib.contextmanager
-def stop_signals_blocked() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP (the signals a command turns into Interrupted) for the calling
-    thread, so a process group's kill is never cut half-way; they are delivered on exit."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

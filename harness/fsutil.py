@@ -400,12 +400,9 @@ def xml_safe(text: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks (OSError when it cannot be read)."""
-    digest = hashlib.sha256()
+    """Hex sha256 of a file's bytes, read in chunks (OSError when it cannot be read)."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def cache_dir(*parts: str) -> Path:

@@ -58,3 +58,14 @@ def signals_raise_interrupted() -> Iterator[None]:
         for signum, old in previous.items():
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
         _received.pop()  # blocks nest (main thread only): the innermost ends first
+
+
+@contextlib.contextmanager
+def stop_signals_blocked() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP (the signals a command turns into Interrupted) for the calling
+    thread, so a process group's kill is never cut half-way; they are delivered on exit."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -149,10 +149,7 @@ class Layout:
         baseline kept anywhere else (a repository's other JSON files are never read)."""
         assert self.baseline is not None
         folders = [f for f in self.baseline.parents[:2] if f.name == DEFAULT_BASELINE_PATH.parent.name]
-        if not folders:
-            return None
-        folder = folders[0]
-        for path in sorted(folder.rglob("*.json")):
+        for path in sorted(folders[0].rglob("*.json")) if folders else ():
             if path.resolve() == self.baseline.resolve():
                 continue
             try:

@@ -27,11 +27,10 @@ How the peak is measured, and why this way:
 
 from __future__ import annotations
 
-import signal
 import threading
 from pathlib import Path
 
-from harness.interrupts import HANDLED_SIGNALS
+from harness.interrupts import stop_signals_blocked
 
 SAMPLE_SECONDS = 1.0     # between two looks of the sampling thread (a look: ~10 ms with 124 processes here)
 KIB_PER_MIB = 1024
@@ -84,27 +83,23 @@ class PeakMemory:
     (None where /proc is missing, or when no look found a process).
     """
 
-    def __init__(self, group_id: int, interval_seconds: float = SAMPLE_SECONDS) -> None:
+    def __init__(self, group_id: int) -> None:
         self.group_id = group_id
-        self.interval_seconds = interval_seconds
         self._high_water: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> PeakMemory:
-        """Look once now, then every `interval_seconds` from a daemon thread (nothing on a system without /proc)."""
+        """Look once now, then every SAMPLE_SECONDS from a daemon thread (nothing on a system without /proc)."""
         if not measurable():
             return self
         self.sample()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
         # Started with the stop signals blocked, as the stderr thread is (harness/child.py): the kernel never
         # picks this thread for them, so the main thread's handlers see every one.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
-        try:
+        with stop_signals_blocked():
             self._thread.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         return self
 
     def sample(self) -> None:
@@ -112,12 +107,8 @@ class PeakMemory:
         memory = group_memory(self.group_id)
         if not memory:
             return
-        with self._lock:
-            # The latest mark, not the largest: within one program it only grows, and when it is lower the
-            # process has exec'd a new program, so what was seen before was its fork's copy of the parent's
-            # pages (a sample between fork and exec), which would count the parent twice.
-            for pid, (_, high_water) in memory.items():
-                self._high_water[pid] = high_water
+        with self._lock:  # each process's last mark, not its largest (the module docstring says why)
+            self._high_water.update((pid, high_water) for pid, (_, high_water) in memory.items())
 
     def stop(self) -> None:
         """A last look, then the thread ends (it is a daemon: a stuck read never holds the harness)."""
@@ -126,7 +117,7 @@ class PeakMemory:
         self.sample()
         self._stopped.set()
         if self._thread is not None:
-            self._thread.join(self.interval_seconds + 1.0)
+            self._thread.join(SAMPLE_SECONDS + 1.0)
 
     @property
     def peak_kib(self) -> int | None:
@@ -140,5 +131,5 @@ class PeakMemory:
         return None if peak is None else round(peak / KIB_PER_MIB, 1)
 
     def _run(self) -> None:
-        while not self._stopped.wait(self.interval_seconds):
+        while not self._stopped.wait(SAMPLE_SECONDS):
             self.sample()

@@ -154,11 +154,6 @@ class QueryResult:
         return resampling_unit(self.qid, self.group)
 
     @property
-    def base_latency_ms(self) -> float | None:
-        """The paired baseline latency as reports write it (rounded as `latency_ms`), or None."""
-        return None if self.base_latency_seconds is None else round(self.base_latency_seconds * 1000, 4)
-
-    @property
     def latency_ms(self) -> float:
         """The latency as reports write it: milliseconds, rounded to 4 decimals (0.1 µs)."""
         return round(self.latency_seconds * 1000, 4)
@@ -182,7 +177,8 @@ class QueryResult:
             **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
             **({"window": dict(self.window)} if self.window is not None else {}),
             **({"tied": self.tied} if self.tied else {}),
-            **({"base_latency_ms": self.base_latency_ms} if self.base_latency_seconds is not None else {}),
+            **({"base_latency_ms": round(self.base_latency_seconds * 1000, 4)}  # rounded as `latency_ms`
+               if self.base_latency_seconds is not None else {}),
         }
 
 
