@@ -61,11 +61,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 @contextlib.contextmanager
 def _temp_beside(path: Path, data: bytes) -> Iterator[str]:
     """`data` in a synced temp file beside `path` (its folder created), removed on leaving unless renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = new_file_beside(path, ".tmp")
     try:
-        # mkstemp makes 0600 files; give the result the mode a plain open() would (0666 & ~umask).
-        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -152,10 +149,15 @@ def _write_into(target: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _current_umask() -> int:
+def new_file_beside(path: Path, suffix: str) -> tuple[int, str]:
+    """A new hidden file beside `path` (its folder created), to be renamed or linked over it: (descriptor, name).
+    mkstemp makes 0600 files; it gets the mode a plain open() would give (0666 & ~umask), as every output has."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name[:_TEMP_NAME_KEEP]}.", suffix=suffix, dir=path.parent)
     mask = os.umask(0)
     os.umask(mask)
-    return mask
+    os.fchmod(fd, 0o666 & ~mask)
+    return fd, name
 
 
 def write_new_text(path: Path, text: str) -> bool:

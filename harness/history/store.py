@@ -22,14 +22,13 @@ import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.fsutil import _current_umask
+from harness.fsutil import new_file_beside
 from harness.measured import UNJUDGED_COUNT, SetNumbers
 
 HISTORY_FORMAT = "retrieval-gate-history"
@@ -386,9 +385,7 @@ def _comparable(revision: int | None, corpus_hash: str | None, k: int | None) ->
 def _create(path: Path) -> None:
     """A new, empty store at `path`, made beside it and linked into place: never over a file that
     appeared meanwhile (a concurrent first append), which is then the one used."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".new", dir=path.parent)
-    os.fchmod(fd, 0o666 & ~_current_umask())  # the mode a plain open() would give, as every output has
+    fd, temp = new_file_beside(path, ".new")
     os.close(fd)
     try:
         connection = sqlite3.connect(temp, isolation_level=None)
