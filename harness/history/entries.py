@@ -71,7 +71,7 @@ def entries_from_baseline(text: bytes, label: str, *, accepted: str | None = Non
     identities: dict[str, str] = {}
     for name, numbers in baseline.sets.items():
         identity = baseline.identity_for(name).describe()
-        backend = str((document["sets"][name].get("backend") or document["backend"]).get("label") or identity)
+        backend = baseline.backends[name].label or identity
         identities.setdefault(backend, identity)
         by_backend.setdefault(backend, []).append(_set_record(numbers, _baseline_metrics(numbers)))
     digest = hashlib.sha256(text).hexdigest()  # the same file wherever it was read: the same baseline
