@@ -27,6 +27,7 @@ from harness.records import QueryResult, QuerySet, SetResult
 from harness.report.document import Provenance, Report, ReportError
 from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set
 from harness.sets.shards import shard_of
+from harness.text import shortlist
 
 # What a shard records that must be the same in every shard: a difference changes a metric or a verdict.
 SAME_SETTINGS = ("k", "max_window", "repeats")
@@ -106,8 +107,8 @@ def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[s
         result = evaluate_set(query_set, answers, k, tuple(dict.fromkeys([*metrics, *kept])))
         if not result.complete:
             missing = [q.qid for q in query_set.queries if q.qid not in answers]
-            raise ReportError(f"merge: set {query_set.name}: the shards answer none of {', '.join(missing[:5])}"
-                              f"{' ...' if len(missing) > 5 else ''}; were they run on another revision of the set?")
+            raise ReportError(f"merge: set {query_set.name}: the shards answer none of {shortlist(missing)}; were "
+                              f"they run on another revision of the set?")
         for (recorded, label), now in zip(records, result.queries):
             _check_recorded(label, query_set.name, recorded, now)
         shards = [s.resources for part in plan.parts for s in part.report.sets if s.name == query_set.name]
@@ -222,8 +223,7 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
             placed[position] = (query, part.label)
     unplaced = [str(p) for p, q in enumerate(placed) if q is None]
     if unplaced:
-        raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard "
-                          f"(positions {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''})")
+        raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard (positions {shortlist(unplaced)})")
     return tuple(place for place in placed if place is not None)  # every position is placed, as checked above
 
 
