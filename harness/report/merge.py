@@ -88,8 +88,8 @@ def plan_merge(reports: Sequence[tuple[str, Report]]) -> MergePlan:
         warnings.append("the shards ran at different commits: " + ", ".join(
             f"{p.label} {(p.report.provenance.git_commit or 'unknown')[:12]}" for p in parts)
                         + "; merged, but the shards may not have measured the same code")
-    return MergePlan(tuple(parts), queries, _merge_provenance(parts), tuple(_identity(p) for p in parts),
-                     tuple(warnings))
+    return MergePlan(tuple(parts), queries, _merge_provenance(parts),
+                     tuple(p.report.provenance.identity() for p in parts), tuple(warnings))
 
 
 def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[str]) -> list[SetResult]:
@@ -151,15 +151,6 @@ def _complete_split(parts: list[_Part]) -> list[_Part]:
     return [by_index[i] for i in sorted(by_index)]
 
 
-def _identity(part: _Part) -> BackendIdentity:
-    """Who answered the shard: the identity the run recorded, else its banner and command."""
-    provenance = part.report.provenance
-    recorded = provenance.extra.get("backend_identity")
-    if isinstance(recorded, Mapping):
-        return BackendIdentity.from_record(recorded)
-    return BackendIdentity.of(provenance.adapter.banner, provenance.backend.argv)
-
-
 def _policy(provenance: Provenance) -> object:
     """The gate policy a shard recorded, without the file it was read from (paths differ between machines)."""
     policy = provenance.extra.get("policy")
@@ -183,7 +174,7 @@ def _check_same_run(first: _Part, part: _Part) -> None:
         differ(f"set {mine.name}: judgments_hash", getattr(a.sets.get(mine.name), "judgments_hash", None),
                getattr(b.sets.get(mine.name), "judgments_hash", None))
     differ("backend", a.backend.label, b.backend.label)
-    differ("backend identity", _identity(first).to_dict(), _identity(part).to_dict())
+    differ("backend identity", a.identity().to_dict(), b.identity().to_dict())
     differ("metric definitions", a.metric_definitions, b.metric_definitions)
     for setting in SAME_SETTINGS:
         differ(setting, a.settings.get(setting), b.settings.get(setting))
@@ -223,7 +214,8 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
             placed[position] = (query, part.label)
     unplaced = [str(p) for p, q in enumerate(placed) if q is None]
     if unplaced:
-        raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard (positions {shortlist(unplaced)})")
+        raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard "
+                          f"(positions {shortlist(unplaced)})")
     return tuple(place for place in placed if place is not None)  # every position is placed, as checked above
 
 
