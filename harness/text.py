@@ -1,8 +1,9 @@
-"""Plain word handling shared by set statistics and the BM25 adapter: content words and stop words; a count in words."""
+"""Plain words: content and stop words (set statistics, the BM25 adapter), a count in words, a list's first few."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # A small English stop list (function words only). Content words are what is left.
 STOP_WORDS = frozenset("""
@@ -26,6 +27,12 @@ def words(text: str) -> list[str]:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`1 query`, `2 queries`: a count and its noun, singular for exactly one (`many`: the plural when not word + s)."""
     return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def shortlist(items: Sequence[str], shown: int = 5, *, counted: bool = False, separator: str = ", ") -> str:
+    """The first `shown` items joined, then ` ...` when some are left out (`counted`: ` (+N more)`, N of them)."""
+    left = len(items) - shown
+    return separator.join(items[:shown]) + ((f" (+{left} more)" if counted else " ...") if left > 0 else "")
 
 
 def content_words(text: str) -> set[str]:

@@ -21,6 +21,7 @@ from typing import Protocol
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, latency_summary, ranking_change
 from harness.scoring.metrics import trec_eval_order
+from harness.text import shortlist
 from harness.adapter.protocol import Request, Response, banner_index_bytes
 from harness.measured import Latency, Resources
 from harness.records import QuerySet, SetResult
@@ -231,9 +232,8 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
     """The warning for queries whose repeats reordered tied documents (empty when there are none)."""
     if not tied:
         return []
-    shown = ", ".join(tied[:5]) + (" ..." if len(tied) > 5 else "")
     return [f"--repeats: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} came back with tied documents in "
-            f"another order (their scores do not fix the order; metrics use the first answer): {shown}"]
+            f"another order (their scores do not fix the order; metrics use the first answer): {shortlist(tied)}"]
 
 
 class Worker(Protocol):
@@ -283,13 +283,13 @@ def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path:
         missing = missing_by_set[query_set.name]
         if missing:
             warnings.append(f"{run_path}: {len(missing)} queries of set {query_set.name} have no ranking "
-                            f"(scored as empty): {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+                            f"(scored as empty): {shortlist(missing)}")
         result = evaluate_set(query_set, answers_from_run(run, query_set, k), k, options.metrics)
         results.append(dataclasses.replace(result, latency=Latency()))
     unknown = unknown_in_run(run, query_sets)
     if unknown:
         warnings.append(f"{run_path}: {len(unknown)} query ids match no query of the sets: "
-                        f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
+                        f"{shortlist(unknown)}")
     return RunOutcome(results, _now(), warnings=warnings)
 
 

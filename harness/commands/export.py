@@ -14,7 +14,7 @@ from harness.report.document import Report
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
 from harness.report.trec import DEFAULT_RUN_TAG, report_sets, scored_rows_only, write_qrels, write_run
-from harness.text import plural
+from harness.text import plural, shortlist
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,9 +89,8 @@ def unscored_warning(report: Report) -> list[str]:
                 for s in report.sets for row in s.queries if not row.scored]
     if not unscored:
         return []
-    shown = ", ".join(unscored[:5]) + (" ..." if len(unscored) > 5 else "")
     return [f"export: {plural(len(unscored), 'query', 'queries')} written that the report's aggregates "
-            f"leave out (xfail, measure_only or negative probes: {shown}); trec_eval averages judged ones "
+            f"leave out (xfail, measure_only or negative probes: {shortlist(unscored)}); trec_eval averages judged ones "
             f"in, so its means differ from the report's; give --scored-only to leave them out"]
 
 

@@ -19,7 +19,7 @@ from harness.sets.loader import check_sets_dir, load_set, read_set_metadata, set
 from harness.sets.materialise import write_corpus_files
 from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
-from harness.text import plural
+from harness.text import plural, shortlist
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,6 +266,6 @@ def pin_set(folder: Path, offline: bool) -> int:
     if not update.changed:
         print(f"{update.meta_path}: pins already current ({update.pinned} documents)")
         return EXIT_OK
-    print(f"{update.meta_path}: {len(update.changed)} pin(s) written: {', '.join(update.changed[:10])}"
-          f"{' ...' if len(update.changed) > 10 else ''}; bump 'revision' if the gold changed")
+    print(f"{update.meta_path}: {len(update.changed)} pin(s) written: {shortlist(update.changed, 10)}; bump "
+          f"'revision' if the gold changed")
     return EXIT_OK

@@ -28,6 +28,14 @@ DEFAULT_BASELINE_PATH = Path("baselines/current.json")
 
 
 @dataclass(frozen=True)
+class BackendRecord:
+    """A baseline's `backend` object read strictly: its label and the identity it records."""
+
+    label: str | None
+    identity: BackendIdentity
+
+
+@dataclass(frozen=True)
 class Baseline:
     """A baseline file read once, strictly: where it is, each set's numbers (the records a run
     produces), whose backend recorded each set, when and at which commit.
@@ -38,8 +46,8 @@ class Baseline:
 
     path: Path
     sets: Mapping[str, SetNumbers]
-    identity: BackendIdentity
-    backends: Mapping[str, BackendIdentity]
+    backend: BackendRecord  # the file's; older files record it alone
+    backends: Mapping[str, BackendRecord]  # set -> the record it was recorded for: its own, else the file's
     created: str | None
     commit: str | None
     document: Mapping[str, Any]  # the file's JSON, as read: what --update-baseline replaces
@@ -71,19 +79,18 @@ class Baseline:
                 calibration[name] = read_calibration(entry.get("calibration"))
         if top is None:  # a removed record would gate any backend against this file
             raise reader.fail("backend: missing; restore it from git, or re-baseline")
-        backends = {name: identity or top for name, identity in own.items()}
-        return cls(path=path, sets=sets, identity=top, backends=backends,
+        return cls(path=path, sets=sets, backend=top, backends={name: record or top for name, record in own.items()},
                    created=text_or_none(document.get("created")), commit=text_or_none(document.get("git_commit")),
                    document=document, calibration=calibration)
 
     def identity_for(self, name: str) -> BackendIdentity:
         """Whose backend the set `name` was recorded for: its own record, else the file's (older files)."""
-        return self.backends.get(name, self.identity)
+        return self.backends.get(name, self.backend).identity
 
     def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
         when, at which commit."""
-        backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.identity.describe(): 1}
+        backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.backend.identity.describe(): 1}
         record: dict[str, object] = {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                                      "git_commit": self.commit}
         calibrated = [f"{name}: {self.calibration[name].summary()}" for name in names if name in self.calibration]
@@ -311,15 +318,14 @@ def read_baseline(path: Path) -> dict[str, Any]:
     return dict(Baseline.read(path).document)
 
 
-def _read_backend(reader: StrictReader) -> BackendIdentity | None:
+def _read_backend(reader: StrictReader) -> BackendRecord | None:
     """A recorded backend: None when absent, else an object whose text fields are text and whose
     command is argv; never read as "any backend"."""
     if reader.value is None:
         return None
     if not isinstance(reader.value, dict):
         raise reader.fail(f"must be an object (label, name, version, command), got {preview(reader.value)}")
-    for field in ("label", "name", "version", "model_digest"):
-        reader.get(field, required=False).optional_text()
+    label, *_ = [reader.get(key, required=False).optional_text() for key in ("label", "name", "version", "model_digest")]
     for field in ("command", "argv"):
         if reader.has(field):
             reader.get(field).strings()
@@ -328,7 +334,7 @@ def _read_backend(reader: StrictReader) -> BackendIdentity | None:
     identity = BackendIdentity.from_record(reader.value)
     if not identity.name and not identity.command:  # `{}`, or emptied: it would match any backend
         raise reader.fail("names no backend (neither a name nor a command); restore it from git, or re-baseline")
-    return identity
+    return BackendRecord(label, identity)
 
 
 def _read_entry(name: str, reader: StrictReader) -> SetNumbers:

@@ -34,11 +34,12 @@ from harness.scoring.metrics import Measure, parse_metric, percentile
 from harness.scoring.stats import (RESAMPLES, PairedTest, RatioInterval, holm, mcnemar_exact, paired_percentile_ratio,
                                    paired_test)
 from harness.scoring.ties import score_runs
-from harness.text import plural
+from harness.text import plural, shortlist
 
 JUDGED_METRIC = "judged@10"
 FLOAT_SLACK = 1e-9
 MAX_FLIPS_LISTED = 10
+_listed = partial(shortlist, shown=MAX_FLIPS_LISTED, counted=True)  # the first ten joined, then `(+4 more)`
 # The units a GateResult's numbers are in: a [0, 1] mean whose `limit` is the largest drop allowed
 # (shown in points); milliseconds whose `limit` is the largest value allowed; a count whose `limit`
 # is the largest change allowed.
@@ -277,17 +278,10 @@ def _tie_words(flips: Sequence[str], in_ties: Mapping[str, str], measure: Measur
     certain = all("moved within" in in_ties[qid] for qid in flips if qid in in_ties)
     which = (("the loss is" if certain else "the loss may be") if len(tied) == len(flips)
              else f"{len(tied)} of {len(flips)} flips")
-    shown = _listed(tied, "; ")
     hint = "" if measure.tie_aware else "; the gate policy's tie_aware gates the expected value over tie orders"
     where = "confined to tied positions" if len(tied) == len(flips) else "in tied positions"
-    return (f"; {which} {where}: {shown} (the order among equal scores is the adapter's "
+    return (f"; {which} {where}: {_listed(tied, separator='; ')} (the order among equal scores is the adapter's "
             f"choice{hint})")
-
-
-def _listed(items: Sequence[str], separator: str = ", ") -> str:
-    """The first MAX_FLIPS_LISTED items joined, and how many more there are (`a, b, c (+4 more)`)."""
-    more = f" (+{len(items) - MAX_FLIPS_LISTED} more)" if len(items) > MAX_FLIPS_LISTED else ""
-    return separator.join(items[:MAX_FLIPS_LISTED]) + more
 
 
 def _why_only_warn(category: str | None, n: int, loss: float, base_values: Mapping[str, float],

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from harness.errors import BaselineError
 from harness.gating.baseline import Baseline
-from harness.gating.identity import BackendIdentity
 from harness.gating.policy import FOUNDING_METRIC
 from harness.measured import SetNumbers
 from harness.history.store import BASELINE, RUN, Entry, HistoryError, SetRecord, source_key, stored_numbers, utc_time
@@ -41,9 +40,6 @@ def entry_from_report(report: Report) -> Entry:
     provenance = report.provenance
     policy = provenance.extra.get("policy")
     metrics = tuple(policy.get("metrics") or ()) if isinstance(policy, Mapping) else ()
-    identity = provenance.extra.get("backend_identity")
-    if not isinstance(identity, Mapping):
-        identity = BackendIdentity.of(provenance.adapter.banner, provenance.backend.argv).to_dict()
     sources = provenance.sets
     records = tuple(_set_record(result.numbers(sources[result.name].judgments_hash if result.name in sources else None),
                                 metrics or (FOUNDING_METRIC,)) for result in report.sets)
@@ -54,7 +50,7 @@ def entry_from_report(report: Report) -> Entry:
     return Entry(
         source=source_key(RUN, provenance.to_dict(), [r.name for r in report.sets]), kind=RUN,
         time=utc_time(provenance.started), git_commit=provenance.git_commit, backend=provenance.backend.label,
-        sets=records, identity=BackendIdentity.from_record(identity).describe(), condition=provenance.condition,
+        sets=records, identity=provenance.identity().describe(), condition=provenance.condition,
         machine=dict(provenance.machine), exit_code=report.exit_code, resources=resources)
 
 
@@ -71,7 +67,7 @@ def entries_from_baseline(text: bytes, label: str, *, accepted: str | None = Non
     identities: dict[str, str] = {}
     for name, numbers in baseline.sets.items():
         identity = baseline.identity_for(name).describe()
-        backend = str((document["sets"][name].get("backend") or document["backend"]).get("label") or identity)
+        backend = baseline.backends[name].label or identity
         identities.setdefault(backend, identity)
         by_backend.setdefault(backend, []).append(_set_record(numbers, _baseline_metrics(numbers)))
     digest = hashlib.sha256(text).hexdigest()  # the same file wherever it was read: the same baseline

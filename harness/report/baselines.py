@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.gating.baseline import Baseline
+from harness.gating.baseline import BackendRecord, Baseline
 from harness.measured import SetNumbers
 from harness.quoting import preview
 from harness.report.escape import markdown_text, terminal_line
@@ -25,7 +25,7 @@ def render_table(baselines: Sequence[Baseline]) -> str:
             if numbers is None:
                 continue
             overall = numbers.aggregates.overall
-            backend = (baseline.document.get("backend") or {}).get("label") or baseline.path.stem
+            backend = baseline.backend.label or baseline.path.stem
             cells = " | ".join(f"{overall.means[m]:.3f}" if m in overall.means else "-" for m in TABLE_METRICS)
             latency = _number(numbers.latency.p95, 1)
             lines.append(f"| {markdown_text(name)} | {markdown_text(f'{backend} ({_label(baseline.path)})')} | "
@@ -59,12 +59,12 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     backend re-baselined that set) says how, and so does a set whose calibration (`calibrate`) changed. Every line is shown inert on a terminal (`terminal_line`).
     """
     lines = [f"baselines diff: {old.path} -> {new.path}"]
-    identity = _identity_changes(old.document.get("backend") or {}, new.document.get("backend") or {})
+    identity = _identity_changes(old.backend, new.backend)
     if identity:
         lines += [f"identity: {plural(len(identity), 'field')} changed"]
         lines += [f"  {change}" for change in identity]
     else:
-        lines.append(f"identity: unchanged ({_describe(new.document.get('backend') or {})})")
+        lines.append(f"identity: unchanged ({_describe(new.backend)})")
     old_sets, new_sets = old.sets, new.sets
     moved = 0
     for name in sorted(set(old_sets) | set(new_sets)):
@@ -75,7 +75,7 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
             lines.append(f"set {name}: added ({plural(new_sets[name].query_count, 'query', 'queries')})")
             moved += 1
         else:
-            own = _identity_changes(_set_backend(old, name), _set_backend(new, name))
+            own = _identity_changes(old.backends[name], new.backends[name])
             set_lines = _set_diff(name, old_sets[name], new_sets[name], metrics)
             if own != identity:
                 set_lines = (set_lines or [f"set {name}: identity and query count unchanged"]) + [
@@ -91,20 +91,15 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
     return "\n".join(map(terminal_line, lines)) + "\n"
 
 
-def _set_backend(baseline: Baseline, name: str) -> Mapping:
-    """The backend record a set was recorded for: its own, else the file's (older files)."""
-    entry = baseline.document["sets"][name]
-    return entry.get("backend") or baseline.document.get("backend") or {}
+def _describe(backend: BackendRecord) -> str:
+    return " ".join(text for text in (backend.identity.name, backend.identity.version) if text) or "no banner identity"
 
 
-def _describe(backend: Mapping) -> str:
-    return " ".join(str(backend[key]) for key in ("name", "version") if backend.get(key)) or "no banner identity"
-
-
-def _identity_changes(old: Mapping, new: Mapping) -> list[str]:
-    """`field old -> new` for each identity field and each setting that differs."""
-    changes = [f"{key} {old.get(key)!r} -> {new.get(key)!r}" for key in IDENTITY_FIELDS if old.get(key) != new.get(key)]
-    old_settings, new_settings = old.get("settings") or {}, new.get("settings") or {}
+def _identity_changes(old: BackendRecord, new: BackendRecord) -> list[str]:
+    """`field old -> new` for each identity field (as the identity check reads it) and each setting that differs."""
+    was, now = ({"label": record.label, **record.identity.to_dict()} for record in (old, new))
+    changes = [f"{key} {was[key]!r} -> {now[key]!r}" for key in IDENTITY_FIELDS if was[key] != now[key]]
+    old_settings, new_settings = old.identity.settings or {}, new.identity.settings or {}
     changes += [f"settings.{key} {old_settings.get(key, '(none)')!r} -> {new_settings.get(key, '(none)')!r}"
                 for key in sorted(set(old_settings) | set(new_settings)) if old_settings.get(key) != new_settings.get(key)]
     return changes

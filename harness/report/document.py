@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, UsageError
+from harness.gating.identity import BackendIdentity
 from harness.measured import Latency, Resources, ScopeNumbers
 from harness.strict_json import strict_json_dumps
 from harness.records import GateResult, SetResult
@@ -112,6 +113,13 @@ class Provenance:
     nondeterministic_queries: tuple[str, ...] = ()
     run_file: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+
+    def identity(self) -> BackendIdentity:
+        """Who answered: the identity the run recorded (`backend_identity`), else its banner and command."""
+        recorded = self.extra.get("backend_identity")
+        if isinstance(recorded, Mapping):
+            return BackendIdentity.from_record(recorded)
+        return BackendIdentity.of(self.adapter.banner, self.backend.argv)
 
     def to_dict(self) -> dict[str, object]:
         return {

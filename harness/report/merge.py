@@ -27,6 +27,7 @@ from harness.records import QueryResult, QuerySet, SetResult
 from harness.report.document import Provenance, Report, ReportError
 from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set
 from harness.sets.shards import shard_of
+from harness.text import shortlist
 
 # What a shard records that must be the same in every shard: a difference changes a metric or a verdict.
 SAME_SETTINGS = ("k", "max_window", "repeats")
@@ -87,8 +88,8 @@ def plan_merge(reports: Sequence[tuple[str, Report]]) -> MergePlan:
         warnings.append("the shards ran at different commits: " + ", ".join(
             f"{p.label} {(p.report.provenance.git_commit or 'unknown')[:12]}" for p in parts)
                         + "; merged, but the shards may not have measured the same code")
-    return MergePlan(tuple(parts), queries, _merge_provenance(parts), tuple(_identity(p) for p in parts),
-                     tuple(warnings))
+    return MergePlan(tuple(parts), queries, _merge_provenance(parts),
+                     tuple(p.report.provenance.identity() for p in parts), tuple(warnings))
 
 
 def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[str]) -> list[SetResult]:
@@ -106,8 +107,8 @@ def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[s
         result = evaluate_set(query_set, answers, k, tuple(dict.fromkeys([*metrics, *kept])))
         if not result.complete:
             missing = [q.qid for q in query_set.queries if q.qid not in answers]
-            raise ReportError(f"merge: set {query_set.name}: the shards answer none of {', '.join(missing[:5])}"
-                              f"{' ...' if len(missing) > 5 else ''}; were they run on another revision of the set?")
+            raise ReportError(f"merge: set {query_set.name}: the shards answer none of {shortlist(missing)}; were "
+                              f"they run on another revision of the set?")
         for (recorded, label), now in zip(records, result.queries):
             _check_recorded(label, query_set.name, recorded, now)
         shards = [s.resources for part in plan.parts for s in part.report.sets if s.name == query_set.name]
@@ -150,15 +151,6 @@ def _complete_split(parts: list[_Part]) -> list[_Part]:
     return [by_index[i] for i in sorted(by_index)]
 
 
-def _identity(part: _Part) -> BackendIdentity:
-    """Who answered the shard: the identity the run recorded, else its banner and command."""
-    provenance = part.report.provenance
-    recorded = provenance.extra.get("backend_identity")
-    if isinstance(recorded, Mapping):
-        return BackendIdentity.from_record(recorded)
-    return BackendIdentity.of(provenance.adapter.banner, provenance.backend.argv)
-
-
 def _policy(provenance: Provenance) -> object:
     """The gate policy a shard recorded, without the file it was read from (paths differ between machines)."""
     policy = provenance.extra.get("policy")
@@ -182,7 +174,7 @@ def _check_same_run(first: _Part, part: _Part) -> None:
         differ(f"set {mine.name}: judgments_hash", getattr(a.sets.get(mine.name), "judgments_hash", None),
                getattr(b.sets.get(mine.name), "judgments_hash", None))
     differ("backend", a.backend.label, b.backend.label)
-    differ("backend identity", _identity(first).to_dict(), _identity(part).to_dict())
+    differ("backend identity", a.identity().to_dict(), b.identity().to_dict())
     differ("metric definitions", a.metric_definitions, b.metric_definitions)
     for setting in SAME_SETTINGS:
         differ(setting, a.settings.get(setting), b.settings.get(setting))
@@ -223,7 +215,7 @@ def _placed(name: str, parts: Sequence[_Part]) -> tuple[tuple[QueryResult, str],
     unplaced = [str(p) for p, q in enumerate(placed) if q is None]
     if unplaced:
         raise ReportError(f"merge: set {name}: {len(unplaced)} of {total} queries in no shard "
-                          f"(positions {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''})")
+                          f"(positions {shortlist(unplaced)})")
     return tuple(place for place in placed if place is not None)  # every position is placed, as checked above
 
 

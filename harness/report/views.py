@@ -27,8 +27,7 @@ def load_run(path: Path) -> RunView:
 
 def baseline_view(baseline: Baseline, label: str | None = None) -> RunView:
     """The comparable view of a baseline: its sets' numbers, named by the file and its backend."""
-    backend = baseline.document.get("backend") or {}
-    return RunView(label=f"{label or baseline.path} ({backend.get('label')})",
+    return RunView(label=f"{label or baseline.path} ({baseline.backend.label})",
                    metric_definitions=baseline.document.get("metric_definitions"), sets=baseline.sets,
                    kind="baseline", condition=baseline.document.get("condition"))
 

@@ -1,6 +1,6 @@
-"""harness.text: words and content words, shared by set statistics and the BM25 tokenizer."""
+"""harness.text: words and content words (set statistics, the BM25 tokenizer), and the shortlist of an error line."""
 
-from harness.text import STOP_WORDS, content_words, words
+from harness.text import STOP_WORDS, content_words, shortlist, words
 
 
 def test_words_split_on_punctuation_and_underscores_and_keep_unicode():
@@ -9,3 +9,11 @@ def test_words_split_on_punctuation_and_underscores_and_keep_unicode():
 
 def test_content_words_drop_english_stop_words():
     assert "the" in STOP_WORDS and content_words("how is the config file parsed") == {"config", "file", "parsed"}
+
+
+def test_shortlist_shows_the_first_few_then_says_some_are_left_out():
+    ids = [f"q{n}" for n in range(1, 8)]
+    assert shortlist(ids[:5]) == "q1, q2, q3, q4, q5"  # exactly five: nothing left out
+    assert shortlist(ids) == "q1, q2, q3, q4, q5 ..."
+    assert shortlist(ids, 3, counted=True, separator="; ") == "q1; q2; q3 (+4 more)"
+    assert shortlist([], counted=True) == ""

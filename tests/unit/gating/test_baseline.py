@@ -135,3 +135,15 @@ def test_a_baseline_that_is_not_strict_json_is_never_written(tmp_path):
     with pytest.raises(BaselineError, match="strict JSON"):
         write_baseline(tmp_path / "b.json", document)
     assert not (tmp_path / "b.json").exists()
+
+
+def test_the_backend_records_are_read_once_each_set_its_own_else_the_file_s():
+    document = json.loads(json.dumps(build_baseline([evaluate_set(TINY, ANSWERS, k=10)], PROVENANCE)))
+    document["sets"]["other"] = {key: value for key, value in document["sets"]["tiny"].items() if key != "backend"}
+    document["sets"]["tiny"]["backend"] = {"label": "fts", "name": "fts5", "argv": ["/usr/bin/python3", "-m", "f"]}
+    baseline = Baseline.from_document(document, Path("b.json"))
+    assert baseline.backend.label == PROVENANCE["backend"]["label"]
+    tiny, other = baseline.backends["tiny"], baseline.backends["other"]
+    assert (tiny.label, tiny.identity.name, tiny.identity.command) == ("fts", "fts5", ("python", "-m", "f"))
+    assert other is baseline.backend  # an older entry without its own record: the file's
+    assert baseline.identity_for("tiny") is tiny.identity

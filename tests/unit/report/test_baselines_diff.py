@@ -116,3 +116,13 @@ def test_a_calibration_added_or_removed_is_said_for_its_set():
         in added
     assert "  calibration removed\n" in render(calibrated, plain)
     assert "set tiny: unchanged" in render(plain, plain)
+
+
+def test_an_older_file_s_backend_compares_as_the_identity_check_reads_it():
+    """An older file records its backend's command as `argv`: the diff reads it as the identity check does
+    (the same command, not "None -> [...]"); the label and the settings it lacks are changes."""
+    old, new = baseline(), baseline()
+    old["backend"] = {"label": "old", "name": "x", "version": "1", "argv": [sys.executable, "-m", "adapters.x"]}
+    lines = render(old, new).splitlines()
+    assert lines[1:4] == ["identity: 2 fields changed", "  label 'old' -> 'x'", "  settings.k1 '(none)' -> 0.9"]
+    assert lines[4:6] == ["set tiny: identity and query count unchanged", "  backend of this set: unchanged"]

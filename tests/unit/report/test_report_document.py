@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK
 from harness.records import GateResult
-from harness.report.document import REPORT_FORMAT, Report, ReportError, exit_code_for
+from harness.report.document import REPORT_FORMAT, AdapterStart, Backend, Report, ReportError, exit_code_for
 from harness.report.reading import read_document, read_report, report_from_json
 from tests.conftest import FIXTURES
 from tests.reports import crashed_report, gated_report
@@ -141,3 +141,14 @@ def test_exit_code_of_a_run():
     assert exit_code_for(None, [passed, failed]) == EXIT_GATE_FAILED
     assert exit_code_for(3, [passed]) == 3 and exit_code_for(143, []) == 143
     assert crashed_report().exit_code == 3 and not crashed_report().complete
+
+
+def test_who_answered_is_the_recorded_identity_else_the_banner_and_command():
+    provenance = dataclasses.replace(gated_report().provenance, backend=Backend("x", ("python", "-m", "adapters.x")),
+                                     adapter=AdapterStart(banner={"ready": True, "name": "x", "version": "2"}))
+    assert (provenance.identity().name, provenance.identity().version) == ("x", "2")  # no record: the banner
+    assert provenance.identity().command == ("python", "-m", "adapters.x")
+    recorded = dataclasses.replace(provenance, extra={"backend_identity": {"name": "y", "command": ["y"]}})
+    assert (recorded.identity().name, recorded.identity().version, recorded.identity().command) == ("y", None, ("y",))
+    old = read_report(OLD_REPORT).provenance.identity()  # written before backend_identity was: its banner, its argv
+    assert (old.name, old.version, old.command) == ("bm25", "1.0.0", ("python", "-m", "adapters.bm25"))
