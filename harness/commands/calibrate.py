@@ -16,6 +16,7 @@ from harness.gating.baseline import write_calibration
 from harness.gating.calibration import DEFAULT_ALPHA, DEFAULT_RUNS, MIN_RUNS, SetCalibration, calibrate_runs
 from harness.measured import RESOURCE_FIGURES, SetNumbers, resource_text
 from harness.shipped import is_shipped_data
+from harness.text import shortlist
 
 MAX_RUNS = 1000
 LOG_PATH = Path(".retrieval-gate/calibrate.adapter.log")
@@ -129,8 +130,7 @@ def describe(name: str, calibration: SetCalibration) -> str:
                          f"comparison widened by {resource_text(calibration.allowance(spread), unit)}")
     if calibration.contracts:
         lines.append(f"  contracts broken in some runs, not all (noise to the contract gate): "
-                     f"{', '.join(sorted(calibration.contracts)[:10])}"
-                     + (f" (+{len(calibration.contracts) - 10} more)" if len(calibration.contracts) > 10 else ""))
+                     f"{shortlist(sorted(calibration.contracts), 10, counted=True)}")
     if calibration.breaks is not None and calibration.breaks.sd:
         lines.append(f"  broken contracts: {', '.join(f'{value:g}' for value in calibration.breaks.values)} in the runs "
                      f"-> +{calibration.allowance(calibration.breaks):.1f} allowed")
