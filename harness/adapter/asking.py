@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
-from harness.scoring.evaluate import Answer, evaluate_set, latency_summary, ranking_change
+from harness.scoring.evaluate import Answer, evaluate_set, ranking_change, with_base_latency
 from harness.scoring.metrics import trec_eval_order
 from harness.text import shortlist
 from harness.adapter.protocol import Request, Response, banner_index_bytes
@@ -136,7 +136,10 @@ class AskingRun:
                 _ask_set(adapters, streams, query_set, options, answers, outcome, progress)
             finally:
                 result = evaluate_set(query_set, answers, options.k or query_set.k, options.metrics)
-                outcome.results.append(with_base_latency(result, base_seconds) if base is not None else result)
+                if base is not None:
+                    result = with_base_latency(result, {q.qid: statistics.median(base_seconds[q.qid])
+                                                        for q in result.queries})
+                outcome.results.append(result)
                 self.pending.pop(0)
         outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
         outcome.banner = adapters[0].banner
@@ -160,15 +163,6 @@ def _paired_replies(candidate: Worker, base: AdapterProcess, requests: list[Requ
             seconds.append(base.ask(request)[1])
             reply = candidate.ask(request)
         yield reply
-
-
-def with_base_latency(result: SetResult, base_seconds: Mapping[str, Sequence[float]]) -> SetResult:
-    """`result` with the baseline's paired latency per query (the median of its repeats' seconds, by qid) and its
-    summary over those queries."""
-    queries = tuple(dataclasses.replace(q, base_latency_seconds=statistics.median(base_seconds[q.qid]))
-                    for q in result.queries)
-    summary = latency_summary([q.base_latency_seconds for q in queries if q.base_latency_seconds is not None])
-    return dataclasses.replace(result, queries=queries, base_latency=summary)
 
 
 @contextlib.contextmanager

@@ -6,7 +6,8 @@ against the loaded sets with scoring.evaluate's own functions, so the merged res
 the last bit, one run asking every query, latency percentiles included (computed over the union
 of the per-query latencies, never averaged). A recorded metric that disagrees with the re-scored
 one is refused: a shard report is evidence, never trusted. Gating is `harness.api.merge_gate`'s,
-through the same `decide` as a run.
+through the same `decide` as a run. Paired latency (`--baseline-adapter`) survives the merge when every
+shard was paired: each query's pair was timed in its own shard, on one machine, in ABBA order.
 
 Shards that cannot be one run are refused with one line each (ReportError, exit 2): a missing or
 repeated shard, shards of different splits, sets, set revisions, corpora or judgments, k,
@@ -25,7 +26,7 @@ from harness.gating.identity import BackendIdentity
 from harness.measured import Resources
 from harness.records import QueryResult, QuerySet, SetResult
 from harness.report.document import Provenance, Report, ReportError
-from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set
+from harness.scoring.evaluate import REPORTED_METRICS, UNJUDGED_COUNT, Answer, evaluate_set, with_base_latency
 from harness.sets.shards import shard_of
 from harness.text import shortlist
 
@@ -111,6 +112,10 @@ def rescore(plan: MergePlan, query_sets: Sequence[QuerySet], metrics: Sequence[s
                               f"they run on another revision of the set?")
         for (recorded, label), now in zip(records, result.queries):
             _check_recorded(label, query_set.name, recorded, now)
+        paired = {record.qid: record.base_latency_seconds for record, _ in records
+                  if record.base_latency_seconds is not None}
+        if len(paired) == len(records):  # every shard timed the baseline's backend beside its own: pairs merge
+            result = with_base_latency(result, paired)
         shards = [s.resources for part in plan.parts for s in part.report.sets if s.name == query_set.name]
         results.append(replace(result, resources=Resources.largest(shards)))
     return results
@@ -268,7 +273,9 @@ def _merge_provenance(parts: Sequence[_Part]) -> Provenance:
     settings["shards"] = len(parts)
     commits = {p.git_commit for p in provenances}
     nondeterministic = tuple(dict.fromkeys(q for p in provenances for q in p.nondeterministic_queries))
-    extra = {key: value for key, value in base.extra.items() if key not in ("shard", "executor")}
+    # paired latency is the merge's only when every shard timed the baseline's backend (rescore pairs the queries)
+    unpaired = () if all("paired_latency" in p.extra for p in provenances) else ("paired_latency",)
+    extra = {key: value for key, value in base.extra.items() if key not in ("shard", "executor", *unpaired)}
     extra["shards"] = shards
     return replace(
         base, started=min((p.started for p in provenances if p.started), default=None),

@@ -235,6 +235,14 @@ def latency_summary(latencies_seconds: Sequence[float]) -> Latency:
     return Latency(n=len(ms), p50=metrics.percentile(ms, 50), p95=metrics.percentile(ms, 95), max=max(ms))
 
 
+def with_base_latency(result: SetResult, base_seconds: Mapping[str, float]) -> SetResult:
+    """`result` with the baseline's paired latency per query (seconds, by qid: docs/gate.md, "Paired latency")
+    and its summary over those queries."""
+    queries = tuple(dataclasses.replace(q, base_latency_seconds=base_seconds[q.qid]) for q in result.queries)
+    summary = latency_summary([base_seconds[q.qid] for q in result.queries])
+    return dataclasses.replace(result, queries=queries, base_latency=summary)
+
+
 def evaluate_set(query_set: QuerySet, answers: Mapping[str, Answer], k: int, metrics: Sequence[str] = ()) -> SetResult:
     """Evaluate the queries that were answered; a set with unanswered queries is incomplete.
 

@@ -93,6 +93,26 @@ def test_merge_equals_the_unsharded_run(tmp_path, adapter):
     assert merged["provenance"]["settings"]["workers"] == 3 and "shard" not in merged["provenance"]
 
 
+def test_paired_shards_merge_paired_and_a_mixed_merge_compares_across_runs(tmp_path, adapter):
+    import shlex
+    base = ["--baseline-adapter", shlex.join(adapter[3:])]  # the same scripted backend, timed beside each shard
+    paired = shards(tmp_path, adapter, 2, *base)
+    code, merged = merge(tmp_path, *paired, "--no-gate")
+    assert code == 0
+    mine = merged["sets"][0]
+    seconds = [q["base_latency_ms"] for q in mine["queries"]]
+    assert len(seconds) == 7 and all(value > 0 for value in seconds)
+    assert mine["base_latency_ms"] == pytest.approx({"n": 7, "p50": percentile(seconds, 50),
+                                                     "p95": percentile(seconds, 95), "max": max(seconds)})
+    assert merged["provenance"]["paired_latency"]["order"] == "ABBA"
+    # one shard paired, one not: no query of the other has a pair, so the merge is across runs
+    code, second = run(tmp_path, "unpaired2.json", "--shard", "2/2", *adapter)
+    assert code == 0
+    code, mixed = merge(tmp_path, paired[0], second, "--no-gate")
+    assert code == 0
+    assert "base_latency_ms" not in mixed["sets"][0] and "paired_latency" not in mixed["provenance"]
+
+
 def test_shards_with_no_query_run_and_merge(tmp_path, adapter):
     _, whole = run(tmp_path, "whole.json", "--no-gate", *adapter)
     paths = shards(tmp_path, adapter, 10, "--warmup", "1")  # 7 queries over 10 shards: some hold none
