@@ -332,13 +332,14 @@ def _paired_ci(before: Sequence[int], after: Sequence[int], per_query: Sequence[
                seed: int, confidence: float = CONFIRM_CONFIDENCE) -> tuple[float, float] | None:
     """The paired bootstrap CI over queries of (mean over `after` runs) - (mean over `before` runs), on the
     queries every one of those runs carries; None without per-query values."""
-    rows = [per_query[i] for i in (*before, *after) if i < len(per_query)]
-    if len(rows) < len(before) + len(after) or any(row is None for row in rows):
+    runs = {i: row for i in (*before, *after) if i < len(per_query) and (row := per_query[i]) is not None}
+    if len(runs) < len(before) + len(after):
         return None
-    common = set(rows[0]).intersection(*rows[1:])  # type: ignore[arg-type]
+    first, *others = runs.values()
+    common = set(first).intersection(*others)
     if not common:
         return None
-    level_before = {qid: statistics.fmean(per_query[i][qid] for i in before) for qid in common}  # type: ignore[index]
-    level_after = {qid: statistics.fmean(per_query[i][qid] for i in after) for qid in common}  # type: ignore[index]
+    level_before = {qid: statistics.fmean(runs[i][qid] for i in before) for qid in common}
+    level_after = {qid: statistics.fmean(runs[i][qid] for i in after) for qid in common}
     return bootstrap_ci(group_differences(level_before, level_after), resamples=CI_RESAMPLES, seed=seed,
                         confidence=confidence)
