@@ -23,7 +23,7 @@ import random
 import statistics
 import sys
 
-from benchmarks.set_power import (COMPANIONS, ROOT, detected, real_changes, resampled, simulated_change,
+from benchmarks.set_power import (detected, real_changes, resampled, simulated_change, simulated_sets,
                                   simulation_parser)
 
 TARGET = (0.7, 0.9)
@@ -44,19 +44,13 @@ def simulated_power(scored, change, delta: float, *, trials: int, resamples: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.errors import HarnessError
     from harness.scoring.detectability import small_change
-    from harness.sets.loader import find_sets, load_set
 
     parser = simulation_parser("python -m benchmarks.detectability", __doc__.splitlines()[0], "figure")
     parser.add_argument("--quick", action="store_true", help="100 trials of 1,000 resamples")
     args = parser.parse_args(argv)
     trials, resamples = (100, 1000) if args.quick else (args.trials, args.resamples)
-    try:
-        sets = [load_set(folder) for folder in find_sets(args.sets or list(COMPANIONS), ROOT / "sets")]
-    except HarnessError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    sets = simulated_sets(parser, args.sets or ())
 
     print(f"# power of the paired test at the figure `sets show --paired` prints ({trials} trials, {resamples} "
           f"resamples); target {TARGET[0]:g}-{TARGET[1]:g}")

@@ -191,17 +191,22 @@ def simulation_parser(prog: str, description: str, per: str) -> argparse.Argumen
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def simulated_sets(parser: argparse.ArgumentParser, names: Sequence[str]) -> list:
+    """The sets `names` (the companion sets when none), loaded; one that cannot be loaded ends the benchmark
+    with its one error line and its exit code."""
     from harness.errors import HarnessError
     from harness.sets.loader import find_sets, load_set
 
+    try:
+        return [load_set(folder) for folder in find_sets(list(names) or list(COMPANIONS), ROOT / "sets")]
+    except HarnessError as exc:
+        parser.exit(exc.exit_code, f"{parser.prog}: error: {exc}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = simulation_parser("python -m benchmarks.set_power", __doc__.splitlines()[0], "delta")
     args = parser.parse_args(argv)
-    try:
-        sets = [load_set(folder) for folder in find_sets(args.sets or list(COMPANIONS), ROOT / "sets")]
-    except HarnessError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    sets = simulated_sets(parser, args.sets or ())
 
     print(f"# smallest shift of recall@{K} detected with power {POWER:g} (paired test, alpha {ALPHA:g}, "
           f"{args.trials} trials, {args.resamples} resamples); target {TARGET_POINTS:g} points or less")
