@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+from tests.conftest import REPO_ROOT
 
 
 def default_signals() -> None:
@@ -94,3 +98,15 @@ def assert_one_error_line(done: subprocess.CompletedProcess, *fragments: str) ->
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
     return errors[0]
+
+
+def ask_adapter_module(module: str, args: list[str], requests: list[dict],
+                       env: dict[str, str]) -> tuple[int, list[dict], str]:
+    """Start `python -m module args` from the repository, write `requests` on its stdin, and return its exit
+    code, the JSON lines it answered (start-up progress lines left out: tests/unit/adapters/test_startup.py
+    checks those) and its stderr."""
+    stdin = "".join(json.dumps(request) + "\n" for request in requests)
+    done = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
+                          env=env, cwd=REPO_ROOT, timeout=120, check=False)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    return done.returncode, [line for line in lines if "progress" not in line], done.stderr

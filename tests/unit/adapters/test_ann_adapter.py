@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, require_modules
+from tests.conftest import require_modules
+from tests.process_helpers import ask_adapter_module
 
 require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
 require_modules("faiss", extra="ann")
@@ -72,11 +71,7 @@ def run_adapter(args: list[str], requests: list[dict], tmp_path: Path) -> tuple[
     corpus.mkdir(exist_ok=True)
     (corpus / "tiny.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in DOCS))
     env = {**os.environ, "RETRIEVAL_GATE_CACHE": str(tmp_path / "cache"), "HARNESS_CORPUS_DIR": str(corpus)}
-    stdin = "".join(json.dumps(request) + "\n" for request in requests)
-    done = subprocess.run([sys.executable, "-m", "adapters.ann", *args], input=stdin, capture_output=True, text=True,
-                          env=env, cwd=REPO_ROOT, timeout=120, check=False)
-    lines = [line for line in map(json.loads, done.stdout.splitlines()) if "progress" not in line]
-    return done.returncode, lines, done.stderr
+    return ask_adapter_module("adapters.ann", args, requests, env)
 
 
 @pytest.fixture

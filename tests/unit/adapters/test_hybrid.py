@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from adapters.fusion import FusionSettings, fuse, normalised, read_table
 from adapters.hybrid import reciprocal_rank_fusion
 from tests.conftest import REPO_ROOT, require_modules
+from tests.process_helpers import ask_adapter_module
 
 ROOT = REPO_ROOT
 
@@ -47,15 +46,6 @@ def reference_rrf(rankings: list[list[str]], rrf_k: float) -> list[str]:
     return sorted(totals, key=lambda doc_id: (-totals[doc_id], doc_id))
 
 
-def run(module: str, args: list[str], requests: list[dict], env: dict[str, str]) -> tuple[int, list[dict], str]:
-    stdin = "".join(json.dumps(request) + "\n" for request in requests)
-    completed = subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True,
-                               text=True, env=env, cwd=ROOT, timeout=120, check=False)
-    parsed = [json.loads(line) for line in completed.stdout.splitlines()]
-    # start-up progress lines are checked in tests/unit/adapters/test_startup.py
-    return completed.returncode, [line for line in parsed if "progress" not in line], completed.stderr
-
-
 @pytest.fixture
 def setup(tmp_path: Path):
     require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
@@ -79,12 +69,12 @@ QUERIES = [{"kind": "tiny", "query": "beta gamma", "k": 3}, {"kind": "tiny", "qu
 def test_hybrid_equals_rrf_of_its_two_parts_run_separately(setup):
     model_dir, env = setup
     candidates = 4
-    code, bm25_lines, stderr = run("adapters.bm25", [], [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
+    code, bm25_lines, stderr = ask_adapter_module("adapters.bm25", [], [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
     assert code == 0, stderr
-    code, embed_lines, stderr = run("adapters.onnx_embed", ["--model-dir", str(model_dir)],
+    code, embed_lines, stderr = ask_adapter_module("adapters.onnx_embed", ["--model-dir", str(model_dir)],
                                     [{**q, "k": max(q["k"], candidates)} for q in QUERIES], env)
     assert code == 0, stderr
-    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--candidates",
+    code, hybrid_lines, stderr = ask_adapter_module("adapters.hybrid", ["--model-dir", str(model_dir), "--candidates",
                                                          str(candidates), "--rrf-k", "10", "--fusion", "rrf",
                                                          "--weight", "0.5"],
                                      [*QUERIES, {"kind": "nope", "query": "x", "k": 1}], env)
@@ -133,10 +123,10 @@ def test_default_hybrid_is_weighted_rrf_of_its_parts(setup):
     model_dir, env = setup
     depth = 100  # the default candidate depth covers this 12-document corpus
     requests = [{**q, "k": depth} for q in QUERIES]
-    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
-    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir), "--long-documents", "windows"],
+    _, bm25_lines, _ = ask_adapter_module("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = ask_adapter_module("adapters.onnx_embed", ["--model-dir", str(model_dir), "--long-documents", "windows"],
                             requests, env)
-    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
+    code, hybrid_lines, stderr = ask_adapter_module("adapters.hybrid", ["--model-dir", str(model_dir)], QUERIES, env)
     assert code == 0, stderr
     assert hybrid_lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
     for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], hybrid_lines[1:]):
@@ -149,9 +139,9 @@ def test_zscore_hybrid_is_zscore_fusion_of_its_parts(setup):
     model_dir, env = setup
     depth = 20
     requests = [{**q, "k": depth} for q in QUERIES]
-    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
-    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
-    code, hybrid_lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion", "zscore",
+    _, bm25_lines, _ = ask_adapter_module("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = ask_adapter_module("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
+    code, hybrid_lines, stderr = ask_adapter_module("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion", "zscore",
                                                          "--weight", "0.5", "--candidates", "20"], QUERIES, env)
     assert code == 0, stderr
     assert hybrid_lines[0]["fusion"] == {"tiny": {"method": "zscore", "weight": 0.5, "candidates": 20}}
@@ -201,7 +191,7 @@ def test_minmax_and_zscore_hand_computed():
 ])
 def test_bad_fusion_options_exit_2(setup, args, message):
     model_dir, env = setup
-    code, lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), *args], [], env)
+    code, lines, stderr = ask_adapter_module("adapters.hybrid", ["--model-dir", str(model_dir), *args], [], env)
     assert (code, lines) == (2, [])
     assert stderr.strip().endswith(message)
 
@@ -220,21 +210,21 @@ def test_the_tuned_table_gives_its_corpus_its_settings_and_options_replace_them_
                                               {"kind": "tiny", "corpus_sha256": "f" * 64,
                                                "fusion": {"method": "zscore", "weight": 1.0, "candidates": 5}}])
     requests = [{**q, "k": 20} for q in QUERIES]
-    _, bm25_lines, _ = run("adapters.bm25", [], requests, env)
-    _, embed_lines, _ = run("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
+    _, bm25_lines, _ = ask_adapter_module("adapters.bm25", [], requests, env)
+    _, embed_lines, _ = ask_adapter_module("adapters.onnx_embed", ["--model-dir", str(model_dir)], requests, env)
     model = ["--model-dir", str(model_dir), "--fusion-table", str(table)]
-    code, lines, stderr = run("adapters.hybrid", model, QUERIES, env)
+    code, lines, stderr = ask_adapter_module("adapters.hybrid", model, QUERIES, env)
     assert code == 0, stderr
     assert lines[0]["fusion"] == {"tiny": tuned} and lines[0]["settings"]["fusion"] == {"tiny": tuned}
     for query, lexical, semantic, fused in zip(QUERIES, bm25_lines[1:], embed_lines[1:], lines[1:]):
         expected = reference_weighted_rrf(lexical["ids"], semantic["ids"], 0.25, 2.0)[: query["k"]]
         assert fused["ids"] == [doc_id for doc_id, _ in expected], query
-    _, lines, _ = run("adapters.hybrid", [*model, "--weight", "0.9"], [], env)  # one field replaced
+    _, lines, _ = ask_adapter_module("adapters.hybrid", [*model, "--weight", "0.9"], [], env)  # one field replaced
     assert lines[0]["fusion"] == {"tiny": {**tuned, "weight": 0.9}}
-    _, lines, _ = run("adapters.hybrid", [*model, "--untuned"], [], env)  # the defaults
+    _, lines, _ = ask_adapter_module("adapters.hybrid", [*model, "--untuned"], [], env)  # the defaults
     assert lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
     corpus.write_text(corpus.read_text() + json.dumps({"id": "doc-new", "text": "omega"}) + "\n")
-    _, lines, _ = run("adapters.hybrid", model, [], env)  # another corpus under the same kind: not tuned for
+    _, lines, _ = ask_adapter_module("adapters.hybrid", model, [], env)  # another corpus under the same kind: not tuned for
     assert lines[0]["fusion"] == {"tiny": {"method": "rrf", "weight": 0.6, "rrf_k": 10.0, "candidates": 100}}
 
 
@@ -251,7 +241,7 @@ def test_a_bad_table_is_one_line_naming_the_file_and_field_and_exit_2(setup, tmp
     model_dir, env = setup
     table = tmp_path / "table.json"
     table.write_text(document)
-    code, lines, stderr = run("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion-table", str(table)], [], env)
+    code, lines, stderr = ask_adapter_module("adapters.hybrid", ["--model-dir", str(model_dir), "--fusion-table", str(table)], [], env)
     assert (code, lines) == (2, [])
     assert stderr.strip().splitlines()[-1].endswith(f"{table}: {message}")
 

@@ -13,6 +13,7 @@ import pytest
 from harness.fsutil import file_sha256
 
 from tests.conftest import REPO_ROOT, require_default_model, require_modules
+from tests.process_helpers import ask_adapter_module
 
 require_modules("numpy", "onnxruntime", "tokenizers", "onnx")
 
@@ -37,12 +38,7 @@ def run_adapter(args: list[str], requests: list[dict], *, cache: Path, corpus_di
     env.pop("HARNESS_CORPUS_DIR", None)
     if corpus_dir is not None:
         env["HARNESS_CORPUS_DIR"] = str(corpus_dir)
-    stdin = "".join(json.dumps(request) + "\n" for request in requests)
-    completed = subprocess.run([sys.executable, "-m", "adapters.onnx_embed", *args], input=stdin,
-                               capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
-    lines = [json.loads(line) for line in completed.stdout.splitlines()]
-    lines = [line for line in lines if "progress" not in line]  # start-up progress: tests/unit/adapters/test_startup.py
-    return completed.returncode, lines, completed.stderr
+    return ask_adapter_module("adapters.onnx_embed", args, requests, env)
 
 
 @pytest.fixture
