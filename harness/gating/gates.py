@@ -492,7 +492,7 @@ def _breaks_within(count: int, base: SetNumbers, calibration: SetCalibration | N
 RESOURCE_GATES = {"startup_seconds": "startup", "peak_rss_mib": "memory", "index_bytes": "index-size"}
 # Why a figure was not measured, said beside a budget that could not be checked.
 _NOT_MEASURED = {"startup_seconds": "the adapter printed no ready banner",
-                 "peak_rss_mib": "this system has no /proc, or the adapter ran elsewhere (Ray)",
+                 "peak_rss_mib": "the system the adapter ran on has no /proc",
                  "index_bytes": "the adapter's banner reports no index_bytes"}
 
 
@@ -635,8 +635,9 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
     if within_noise is not None and broken:
         qids = sorted({qid for qid, _ in broken})
         return GateResult(result.name, "contract", True,
-                          f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; {within_noise}", metric="broken contracts", baseline=broken_contracts(base),
-                          current=len(broken), limit=0, unit=COUNT)
+                          f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; {within_noise}",
+                          metric="broken contracts", baseline=broken_contracts(base), current=len(broken), limit=0,
+                          unit=COUNT)
     within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
