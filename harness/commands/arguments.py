@@ -370,6 +370,20 @@ def add_source_options(group, *, run_file: bool = False) -> None:
     group.add_argument("--offline", action="store_true", help="never fetch corpus archives; fail if not cached")
 
 
+def configured_source(args: argparse.Namespace, team: Layout, adapter_argv: Sequence[str]) -> list[str]:
+    """When the command named no source of rankings (no --backend, --adapter or --run-file): the config's
+    backend, or its adapter with its expect_banner, set on `args` as a gate run takes them. Returns the adapter
+    command to run."""
+    if args.backend is not None or args.adapter or getattr(args, "run_file", None) is not None:
+        return list(adapter_argv)
+    args.backend = team.rerun.backend
+    if not team.rerun.adapter:
+        return list(adapter_argv)
+    args.adapter = True
+    args.expect_banner = args.expect_banner or team.rerun.expect_banner
+    return list(team.rerun.adapter)
+
+
 def resolve_layout(args: argparse.Namespace, adapter_argv: Sequence[str] = ()) -> Layout:
     """The team's layout (harness/layout.py) from the options given (and the adapter's argv after `--`); the
     path options (`sets_dir`, `baseline`, `budgets`, `policy`, `history`, those the command has) are set to what

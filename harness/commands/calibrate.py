@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from harness import api
-from harness.commands.arguments import (add_source_options, add_timeout_options, command_parser, parse_arguments,
-                                       resolve_layout, split_adapter_command)
+from harness.commands.arguments import (add_source_options, add_timeout_options, command_parser, configured_source,
+                                       parse_arguments, resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, BaselineError, UsageError
 from harness.fsutil import SHIPPED_REFUSAL
 from harness.gating.baseline import write_calibration
@@ -59,11 +59,7 @@ def main(argv: list[str]) -> int:
         raise BaselineError("no baseline to calibrate: record one with --update-baseline first")
     if is_shipped_data(team.baseline):  # refused before the runs, not after them
         raise BaselineError(f"{team.baseline}: {SHIPPED_REFUSAL}")
-    if args.backend is None and not args.adapter:  # the config's backend or adapter, as a gate run's
-        args.backend = team.rerun.backend
-        if team.rerun.adapter:
-            args.adapter, adapter_argv = True, list(team.rerun.adapter)
-            args.expect_banner = args.expect_banner or team.rerun.expect_banner
+    adapter_argv = configured_source(args, team, adapter_argv)
     if args.seed_option is not None and not args.adapter:  # checked once the config's adapter counts
         raise UsageError("--seed-option: only with an adapter (--adapter, or the config's `adapter`): the option is "
                          "appended to its command")

@@ -16,8 +16,8 @@ from harness.adapter.options import EXECUTORS
 from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import crash_guard
 from harness.commands.arguments import (SUBCOMMANDS, ArgumentParser, add_gating_options, add_source_options,
-                                       add_timeout_options, example_epilog, exit_codes_epilog, parse_arguments,
-                                       program_name, resolve_layout, split_adapter_command)
+                                       add_timeout_options, configured_source, example_epilog, exit_codes_epilog,
+                                       parse_arguments, program_name, resolve_layout, split_adapter_command)
 from harness.commands.check_adapter import StartupProgressPrinter
 from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
                                       write_outputs)
@@ -136,11 +136,7 @@ def main(args_list: list[str]) -> int:
     args, adapter_argv = parse(args_list)
     log_path = crash_guard.beside_out(args.out, ".adapter.log")
     team = resolve_layout(args, adapter_argv)
-    if args.backend is None and not args.adapter and args.run_file is None:  # the config's backend or adapter
-        args.backend = team.rerun.backend
-        if team.rerun.adapter:
-            args.adapter, adapter_argv = True, list(team.rerun.adapter)
-            args.expect_banner = args.expect_banner or team.rerun.expect_banner
+    adapter_argv = configured_source(args, team, adapter_argv)
     if args.workers is None:
         args.workers = team.workers or DEFAULT_WORKERS
     options = api.RunOptions(
