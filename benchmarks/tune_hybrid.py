@@ -209,11 +209,16 @@ def choose(runs: Sequence[SetRuns]):
     return min(ranks, key=lambda rank: rank[:4])[4]
 
 
+def held_out_rows(run: SetRuns) -> list[int]:
+    """The positions of the set's scored held-out queries: the only rows the held-out report reads."""
+    return [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
+
+
 def held_out_report(run: SetRuns, settings) -> dict[str, object]:
     """The chosen fusion on the held-out split beside both parts: means, and the paired test against each part."""
     from harness.scoring.stats import bootstrap_ci, group_differences, paired_test
 
-    rows = [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
+    rows = held_out_rows(run)
     groups = {run.queries[i].qid: run.queries[i].resampling_unit for i in rows}
     fused = run.fused[settings]
     report: dict[str, object] = {"n": len(rows), "hybrid": _mean(fused.recall[i] for i in rows),
@@ -238,7 +243,7 @@ def held_out_ceiling(run: SetRuns) -> tuple[float, object]:
 
     Read after the choice, to say how far the held-out split lets any fusion go; never an input to `choose`.
     """
-    rows = [i for i, query in enumerate(run.queries) if query.split == "held-out" and query.scored]
+    rows = held_out_rows(run)
     better = better_part(run, "development")
     best = min(run.fused, key=lambda settings: (-round(_mean(run.fused[settings].recall[i] for i in rows), 12),
                                                 simplicity(settings, better)))
@@ -300,8 +305,9 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
           f"no worse = 90% CI above -{MARGIN_POINTS:g} points")
     print(f"{'set':<12} {'n':>4} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'vs bm25':<26} {'vs embedder':<26} verdict")
     better_both = 0
+    reports = {run.name: held_out_report(run, chosen[run.key][1]) for run in runs}  # each has its bootstrap tests
     for run in runs:
-        report = held_out_report(run, chosen[run.key][1])
+        report = reports[run.name]
         cells = []
         for name in ("bm25", "embedder"):
             part = report[name]
@@ -321,7 +327,7 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
     print(f"{'set':<12} {'bm25':>6} {'embedder':>8} {'hybrid':>6}  {'nDCG vs bm25':<26} {'nDCG vs embedder':<26} "
           f"{'ceiling':>7}  reached by")
     for run in runs:
-        report = held_out_report(run, chosen[run.key][1])
+        report = reports[run.name]
         ceiling, best = held_out_ceiling(run)
         cells = [f"{100 * report[name]['ndcg_difference']:+6.2f} [{100 * report[name]['ndcg_ci'][0]:+6.2f}, "
                  f"{100 * report[name]['ndcg_ci'][1]:+6.2f}]" for name in ("bm25", "embedder")]
