@@ -25,7 +25,8 @@ Held-out queries never reach `choose`. The held-out report pairs the chosen fusi
 (harness.scoring.stats.paired_test, groups resampled together): "no worse" when the 90% CI's lower
 bound is above minus the gate's 2 points, as `compare` says it; beside it, held-out nDCG@10 of
 the parts and the hybrid, and the best held-out recall@10 any configuration of the grid reaches:
-an upper bound read after the choice, never used to make it.
+an upper bound read after the choice, never used to make it. `--growth` adds what a larger
+held-out split of the same kind of queries would show (`held_out_growth`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ RRF_KS = (2.0, 5.0, 10.0, 20.0, 60.0)
 CANDIDATES = (20, 50, 100)
 RISK_ALPHA = 1.0  # URisk: a loss counts 1 + alpha times
 MARGIN_POINTS = 2.0  # the gate's drop limit: "no worse" at this margin
+GROWTH_SIZES = (60, 120, 240, 480, 960)  # held-out split sizes `--growth` asks about
 K = 10
 
 
@@ -250,6 +252,41 @@ def held_out_ceiling(run: SetRuns) -> tuple[float, object]:
     return _mean(run.fused[best].recall[i] for i in rows), best
 
 
+def held_out_growth(run: SetRuns, settings, sizes: Sequence[int] = GROWTH_SIZES, trials: int = 200,
+                    resamples: int = 2000, seed: int = 0) -> list[tuple[int, float, float]]:
+    """Would a larger held-out split show more? (n, share of draws shown no worse, share shown better) per size.
+
+    Each draw resamples the held-out split's own groups (hybrid - the better part's recall@10, summed per
+    group) with replacement until it holds n queries, then asks the held-out report's questions of it: the
+    paired bootstrap's 90% lower bound above minus the gate's margin (no worse), its 95% lower bound above 0
+    (better). It assumes new queries would differ as these do; read after the choice, never an input to it.
+    """
+    import random
+
+    from harness.scoring.stats import bootstrap_ci, group_differences
+
+    rows = held_out_rows(run)
+    better = run.parts[better_part(run, "held-out")]
+    groups = {run.queries[i].qid: run.queries[i].resampling_unit for i in rows}
+    clusters = group_differences({run.queries[i].qid: better.recall[i] for i in rows},
+                                 {run.queries[i].qid: run.fused[settings].recall[i] for i in rows}, groups)
+    draw = random.Random(seed)
+    shares = []
+    for size in sizes:
+        no_worse = better_than = 0
+        for _ in range(trials):
+            sample: list[tuple[float, int]] = []
+            while sum(count for _, count in sample) < size:
+                sample.append(draw.choice(clusters))
+            if not any(total for total, _ in sample):
+                no_worse += 1  # every query ties: shown no worse, never better
+                continue
+            no_worse += 100 * bootstrap_ci(sample, confidence=0.90, resamples=resamples)[0] > -MARGIN_POINTS
+            better_than += bootstrap_ci(sample, confidence=0.95, resamples=resamples)[0] > 0
+        shares.append((size, no_worse / trials, better_than / trials))
+    return shares
+
+
 def write_table(path: Path, chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
     """The tuned table the adapter reads (adapters/fusion.py `read_table`), written atomically.
 
@@ -289,7 +326,8 @@ def tune(runs: Sequence[SetRuns]) -> dict[tuple[str, str], tuple[list[str], obje
     return chosen
 
 
-def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[list[str], object]]) -> None:
+def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[list[str], object]],
+                 growth: bool = False) -> None:
     """The chosen settings per corpus, then each set's held-out split against both parts."""
     print(f"# fusion chosen per corpus on the development split ({len(list(configurations()))} configurations; "
           f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K}, then nDCG@{K})")
@@ -333,6 +371,13 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
                  f"{100 * report[name]['ndcg_ci'][1]:+6.2f}]" for name in ("bm25", "embedder")]
         print(f"{run.name:<12} {report['bm25']['ndcg']:>6.3f} {report['embedder']['ndcg']:>8.3f} "
               f"{report['hybrid_ndcg']:>6.3f}  {cells[0]:<26} {cells[1]:<26} {ceiling:>7.3f}  {best.summary()}")
+    if growth:
+        print("\n# a larger held-out split of the same kind (held_out_growth: its own groups resampled to n queries, "
+              "200 draws): share shown no worse than the better part / shown better than it")
+        print(f"{'set':<12} " + " ".join(f"{'n=' + str(size):>11}" for size in GROWTH_SIZES))
+        for run in runs:
+            shares = held_out_growth(run, chosen[run.key][1])
+            print(f"{run.name:<12} " + " ".join(f"{no_worse:>5.2f}/{better:<5.2f}" for _, no_worse, better in shares))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", dest="sets", help="a set name or folder (repeatable; default all)")
     parser.add_argument("--write", action="store_true", help="write the chosen settings to --table")
     parser.add_argument("--table", type=Path, default=TUNED_TABLE, help=f"default {TUNED_TABLE.relative_to(ROOT)}")
+    parser.add_argument("--growth", action="store_true",
+                        help="also say what a larger held-out split of the same kind would show (slower)")
     onnx_embed.add_model_arguments(parser)  # the embedder the hybrid would run: same options, same defaults
     args = parser.parse_args(argv)
     part_args = hybrid.build_parser().parse_args([])
@@ -355,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
     chosen = tune(runs)
-    print_report(runs, chosen)
+    print_report(runs, chosen, args.growth)
     if args.write:
         try:
             write_table(args.table, chosen)

@@ -122,6 +122,32 @@ def test_the_held_out_ceiling_is_reported_beside_a_choice_it_does_not_move():
             assert query.qid.replace("q", "d") in [doc for doc, _ in fuse(run.lexical[i], run.semantic[i], best)[:10]]
 
 
+def test_a_larger_held_out_split_is_asked_by_resampling_its_own_differences():
+    development = [_query(n, "development") for n in range(3)]  # BM25 finds these, the embedder does not
+    held_out = [_query(n, "held-out") for n in range(3, 13)]
+    sizes = (10, 40)
+
+    def shares(run, settings):
+        return [(no_worse, better) for _, no_worse, better in
+                tune_hybrid.held_out_growth(run, settings, sizes, trials=20, resamples=200)]
+
+    # the embedder finds every held-out answer and the choice (BM25 alone) none: every difference is -1
+    losing = _run(development + held_out, {q.qid for q in development})
+    assert shares(losing, tune_hybrid.choose([losing])) == [(0.0, 0.0)] * 2
+    # half the held-out answers are BM25's, half the embedder's: a part finds 0.5, the ceiling's fusion all ten,
+    # so every difference against the better part is 0 or +1: each draw is shown no worse, and at 40 queries (about
+    # 20 gains; fewer than 10 in 1 draw of 10^3) shown better; at 10 a draw of one or two gains need not be
+    mixed = _run(development + held_out, {q.qid for q in development + held_out[:5]})
+    ceiling, best = tune_hybrid.held_out_ceiling(mixed)
+    assert ceiling == 1.0 and tune_hybrid.held_out_report(mixed, best)["embedder"]["mean"] == 0.5
+    (small_no_worse, _), large = shares(mixed, best)
+    assert small_no_worse == 1.0 and large == (1.0, 1.0)
+    # the better part itself as the "hybrid" (weight 1: the embedder alone, 0: BM25): every query ties, shown no
+    # worse and never better
+    alone = 1.0 if tune_hybrid.better_part(mixed, "held-out") == "embedder" else 0.0
+    assert shares(mixed, dataclasses.replace(best, weight=alone)) == [(1.0, 0.0)] * 2
+
+
 def test_a_fusion_may_break_only_what_a_part_already_breaks():
     kept = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset()))
     broke = tune_hybrid.Ranked(recall=(1.0, None), broken=(frozenset(), frozenset({"no_relevant"})))
