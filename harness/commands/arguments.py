@@ -8,7 +8,7 @@ import difflib
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,6 +67,14 @@ def parse_with_adapter(parser: argparse.ArgumentParser, argv: list[str]) -> tupl
     if adapter_argv and not args.adapter:
         raise UsageError("a command after '--' needs --adapter")
     return args, adapter_argv
+
+
+def metric_names(names: Iterable[str], spelling: Callable[[str], str]) -> list[str]:
+    """--metric's names as `spelling` writes them, each once; a name it refuses (ValueError) is one usage line."""
+    try:
+        return list(dict.fromkeys(map(spelling, names)))
+    except ValueError as exc:
+        raise UsageError(f"--metric: {exc}") from None
 
 
 def program_name(subcommand: str | None = None) -> str:
