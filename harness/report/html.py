@@ -72,10 +72,8 @@ def _run_headline(report: Report, final: Verdict) -> str:
     baseline = baseline_identity(provenance)
     if baseline is not None:
         rows.append(("baseline", baseline["path"]))
-        recorded = " ".join(part for part in (baseline.get("created"), f"for {baseline['backend']}"
-                                              if "backend" in baseline else None,
-                                              f"at commit {baseline['git_commit'][:12]}"
-                                              if "git_commit" in baseline else None) if part)
+        recorded = " ".join(f"{word}{baseline[key][:12] if key == 'git_commit' else baseline[key]}" for key, word
+                            in (("created", ""), ("backend", "for "), ("git_commit", "at commit ")) if key in baseline)
         if recorded:
             rows.append(("recorded", recorded))
     elif report.gates:

@@ -101,10 +101,9 @@ def _read_provenance(reader: StrictReader) -> Provenance:
     adapter = reader.get("adapter", required=False)
     start = AdapterStart()
     if adapter.value is not None:
-        banner = adapter.get("banner", required=False)
         start = AdapterStart(
             expect_banner=bool(adapter.get("expect_banner", required=False).value),
-            banner=None if banner.value is None else banner.obj(),
+            banner=_mapping_or_none(adapter.get("banner", required=False)),
             startup_seconds=adapter.get("startup_seconds", required=False).optional_number(),
             warmup_seconds=adapter.get("warmup_seconds", required=False).optional_number(),
             log=adapter.get("log", required=False).optional_text())
