@@ -68,20 +68,15 @@ def record_history(report: Report, args: argparse.Namespace, baseline: Path | No
     return recorded.report
 
 
-def output_paths(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Option -> path of every output asked for, $GITHUB_STEP_SUMMARY included (for fsutil.check_outputs
-    before anything runs: no output may name an input or another output)."""
-    return {"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS},
-            STEP_SUMMARY: step_summary_target()}
-
-
 def check_gate_outputs(args: argparse.Namespace, config: Path | None, inputs: GateInputs,
                        outputs: Mapping[str, Path | None], reads: Mapping[str, Path | None]) -> None:
-    """Every output of a run or `merge` checked before any work (a typo must not cost a whole run): none may
-    name a file the command reads (`reads`, the budgets, the policy, the config, the sets' files) nor the
-    baseline, an input, or with --update-baseline an output (never the shipped data, a link, a folder)."""
+    """Every output of a run or `merge` ($GITHUB_STEP_SUMMARY included) checked before any work (a typo must not
+    cost a whole run): none may name another, a file the command reads (`reads`, the budgets, the policy, the
+    config, the sets' files) nor the baseline, an input, or with --update-baseline an output (never the shipped
+    data, a link, a folder)."""
     baseline = {"--baseline": args.baseline}
-    check_outputs({**output_paths(args), **outputs, **(baseline if args.update_baseline else {})},
+    check_outputs({"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS},
+                   STEP_SUMMARY: step_summary_target(), **outputs, **(baseline if args.update_baseline else {})},
                   {**reads, **({} if args.update_baseline else baseline),
                    "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy, "config": config,
                    **protected_files(inputs.query_sets)})
