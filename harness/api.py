@@ -213,8 +213,7 @@ def run_gate(inputs: GateInputs, *, backend: str | Sequence[str] | None = None, 
     error, error_code = _run_error(outcome, drift)
     # A shard is never gated alone (its query counts and latencies are a part): `merge` gates the whole.
     gated = inputs if shard_record is None else dataclasses.replace(inputs, baseline=None)
-    extra = {key: value for key, value in (("shard", shard_record), ("executor", outcome.executor)) if value is not None}
-    provenance = _provenance(options, label, gating.condition, inputs, outcome, run_file, extra)
+    provenance = _provenance(options, label, gating.condition, inputs, outcome, run_file, shard_record)
     report = decided_report(outcome.results, gated, provenance, _answered_by(checked, outcome, options.argv),
                             k=options.k, known_contract_failures=gating.known_contract_failures,
                             warnings=inputs.notices + tuple(outcome.warnings),
@@ -413,15 +412,15 @@ def _ask(inputs: GateInputs, options: RunOptions, gating: GateOptions, run_file:
 
 
 def _provenance(options: RunOptions, label: str, condition: str | None, inputs: GateInputs, outcome: RunOutcome,
-                run_file: str | Path | None, extra: Mapping[str, object]) -> Provenance:
+                run_file: str | Path | None, shard: Mapping[str, object] | None) -> Provenance:
     """Who ran what, where: built once, from the options, the sets and what asking recorded."""
     settings = {**options.settings(), "workers": outcome.workers, "latency_under_concurrency": outcome.workers > 1}
-    if outcome.tied_order_changed:
-        extra = {**extra, "tied_order_changed": list(outcome.tied_order_changed)}
-    if options.baseline_adapter and run_file is None:  # paired latency: what was timed beside the run, and where
-        extra = {**extra, "paired_latency": {"baseline_adapter": list(options.baseline_adapter),
-                                             "baseline_banner": outcome.base_banner, "placement": outcome.placement,
-                                             "order": "ABBA"}}
+    # paired latency (never with a run file: _with_backend refuses both): what was timed beside the run, and where
+    paired = {"baseline_adapter": list(options.baseline_adapter), "baseline_banner": outcome.base_banner,
+              "placement": outcome.placement, "order": "ABBA"} if options.baseline_adapter else None
+    extra = {key: value for key, value in (("shard", shard), ("executor", outcome.executor),
+                                           ("tied_order_changed", list(outcome.tied_order_changed) or None),
+                                           ("paired_latency", paired)) if value is not None}
     return Provenance(
         harness_version=__version__, started=outcome.started, git_commit=git_commit(),
         backend=Backend(label, tuple(options.argv)),

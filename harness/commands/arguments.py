@@ -8,11 +8,11 @@ import difflib
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
     from harness.layout import Layout
@@ -56,6 +56,25 @@ def split_adapter_command(argv: list[str]) -> tuple[list[str], list[str]]:
         return list(argv), []
     cut = argv.index("--")
     return list(argv[:cut]), list(argv[cut + 1:])
+
+
+def parse_with_adapter(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """(the options parsed, the adapter command after `--`), which comes with --adapter and only with it."""
+    options, adapter_argv = split_adapter_command(argv)
+    args = parse_arguments(parser, options)
+    if args.adapter and not adapter_argv:
+        raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
+    if adapter_argv and not args.adapter:
+        raise UsageError("a command after '--' needs --adapter")
+    return args, adapter_argv
+
+
+def metric_names(names: Iterable[str], spelling: Callable[[str], str]) -> list[str]:
+    """--metric's names as `spelling` writes them, each once; a name it refuses (ValueError) is one usage line."""
+    try:
+        return list(dict.fromkeys(map(spelling, names)))
+    except ValueError as exc:
+        raise UsageError(f"--metric: {exc}") from None
 
 
 def program_name(subcommand: str | None = None) -> str:

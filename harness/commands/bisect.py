@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from harness import api
-from harness.commands.arguments import (SETS_DIR_HELP, add_timeout_options, command_parser, parse_arguments,
-                                        resolve_layout, split_adapter_command)
+from harness.commands.arguments import (SETS_DIR_HELP, add_timeout_options, command_parser, metric_names,
+                                        parse_arguments, resolve_layout, split_adapter_command)
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import check_outputs, write_output
 from harness.gating.policy import FOUNDING_METRIC
@@ -57,10 +57,7 @@ def main(argv: list[str]) -> int:
     if args.max_runs < 1:
         raise UsageError("--max-runs: must be >= 1")
     check_outputs({"--json": args.json}, {})
-    try:
-        metric = policy_metric_name(args.metric)
-    except ValueError as exc:
-        raise UsageError(f"--metric: {exc}") from None
+    metric, = metric_names([args.metric], policy_metric_name)
     inputs = api.load_inputs(args.sets or ["all"], layout=resolve_layout(args), offline=args.offline, k=args.k,
                              gated=False)
     commits = first_parent_commits(args.repo, args.good, args.bad)

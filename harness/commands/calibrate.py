@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import api
 from harness.commands.arguments import (add_source_options, add_timeout_options, command_parser, configured_source,
-                                       parse_arguments, resolve_layout, split_adapter_command)
+                                       parse_with_adapter, resolve_layout)
 from harness.errors import EXIT_OK, BaselineError, UsageError
 from harness.fsutil import SHIPPED_REFUSAL
 from harness.gating.baseline import write_calibration
@@ -51,9 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Run N times, compute each set's calibration, write it into the baseline, print what was calibrated."""
-    options_argv, adapter_argv = split_adapter_command(argv)
-    args = parse_arguments(build_parser(), options_argv)
-    _check(args, adapter_argv)
+    args, adapter_argv = parse_with_adapter(build_parser(), argv)
+    _check(args)
     team = resolve_layout(args, adapter_argv)
     if team.baseline is None:
         raise BaselineError("no baseline to calibrate: record one with --update-baseline first")
@@ -92,12 +91,8 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def _check(args: argparse.Namespace, adapter_argv: list[str]) -> None:
+def _check(args: argparse.Namespace) -> None:
     """Usage errors, one line each, before anything is read or started."""
-    if args.adapter and not adapter_argv:
-        raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
-    if adapter_argv and not args.adapter:
-        raise UsageError("a command after '--' needs --adapter")
     if args.adapter and args.backend:
         raise UsageError("--adapter and --backend are exclusive: give one backend")
     if not MIN_RUNS <= args.runs <= MAX_RUNS:

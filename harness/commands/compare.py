@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from harness.commands.arguments import command_parser, parse_arguments
+from harness.commands.arguments import command_parser, metric_names, parse_arguments
 from harness.errors import EXIT_OK, UsageError
 from harness.fsutil import STEP_SUMMARY, append_output, check_outputs, step_summary_target, write_output
 from harness.strict_json import strict_json_dumps
@@ -85,12 +85,7 @@ def main(argv: list[str]) -> int:
             which = f"{path}: " if len(candidates) > 1 else ""
             raise UsageError(f"runs are not comparable: {which}" + "; ".join(problems)
                              + " (use --allow-mismatch to compare anyway)")
-    tested = policy.metrics
-    if args.metric:
-        try:
-            tested = tuple(dict.fromkeys(report_metric_name(name) for name in args.metric))
-        except ValueError as exc:
-            raise UsageError(f"--metric: {exc}") from None
+    tested = tuple(metric_names(args.metric, report_metric_name)) if args.metric else policy.metrics
     suite = compare_many(base, candidates, seed=args.seed, resamples=args.resamples, tested=tested,
                          margin_points=policy.drop_limit_points, policy_source=policy.source)
     print(render_text(suite), end="")

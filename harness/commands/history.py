@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from harness.scoring.evaluate import policy_metric_name
-from harness.commands.arguments import (HelpFormatter, command_parser, exit_codes_epilog, parse_arguments,
-                                        program_name, resolve_layout)
+from harness.commands.arguments import (HelpFormatter, command_parser, exit_codes_epilog, metric_names,
+                                        parse_arguments, program_name, resolve_layout)
 from harness.errors import EXIT_GATE_FAILED, EXIT_OK, HarnessError, UsageError
 from harness.fsutil import check_outputs, write_output
 from harness.gating.policy import load_policy
@@ -22,6 +22,7 @@ from harness.history.store import BASELINE, LATENCY_FIGURES, OVERALL, RUN, Histo
 from harness.history.trend import trend
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
+from harness.text import plural
 
 DEFAULT_HISTORY = Path(".retrieval-gate/history.sqlite")
 BASELINES_PATHSPEC = "baselines/*.json"
@@ -102,12 +103,7 @@ def show(argv: list[str]) -> int:
 
 def _metrics(names: list[str] | None) -> list[str]:
     """Metric names as the store keeps them (any accepted spelling; latency figures as they are)."""
-    if not names:
-        return []
-    try:
-        return list(dict.fromkeys(name if name in LATENCY_FIGURES else policy_metric_name(name) for name in names))
-    except ValueError as exc:
-        raise UsageError(f"--metric: {exc}") from None
+    return metric_names(names or (), lambda name: name if name in LATENCY_FIGURES else policy_metric_name(name))
 
 
 def import_into(argv: list[str]) -> int:
@@ -123,8 +119,7 @@ def import_into(argv: list[str]) -> int:
     if not args.reports and not args.from_git:
         raise UsageError("history import: give run reports, --from-git, or both")
     path = _store_path(args)
-    added = {"report": 0, "baseline": 0}
-    skipped = 0
+    runs = baselines = skipped = 0
     reports = [(report_path, read_report(report_path)) for report_path in args.reports]  # all read before writing
     with HistoryStore.for_append(path) as store:
         for report_path, report in reports:
@@ -132,7 +127,7 @@ def import_into(argv: list[str]) -> int:
             if problem is not None:
                 print(f"skipped {terminal_line(str(report_path))}: {problem}", file=sys.stderr)
                 continue
-            added["report"] += store.append(entry_from_report(report))
+            runs += store.append(entry_from_report(report))
         for pathspec in args.from_git or ():
             for version in git_baseline_versions(Path.cwd(), [pathspec]):
                 try:
@@ -141,9 +136,9 @@ def import_into(argv: list[str]) -> int:
                     print(f"skipped {terminal_line(str(exc))}", file=sys.stderr)
                     skipped += 1
                     continue
-                added["baseline"] += sum(store.append(entry) for entry in entries)
-    print(f"{path}: {added['report']} run{'s' if added['report'] != 1 else ''} and {added['baseline']} accepted "
-          f"baseline{'s' if added['baseline'] != 1 else ''} added" + (f"; {skipped} skipped" if skipped else ""))
+                baselines += sum(store.append(entry) for entry in entries)
+    print(f"{path}: {plural(runs, 'run')} and {plural(baselines, 'accepted baseline')} added"
+          + (f"; {skipped} skipped" if skipped else ""))
     return EXIT_OK
 
 

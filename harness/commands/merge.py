@@ -10,16 +10,12 @@ from harness import api
 from harness.commands import crash_guard
 from harness.commands.arguments import (SETS_DIR_HELP, add_gating_options, command_parser, parse_arguments,
                                        resolve_layout)
-from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
-                                      write_outputs)
+from harness.commands.outputs import (add_output_options, check_gate_outputs, check_history, record_history,
+                                      update_baseline, write_outputs)
 from harness.errors import UsageError
-from harness.fsutil import check_outputs
-from harness.gating.budgets import DEFAULT_BUDGETS_PATH
-from harness.gating.inputs import GateInputs
 from harness.report.console import render_text
 from harness.report.escape import terminal_line
 from harness.report.reading import read_report
-from harness.sets.loader import protected_files
 
 PROG = "python -m harness merge"
 
@@ -52,19 +48,10 @@ def main(argv: list[str]) -> int:
     gated = not args.no_gate and not args.update_baseline
     gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change)
-
-    def check(inputs: GateInputs) -> None:
-        # An output naming a shard report, a file of a set, the budgets, the policy, the config or the baseline
-        # gated against would replace it.
-        baseline = {"--baseline": args.baseline}  # an input, or with --update-baseline an output
-        check_outputs({**output_paths(args), **(baseline if args.update_baseline else {})},
-                      {**{f"shard report {path}": path for path in args.reports},
-                       "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy,
-                       **({} if args.update_baseline else baseline), "config": team.config,
-                       **protected_files(inputs.query_sets)})
+    shards = {f"shard report {path}": path for path in args.reports}
     report = api.merge_gate([(str(path), read_report(path)) for path in args.reports], layout=team,
                             offline=args.offline, gated=gated, updating=args.update_baseline, gating=gating,
-                            check_inputs=check)
+                            check_inputs=lambda inputs: check_gate_outputs(args, team.config, inputs, {}, shards))
     report = record_history(report, args, args.baseline if gated else None)
     write_outputs(report, args)
     if not args.quiet:

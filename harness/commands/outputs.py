@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness import api
 from harness.errors import EXIT_OK
-from harness.fsutil import STEP_SUMMARY, append_output, step_summary_target, write_output
+from harness.fsutil import STEP_SUMMARY, append_output, check_outputs, step_summary_target, write_output
+from harness.gating.budgets import DEFAULT_BUDGETS_PATH
+from harness.gating.inputs import GateInputs
 from harness.history.recording import record_baseline, record_run
 from harness.history.store import HistoryStore
 from harness.report.comparison import render_pair_text
@@ -22,6 +24,7 @@ from harness.report.document import Report
 from harness.report.escape import terminal_line
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
+from harness.sets.loader import protected_files
 
 
 def _html(report: Report) -> str:
@@ -65,11 +68,18 @@ def record_history(report: Report, args: argparse.Namespace, baseline: Path | No
     return recorded.report
 
 
-def output_paths(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Option -> path of every output asked for, $GITHUB_STEP_SUMMARY included (for fsutil.check_outputs
-    before anything runs: no output may name an input or another output)."""
-    return {"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS},
-            STEP_SUMMARY: step_summary_target()}
+def check_gate_outputs(args: argparse.Namespace, config: Path | None, inputs: GateInputs,
+                       outputs: Mapping[str, Path | None], reads: Mapping[str, Path | None]) -> None:
+    """Every output of a run or `merge` ($GITHUB_STEP_SUMMARY included) checked before any work (a typo must not
+    cost a whole run): none may name another, a file the command reads (`reads`, the budgets, the policy, the
+    config, the sets' files) nor the baseline, an input, or with --update-baseline an output (never the shipped
+    data, a link, a folder)."""
+    baseline = {"--baseline": args.baseline}
+    check_outputs({"--out": args.out, **{option: getattr(args, dest) for option, dest, _, _ in OUTPUTS},
+                   STEP_SUMMARY: step_summary_target(), **outputs, **(baseline if args.update_baseline else {})},
+                  {**reads, **({} if args.update_baseline else baseline),
+                   "--budgets": args.budgets or DEFAULT_BUDGETS_PATH, "--policy": args.policy, "config": config,
+                   **protected_files(inputs.query_sets)})
 
 
 def write_outputs(report: Report, args: argparse.Namespace) -> None:

@@ -17,20 +17,18 @@ from harness.adapter.windows import DEFAULT_MAX_WINDOW
 from harness.commands import crash_guard
 from harness.commands.arguments import (SUBCOMMANDS, ArgumentParser, add_gating_options, add_source_options,
                                        add_timeout_options, configured_source, example_epilog, exit_codes_epilog,
-                                       parse_arguments, program_name, resolve_layout, split_adapter_command)
+                                       parse_with_adapter, program_name, resolve_layout)
 from harness.commands.check_adapter import StartupProgressPrinter
-from harness.commands.outputs import (add_output_options, check_history, output_paths, record_history, update_baseline,
-                                      write_outputs)
+from harness.commands.outputs import (add_output_options, check_gate_outputs, check_history, record_history,
+                                      update_baseline, write_outputs)
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
-from harness.fsutil import check_outputs, write_output
-from harness.gating.budgets import DEFAULT_BUDGETS_PATH
+from harness.fsutil import write_output
 from harness.gating.inputs import GateInputs
 from harness.layout import DEFAULT_WORKERS
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
 from harness.report.terminal import COLOR_MODES, ProgressLine, Style, is_dumb, wants_colour
-from harness.sets.loader import protected_files
 from harness.version import __version__
 
 DEFAULT_OUT = Path(".retrieval-gate/report.json")
@@ -100,12 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    args_list, adapter_argv = split_adapter_command(args_list)
-    args = parse_arguments(build_parser(), args_list)
-    if args.adapter and not adapter_argv:
-        raise UsageError("--adapter: write the adapter command after '--', e.g. --adapter -- ./my-adapter --flag")
-    if adapter_argv and not args.adapter:
-        raise UsageError("a command after '--' needs --adapter")
+    args, adapter_argv = parse_with_adapter(build_parser(), args_list)
     if sum(bool(x) for x in (args.adapter, args.backend, args.run_file)) > 1:
         raise UsageError("--adapter, --backend and --run-file are exclusive: give one source of rankings")
     if args.update_baseline and args.no_gate:
@@ -153,13 +146,7 @@ def main(args_list: list[str]) -> int:
     gated = not args.no_gate and not args.update_baseline and args.shard is None
     inputs = api.load_inputs(args.sets or ["all"], layout=team, offline=args.offline, k=args.k, gated=gated,
                              updating=args.update_baseline)
-    # Every output checked before the first query: a typo must not cost a whole run.
-    # The baseline is an input, or with --update-baseline an output (never the shipped data, a link, a folder).
-    baseline = {"--baseline": args.baseline}
-    check_outputs({**output_paths(args), "adapter log": log_path, **(baseline if args.update_baseline else {})},
-                  {**({} if args.update_baseline else baseline), "--budgets": args.budgets or DEFAULT_BUDGETS_PATH,
-                   "--policy": args.policy, "--run-file": args.run_file, "config": team.config,
-                   **protected_files(inputs.query_sets)})
+    check_gate_outputs(args, team.config, inputs, {"adapter log": log_path}, {"--run-file": args.run_file})
     check_history(args)
     # Queries done, rate and ETA on stderr, when it is a terminal and not --quiet (plain lines on TERM=dumb).
     progress = None if args.quiet or not sys.stderr.isatty() else ProgressLine(sys.stderr, dumb=is_dumb(os.environ))

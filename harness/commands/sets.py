@@ -21,6 +21,9 @@ from harness.sets.pins import repin_set
 from harness.sets.statistics import contract_counts, overlap_statistics
 from harness.text import plural, shortlist
 
+# The general forms of a scope's `unreachable` reason, each printed once under the detectability table.
+TOO_FEW_UNITS = "5 or fewer units: the sign-flip test's smallest p, 2/2^m, is above alpha 0.05"
+BEYOND_RANGE = "the change it would need is beyond the metric's range of 100 points"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
@@ -177,8 +180,8 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
     small change like that one, sized from its moved units only when enough of them moved."""
     from harness.gating.baseline import Baseline
     from harness.gating.policy import FOUNDING_METRIC
-    from harness.scoring.detectability import (MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
-                                               small_change)
+    from harness.scoring.detectability import (ALPHA, MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
+                                               small_change, smallest_sign_flip_p)
 
     if baseline is None or not baseline.exists():
         return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]
@@ -219,19 +222,12 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
         sigma = bound_sigma_d(values, units, 0.02)
         figure = f"{found.detectable * 100:.1f} pts" if found.detectable is not None else (
             "none" if found.unreachable else "-")
-        if found.unreachable:
-            notes[f"none: {_reason_kind(found.unreachable)}"] = None
+        if found.unreachable:  # too few units for the sign-flip test to reach alpha, else beyond the range
+            notes["none: " + (TOO_FEW_UNITS if smallest_sign_flip_p(found.units) > ALPHA else BEYOND_RANGE)] = None
         needed = f"{queries_needed(sigma, 0.02):,}" if sigma else "-"
         lines.append(f"{head}{figure:>13}{needed:>20}")
     lines.extend(f"  {note}" for note in notes)
     return lines
-
-
-def _reason_kind(reason: str) -> str:
-    """The general form of an `unreachable` reason, printed once under the table."""
-    if "sign-flip" in reason:
-        return "5 or fewer units: the sign-flip test's smallest p, 2/2^m, is above alpha 0.05"
-    return "the change it would need is beyond the metric's range of 100 points"
 
 
 def _paired_values(name: str, entry: SetNumbers, paired: Path) -> dict[str, float]:

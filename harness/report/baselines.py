@@ -64,7 +64,8 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
         lines += [f"identity: {plural(len(identity), 'field')} changed"]
         lines += [f"  {change}" for change in identity]
     else:
-        lines.append(f"identity: unchanged ({_describe(new.backend)})")
+        said = " ".join(text for text in (new.backend.identity.name, new.backend.identity.version) if text)
+        lines.append(f"identity: unchanged ({said or 'no banner identity'})")
     old_sets, new_sets = old.sets, new.sets
     moved = 0
     for name in sorted(set(old_sets) | set(new_sets)):
@@ -89,10 +90,6 @@ def render_diff(old: Baseline, new: Baseline, metrics: Sequence[str]) -> str:
             lines += set_lines or [f"set {name}: unchanged"]
     lines.append(f"{moved} of {len(set(old_sets) | set(new_sets))} sets moved; gated metrics: {', '.join(metrics)}")
     return "\n".join(map(terminal_line, lines)) + "\n"
-
-
-def _describe(backend: BackendRecord) -> str:
-    return " ".join(text for text in (backend.identity.name, backend.identity.version) if text) or "no banner identity"
 
 
 def _identity_changes(old: BackendRecord, new: BackendRecord) -> list[str]:

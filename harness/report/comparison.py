@@ -29,10 +29,14 @@ FAILING_STATUSES = ("worse",)  # JUnit fails only what is WORSE
 MARK_BETTER, MARK_WORSE = "^", "v"  # in the N-system table: Holm-significant gain / drop against the base
 
 
-def system_letters(suite: ComparisonSuite) -> list[tuple[str, str]]:
-    """(letter, label) for the base (a) and each candidate (b, c, ..., z, then s26, s27, ...), as ranx names systems."""
-    labels = [suite.base_label] + [c.candidate_label for c in suite.comparisons]
-    return [(chr(ord("a") + i) if i < 26 else f"s{i}", label) for i, label in enumerate(labels)]
+def system_letter(index: int) -> str:
+    """The base's letter (index 0: a) or a candidate's (b, c, ..., z, then s26, s27, ...), as ranx names systems."""
+    return chr(ord("a") + index) if index < 26 else f"s{index}"
+
+
+def candidates(suite: ComparisonSuite) -> list[tuple[str, Comparison]]:
+    """Each candidate's letter and comparison with the base, in the suite's order."""
+    return [(system_letter(index), c) for index, c in enumerate(suite.comparisons, start=1)]
 
 
 def points(value: float) -> str:
@@ -108,13 +112,12 @@ def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
     """
     columns = list(dict.fromkeys((scope.set_name, metric) for comparison in suite.comparisons
                                  for scope, metric in comparison.headline_cells()))
-    letters = system_letters(suite)
     headers = ["", "system"] + [f"{name} {metric}" for name, metric in columns]
     base_cells: dict[tuple[str, str], tuple[float, list[str]]] = {}
     rows = []
     for index, comparison in enumerate(suite.comparisons, start=1):
         cells = {(s.set_name, m): s for s, m in comparison.headline_cells()}
-        row = [letters[index][0], short_label(comparison.candidate_label)]
+        row = [system_letter(index), short_label(comparison.candidate_label)]
         for column in columns:
             scope = cells.get(column)
             if scope is None:
@@ -125,10 +128,10 @@ def system_table(suite: ComparisonSuite) -> tuple[list[str], list[list[str]]]:
             status = comparison.cell_status(scope, metric)
             mark = MARK_WORSE if status == "worse" else MARK_BETTER if status == "better" else ""
             if status == "worse":
-                beaten.append(letters[index][0])
+                beaten.append(system_letter(index))
             row.append(f"{scope.candidate[metric]:.3f}{' ' + mark if mark else ''}")
         rows.append(row)
-    base_row = [letters[0][0], short_label(suite.base_label) + " (base)"]
+    base_row = [system_letter(0), short_label(suite.base_label) + " (base)"]
     for column in columns:
         if column not in base_cells:
             base_row.append("-")
@@ -185,11 +188,10 @@ def resource_lines(comparison: Comparison) -> list[str]:
 
 def render_text(suite: ComparisonSuite) -> str:
     """What `compare` prints: the verdict first, then the headline, systems, movement, latency, detail."""
-    letters = system_letters(suite)
     lines = [f"VERDICT: {suite.verdict()}"] + [f"  {letter} {comparison.candidate_label}: {verdict_line(comparison)}"
-                                               for (letter, _), comparison in zip(letters[1:], suite.comparisons)]
+                                               for letter, comparison in candidates(suite)]
     lines += ["", *method_lines(suite), ""]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         lines.append(f"candidate {letter} {comparison.candidate_label} against the base {suite.base_label}:")
         lines += [f"  {cell_line(comparison, s, m)}" for s, m in comparison.headline_cells()]
         lines.append("  per-query movement (overall):")
@@ -202,7 +204,7 @@ def render_text(suite: ComparisonSuite) -> str:
     lines.append("systems (overall, tested metrics):")
     lines += _columns([headers] + rows)
     lines += [system_legend(), ""]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         lines.append(f"--- every scope, candidate {letter} ---")
         lines.extend(render_pair_text(comparison).rstrip("\n").split("\n"))
         lines.append("")
@@ -227,15 +229,14 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 
 def render_markdown(suite: ComparisonSuite) -> str:
     """The `--summary` Markdown: verdict on top, the N-system table, headline cells, exploratory rows folded."""
-    letters = system_letters(suite)
     out = [f"## retrieval-gate comparison: **{suite.verdict()}**", ""]
     out += [f"- **{letter}** {markdown_code(c.candidate_label)}: {markdown_text(verdict_line(c))}"
-            for (letter, _), c in zip(letters[1:], suite.comparisons)]
+            for letter, c in candidates(suite)]
     out += ["", f"Base: **a** {markdown_code(suite.base_label)}", ""]
     headers, rows = system_table(suite)
     out += _md_table(headers, rows) + ["", markdown_text(system_legend()), "", "### Headline cells", ""]
     cell_rows = []
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         for scope, metric in comparison.headline_cells():
             test = scope.tests[metric]
             low, high = scope.equivalence_ci[metric]
@@ -248,11 +249,11 @@ def render_markdown(suite: ComparisonSuite) -> str:
                       "p Holm", f"{EQUIVALENCE_CONFIDENCE:.0%} CI (pts)", "status"], cell_rows)
     out += [""] + [f"- {markdown_text(line)}" for line in method_lines(suite)]
     out += ["", "### Per-query movement and latency", ""]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         out += [f"- **{letter}** {markdown_text(line)}" for line in movement_lines(comparison) + latency_lines(comparison)
                 + resource_lines(comparison)]
     out += ["", "<details><summary>Exploratory rows (categories and splits; p unadjusted)</summary>", ""]
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         rows = [[letter, scope.set_name, scope.scope, str(scope.n), metric, points(test.mean_difference),
                  f"{points(test.ci_low)}, {points(test.ci_high)}", f"{test.p_value:.3f} (unadjusted)"]
                 for scope in comparison.scopes if not scope.headline for metric, test in scope.tests.items()]
@@ -268,8 +269,7 @@ def render_markdown(suite: ComparisonSuite) -> str:
 def render_junit(suite: ComparisonSuite) -> str:
     """<testsuites>: one <testsuite> per candidate, one <testcase> per headline cell (see the module docstring)."""
     root = ET.Element("testsuites", name="retrieval-gate-compare")
-    letters = system_letters(suite)
-    for (letter, _), comparison in zip(letters[1:], suite.comparisons):
+    for letter, comparison in candidates(suite):
         cells = comparison.headline_cells()
         suite_element = ET.SubElement(root, "testsuite", name=xml_safe(f"compare.{letter} {comparison.candidate_label}"),
                                       tests=str(len(cells)), errors="0", skipped="0")

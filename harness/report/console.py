@@ -24,12 +24,6 @@ from harness.scoring.evaluate import TABLE_METRICS
 from harness.text import plural
 
 
-def scope_rows(result: SetResult) -> list[tuple[str, ScopeNumbers]]:
-    """(label, scope) for overall, each category and each split, in the order tables show them."""
-    return [(label if label == "overall" else "  " + label.removeprefix("category:"), scope)
-            for label, scope in result.aggregates.scopes()]
-
-
 def cell(scope: ScopeNumbers, name: str) -> str:
     """A scope's mean of `name` as tables show it (`-` when the scope has none)."""
     return f"{scope.means[name] + 0.0:.3f}" if name in scope.means else "-"
@@ -76,7 +70,9 @@ def latency_text(latency: Latency, baseline: Latency | None) -> str:
 def _set_lines(result: SetResult, baseline_latency: Latency | None = None) -> list[str]:
     status = "" if result.complete else f"  INCOMPLETE ({len(result.queries)} of {result.query_count} answered)"
     lines = [f"set {terminal_line(result.name)} (revision {result.revision}, {plural(result.query_count, 'query', 'queries')}, k={result.k}){status}"]
-    rows = [(terminal_line(label), values) for label, values in scope_rows(result)]
+    # overall, then each category and split indented (a category by its name alone)
+    rows = [(terminal_line(label if label == "overall" else "  " + label.removeprefix("category:")), scope)
+            for label, scope in result.aggregates.scopes()]
     width = max(len(label) for label, _ in rows) + 2
     lines.append(" " * width + f"{'n':>5}" + "".join(f"{m:>11}" for m in TABLE_METRICS))
     for label, scope in rows:

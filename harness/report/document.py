@@ -167,19 +167,14 @@ class Report:
         return tuple(g for g in self.gates if g.status == "warn")
 
     def to_dict(self) -> dict[str, object]:
-        flips = None if self.flips is None else {name: [f.to_dict() for f in rows] for name, rows in self.flips.items()}
-        pooled = self.pooled.to_dict() if self.pooled is not None else None
-        baseline_latency = (None if self.baseline_latency is None else
-                            {name: latency.to_dict() for name, latency in self.baseline_latency.items()})
-        baseline_resources = (None if not self.baseline_resources else
-                              {name: resources.to_dict() for name, resources in self.baseline_resources.items()})
         return {
             "report_format": REPORT_FORMAT, "complete": self.complete, "error": self.error,
             "provenance": self.provenance.to_dict(), "sets": [s.to_dict() for s in self.sets],
             "gates": [g.to_dict() for g in self.gates], "exit_code": self.exit_code,
             **_plain_mapping(_present(warnings=self.warnings or None, what_if=self.what_if,
-                              previous_baseline=self.previous_baseline, pooled=pooled, flips=flips,
-                              baseline_latency=baseline_latency, baseline_resources=baseline_resources)),
+                                      previous_baseline=self.previous_baseline, pooled=self.pooled, flips=self.flips,
+                                      baseline_latency=self.baseline_latency,
+                                      baseline_resources=self.baseline_resources or None)),
         }
 
     def to_json(self) -> str:
@@ -204,7 +199,9 @@ def _plain_mapping(value: Mapping[str, object]) -> dict[str, object]:
 
 
 def _plain(value: object) -> object:
-    """Mappings and sequences as plain dicts and lists, for json.dumps."""
+    """Records (as their `to_dict`), mappings and sequences as plain dicts and lists, for json.dumps."""
+    if isinstance(value, (Flip, Latency, Resources, ScopeNumbers)):
+        return _plain(value.to_dict())
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -21,7 +21,7 @@ from harness.gating.gates import FRACTION, baseline_latency_measured
 from harness.gating.policy import FOUNDING_METRIC, GatePolicy
 from harness.scoring.evaluate import TABLE_METRICS
 from harness.report.charts import _chart_box, latency_cdf_svg, recall_bars_svg
-from harness.report.html_kit import RETURNED_SHOWN, _anchor, _fixed, _ms, _natural_key, _page, _row, _table, _text
+from harness.report.html_kit import RETURNED_SHOWN, _anchor, _fixed, _ms, _natural_key, _page, _table, _text
 
 
 # --- run page -----------------------------------------------------------------------------------
@@ -72,10 +72,8 @@ def _run_headline(report: Report, final: Verdict) -> str:
     baseline = baseline_identity(provenance)
     if baseline is not None:
         rows.append(("baseline", baseline["path"]))
-        recorded = " ".join(part for part in (baseline.get("created"), f"for {baseline['backend']}"
-                                              if "backend" in baseline else None,
-                                              f"at commit {baseline['git_commit'][:12]}"
-                                              if "git_commit" in baseline else None) if part)
+        recorded = " ".join(f"{word}{baseline[key][:12] if key == 'git_commit' else baseline[key]}" for key, word
+                            in (("created", ""), ("backend", "for "), ("git_commit", "at commit ")) if key in baseline)
         if recorded:
             rows.append(("recorded", recorded))
     elif report.gates:
@@ -178,14 +176,14 @@ def _not_passed(queries: Sequence[QueryResult], set_index: int, flipped: Abstrac
                   key=lambda q: (q.outcome != "fail", _natural_key(q.qid)))
     out = [f"<h3>queries that did not pass ({len(rows)})</h3>"]
     if rows:
-        out.append(_table(("qid", "outcome", "category", "found", "returned now", "broken contracts", "query"), (_row(
-            "" if q.qid in flipped else _anchor(set_index, q.qid, "q"), (
-                f'<span class="qid">{_text(q.qid)}</span>',
-                f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
-                + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
-                _text(q.category), _ids(q.found, "none"), _returned(q),
-                _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
-                _text(q.query))) for q in rows), "queries"))
+        out.append(_table(("qid", "outcome", "category", "found", "returned now", "broken contracts", "query"), ((
+            f'<span class="qid">{_text(q.qid)}</span>',
+            f'<span class="{"fail" if q.outcome == "fail" else "xpass"}">{_text(q.outcome)}</span>'
+            + (" " + _label_html(q) if query_label(q) and q.outcome != "xpass" else ""),
+            _text(q.category), _ids(q.found, "none"), _returned(q),
+            _text("; ".join(f"{c.name}: {c.detail}" for c in q.contracts if not c.passed)),
+            _text(q.query)) for q in rows), "queries",
+            ["" if q.qid in flipped else _anchor(set_index, q.qid, "q") for q in rows]))
     return out
 
 
@@ -261,5 +259,5 @@ def flips_table(flips: Sequence[Flip], queries: Mapping[str, QueryResult] | None
         return row
 
     return (f"<p>{lost} lost, {len(flips) - lost} gained only.</p>\n"
-            + _table(headers, (_row(_anchor(set_index, f.qid, "q") if set_index is not None else "", cells(f))
-                               for f in ordered), "flips"))
+            + _table(headers, map(cells, ordered), "flips",
+                     [_anchor(set_index, f.qid, "q") for f in ordered] if set_index is not None else ()))

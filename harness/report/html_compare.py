@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.report.charts import _chart_box, recall_bars_svg
-from harness.report.comparison import (cell_line, latency_lines, method_lines, movement_lines, resource_lines,
-                                       system_legend, system_letters, system_table, verdict_line)
+from harness.report.comparison import (candidates, cell_line, latency_lines, method_lines, movement_lines,
+                                       resource_lines, system_legend, system_table, verdict_line)
 from harness.report.html import flips_table
 from harness.report.html_kit import _anchor, _exact, _fixed, _ms, _page, _signed, _table, _text
 from harness.scoring.compare import (ALPHA, TESTED_METRICS, Comparison, ComparisonSuite, RunView, ScopeComparison,
@@ -35,15 +35,14 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
     views = list(candidate) if isinstance(candidate, Sequence) else [candidate] * len(suite.comparisons)
     word = suite.verdict()
     css = _verdict_css(word)
-    letters = system_letters(suite)
     verdicts = "".join(f'<p class="verdict {_verdict_css(c.verdict())}">'
                        f"{_text(letter)} {_text(c.candidate_label)}: {_text(verdict_line(c))}</p>"
-                       for (letter, _), c in zip(letters[1:], suite.comparisons))
+                       for letter, c in candidates(suite))
     body = [f'<h1>retrieval-gate comparison: <span class="verdict {css}">{_text(word)}</span></h1>',
             f'<div class="headline {css}">{verdicts}</div>',
             _table(None, ((("th", _text(k)), _text(v)) for k, v in (
                 ("base", f"a {suite.base_label}"),
-                *((f"candidate {letter}", label) for letter, label in letters[1:]),
+                *((f"candidate {letter}", c.candidate_label) for letter, c in candidates(suite)),
                 ("paired tests", f"{suite.comparisons[0].resamples if suite.comparisons else 0} resamples, seed "
                                  f"{suite.comparisons[0].seed if suite.comparisons else 0}, resampling by query group"),
                 *(("method", line) for line in method_lines(suite)))), "meta")]
@@ -53,10 +52,10 @@ def render_comparison_html(comparison: Comparison | ComparisonSuite, base: RunVi
                     "systems"),
              f"<p>{_text(system_legend())}</p>", "<h2>headline cells</h2>",
              "<ul>" + "".join(f"<li>{_text(letter)}: {_text(cell_line(c, s, m))}</li>"
-                              for (letter, _), c in zip(letters[1:], suite.comparisons)
+                              for letter, c in candidates(suite)
                               for s, m in c.headline_cells()) + "</ul>"]
     index = 0
-    for (letter, _), pair, view in zip(letters[1:], suite.comparisons, views):
+    for (letter, pair), view in zip(candidates(suite), views):
         if len(suite.comparisons) > 1:
             body.append(f"<h2>candidate {_text(letter)}: {_text(pair.candidate_label)}</h2>")
         if pair.mismatches:

@@ -7,6 +7,7 @@ is also well-formed XML; the charts (harness/report/charts.py) and the pages (ht
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -146,14 +147,16 @@ def _page(title: str, body: Iterable[str]) -> str:
         *body, "</body>", "</html>", ""])
 
 
-def _table(headers: Sequence[str] | None, rows: Iterable[Sequence], css: str = "") -> str:
+def _table(headers: Sequence[str] | None, rows: Iterable[Sequence], css: str = "",
+           row_ids: Iterable[str] = ()) -> str:
     """A table from already-escaped cell markup; a cell ("th", markup) is a row header, any other
     (css class, markup) pair a data cell with that class. With `headers`, each data cell names its
-    column in `data-label` (a phone shows per-query tables as cards, labelled from it)."""
+    column in `data-label` (a phone shows per-query tables as cards, labelled from it). `row_ids`:
+    each row's element id in turn (a link target; "" or none left: no id)."""
     out = [f'<table class="{css}">' if css else "<table>"]
     if headers:
         out.append("<tr>" + "".join(f"<th>{_text(h)}</th>" for h in headers) + "</tr>")
-    for row in rows:
+    for row, row_id in itertools.zip_longest(rows, row_ids):
         cells = []
         for position, cell in enumerate(row):
             label = f' data-label="{_text(headers[position])}"' if headers and position < len(headers) else ""
@@ -163,22 +166,9 @@ def _table(headers: Sequence[str] | None, rows: Iterable[Sequence], css: str = "
                 cells.append(f'<td class="{cell[0]}"{label}>{cell[1]}</td>')
             else:
                 cells.append(f"<td{label}>{cell}</td>")
-        row_id = getattr(row, "row_id", None)
         out.append((f'<tr id="{row_id}">' if row_id else "<tr>") + "".join(cells) + "</tr>")
     out.append("</table>")
     return '<div class="scroll">\n' + "\n".join(out) + "\n</div>"
-
-
-class _Row(tuple):
-    """A table row that carries an element id (a link target)."""
-
-    row_id: str | None = None
-
-
-def _row(row_id: str, cells: Sequence) -> _Row:
-    row = _Row(cells)
-    row.row_id = row_id
-    return row
 
 
 def _anchor(index: int, name: str, kind: str = "set") -> str:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from harness.records import ContractResult, GateResult, QueryResult, SetResult
 from harness.report.document import (OUTCOMES, SUPPORTED_FORMATS, AdapterStart, Backend, Provenance, Report,
@@ -20,6 +21,8 @@ from harness.scoring.flips import Flip
 from harness.scoring.metrics import parse_metric
 from harness.measured import UNJUDGED_COUNT, StrictReader, read_aggregates, read_latency, read_resources, read_scope
 from harness.strict_json import read_json_file
+
+T = TypeVar("T")
 
 
 def read_report(path: Path) -> Report:
@@ -98,10 +101,9 @@ def _read_provenance(reader: StrictReader) -> Provenance:
     adapter = reader.get("adapter", required=False)
     start = AdapterStart()
     if adapter.value is not None:
-        banner = adapter.get("banner", required=False)
         start = AdapterStart(
             expect_banner=bool(adapter.get("expect_banner", required=False).value),
-            banner=None if banner.value is None else banner.obj(),
+            banner=_mapping_or_none(adapter.get("banner", required=False)),
             startup_seconds=adapter.get("startup_seconds", required=False).optional_number(),
             warmup_seconds=adapter.get("warmup_seconds", required=False).optional_number(),
             log=adapter.get("log", required=False).optional_text())
@@ -184,7 +186,7 @@ def _read_query(reader: StrictReader) -> QueryResult:
         outcome=_outcome(reader.get("outcome")),
         scored=reader.get("scored").boolean(),
         group=reader.get("group", required=False).optional_text(),
-        tied=_tied(reader.get("tied", required=False)),
+        tied=reader.get("tied").count() if reader.has("tied") else 0,  # absent: no ties, or an older harness
         passages=tuple(map(_passage, reader.get("passages").elements())) if reader.has("passages") else None,
         evidence=reader.get("evidence").optional_numbers() if reader.has("evidence") else None,
         window=dict(reader.get("window").obj()) if reader.has("window") else None,
@@ -207,14 +209,6 @@ def _metrics(reader: StrictReader) -> dict[str, float]:
     return values
 
 
-def _tied(reader: StrictReader) -> int:
-    """Tied positions (absent: 0, as written for a query without ties or by an older harness)."""
-    value = reader.optional_integer()
-    if value is not None and value < 0:
-        raise reader.fail(f"must be >= 0, got {value}")
-    return value or 0
-
-
 def _outcome(reader: StrictReader) -> str:
     value = reader.text()
     if value not in OUTCOMES:
@@ -224,12 +218,15 @@ def _outcome(reader: StrictReader) -> str:
 
 def _passage(reader: StrictReader) -> tuple[int, int] | None:
     """A hit's window, [start, end] in characters, or null for the whole document (docs/adapters.md, "Passages")."""
-    if reader.value is None:
-        return None
-    bounds = [element.count() for element in reader.elements()]
-    if len(bounds) != 2:
-        raise reader.fail(f"must be [start, end], got {len(bounds)} numbers")
-    return bounds[0], bounds[1]
+    return None if reader.value is None else _pair(reader, [element.count() for element in reader.elements()],
+                                                   "start, end")
+
+
+def _pair(reader: StrictReader, values: list[T], what: str) -> tuple[T, T]:
+    """Two values read from the list `reader` holds: `what` they are, e.g. "low, high"."""
+    if len(values) != 2:
+        raise reader.fail(f"must be [{what}], got {len(values)} numbers")
+    return values[0], values[1]
 
 
 def _read_contract(reader: StrictReader) -> ContractResult:
@@ -242,9 +239,7 @@ def _read_contract(reader: StrictReader) -> ContractResult:
 
 def _read_gate(reader: StrictReader) -> GateResult:
     ci = reader.get("ci", required=False)
-    bounds = tuple(bound.number() for bound in ci.elements()) if ci.value is not None else None
-    if bounds is not None and len(bounds) != 2:
-        raise ci.fail(f"must be [low, high], got {len(bounds)} numbers")
+    bounds = _pair(ci, [bound.number() for bound in ci.elements()], "low, high") if ci.value is not None else None
     return GateResult(
         set_name=reader.get("set").text(),
         gate=reader.get("gate").text(),
