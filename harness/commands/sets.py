@@ -25,6 +25,7 @@ from harness.text import plural, shortlist
 TOO_FEW_UNITS = "5 or fewer units: the sign-flip test's smallest p, 2/2^m, is above alpha 0.05"
 BEYOND_RANGE = "the change it would need is beyond the metric's range of 100 points"
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("sets"), description="Inspect and verify query sets.",
                                      formatter_class=HelpFormatter, epilog=_examples() + "\n" + exit_codes_epilog("sets"))
