@@ -31,8 +31,7 @@ from harness.scoring.detectability import Detectability, detectability, queries_
 from harness.scoring.evaluate import FLIP_DEPTH
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric, percentile
-from harness.scoring.stats import (RESAMPLES, PairedTest, RatioInterval, holm, mcnemar_exact, paired_percentile_ratio,
-                                   paired_test)
+from harness.scoring.stats import RESAMPLES, PairedTest, holm, mcnemar_exact, paired_percentile_ratio, paired_test
 from harness.scoring.ties import score_runs
 from harness.text import plural, shortlist
 
@@ -224,9 +223,10 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
     listed = _listed(flips)
     direction = "rose" if measure.lower_is_better else "dropped"
+    interval = (f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
+                if test else "no per-query values in the baseline: re-baseline")
     message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
-               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; "
-               f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
+               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; {interval}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
                + (f"; flipped: {listed or 'none'}" if not judged else "") + _tie_words(flips, in_ties, measure))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
@@ -379,10 +379,6 @@ def _paired_values(rows: Sequence[QueryNumbers], base: SetNumbers,
     return before_values, current_values
 
 
-def _interval(test: PairedTest) -> str:
-    return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
-
-
 def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str:
     """In words: how many queries got better, worse or stayed, and the worst loss.
 
@@ -431,12 +427,11 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
         return gate(False, f"{result.name}: {plural(len(result.queries), 'query', 'queries')} but no p95 latency; the latency gate "
                            f"cannot pass")
     passed = p95 <= budget_ms
-    verdict = "within" if passed else "exceeds"
     if result.base_latency is not None:  # the baseline's backend timed beside it: its p95 is the one to show
         before = result.base_latency.p95
-        gate = partial(gate, baseline=before)
     was = f"; baseline {before:.1f} ms, {baseline_latency_measured(result)}" if before is not None else ""
-    return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
+    return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {'within' if passed else 'exceeds'} the budget of "
+                        f"{budget_ms:.0f} ms{was}", baseline=before)
 
 
 def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy,
@@ -573,7 +568,7 @@ def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | N
     failed = fails_at is not None and decisive.ci_low > fails_at + FLOAT_SLACK
     warned = not failed and decisive.ci_low > warns_at + FLOAT_SLACK
     before = percentile(base_ms, decisive.percentile)
-    figures = "; ".join(_ratio_text(r) for r in ratios)
+    figures = "; ".join(f"p{r.percentile:g} {r.ratio:.2f}x (95% CI {r.ci_low:.2f}-{r.ci_high:.2f})" for r in ratios)
     limits = f"warns above {warns_at:g}x" + (f", fails above {fails_at:g}x" if fails_at is not None else "")
     message = (f"{result.name} latency against the baseline's backend, {PAIRED} over {len(pairs)} queries: "
                f"{figures} ({limits}, when the whole 95% CI lies above)")
@@ -583,10 +578,6 @@ def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | N
                       metric=f"p{decisive.percentile:g}", baseline=before,
                       current=percentile(run_ms, decisive.percentile), limit=before * warns_at,
                       unit=MILLISECONDS, ci=(before * decisive.ci_low, before * decisive.ci_high))
-
-
-def _ratio_text(ratio: RatioInterval) -> str:
-    return f"p{ratio.percentile:g} {ratio.ratio:.2f}x (95% CI {ratio.ci_low:.2f}-{ratio.ci_high:.2f})"
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
