@@ -62,7 +62,7 @@ class Noise:
     def sd(self) -> float:
         """The larger of the values' sample standard deviation (n - 1) and `query_sd`; exactly 0.0 when every
         run gave the same value and no query moved."""
-        if len(self.values) < 2 or all(value == self.values[0] for value in self.values):
+        if len(set(self.values)) < 2:
             return self.query_sd
         return max(statistics.stdev(self.values), self.query_sd)
 
@@ -199,15 +199,11 @@ def broken_contracts(numbers: SetNumbers) -> int:
 def _query_sd(runs: Sequence[SetNumbers], metric: str, category: str | None) -> float:
     """sqrt(sum over the scope's scored queries of their run-to-run sample variance) / their count: the sd of the
     scope mean if the queries moved independently. 0.0 when no query moved."""
-    rows = [row for row in runs[0].rows(category) if row.scored]
+    rows = runs[0].rows(category)
     if not rows:
         return 0.0
-    total = 0.0
-    for row in rows:
-        values = [float(run.queries[row.qid].metrics.get(metric, 0.0)) if row.qid in run.queries else 0.0
-                  for run in runs]
-        if any(value != values[0] for value in values):
-            total += statistics.variance(values)
+    total = sum(statistics.variance([float(run.queries[row.qid].metrics.get(metric, 0.0)) if row.qid in run.queries
+                                     else 0.0 for run in runs]) for row in rows)  # an unmoved query adds exactly 0
     return math.sqrt(total) / len(rows)
 
 
