@@ -385,36 +385,25 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
     "1 of 1 query lost its relevant document" when a single query moved it all; otherwise
     "7 queries better, 12 worse, 5 unchanged; worst: dedupe-012 lost 3 of 4 relevant documents".
     """
-    better = worse = same = 0
-    worst: tuple[float, QueryNumbers, QueryNumbers] | None = None
-    for row in rows:
-        before = base.queries.get(row.qid)
-        if before is None or metric not in before.metrics or metric not in row.metrics:
-            continue
-        change = row.metrics[metric] - before.metrics[metric]
-        if change > FLOAT_SLACK:
-            better += 1
-        elif change < -FLOAT_SLACK:
-            worse += 1
-            if worst is None or change < worst[0]:
-                worst = (change, row, before)
-        else:
-            same += 1
-    total = better + worse + same
-    if worst is None:
-        return f"{plural(total, 'query', 'queries')} compared, none worse"
-    _, row, before = worst
+    moves = [(row.metrics[metric] - before.metrics[metric], row, before) for row in rows
+             if (before := base.queries.get(row.qid)) is not None and metric in before.metrics and metric in row.metrics]
+    better = sum(1 for change, _, _ in moves if change > FLOAT_SLACK)
+    worse = sum(1 for change, _, _ in moves if change < -FLOAT_SLACK)
+    if not worse:
+        return f"{plural(len(moves), 'query', 'queries')} compared, none worse"
+    _, row, before = min(moves, key=lambda move: move[0])  # the first of the largest losses
     had = list(before.found)
     lost = [doc_id for doc_id in had if doc_id not in row.found]
     if had:
         what = f"lost {len(lost)} of {len(had)} relevant document{'s' if len(had) != 1 else ''} it found"
     else:
         what = f"{metric} {before.metrics[metric]:.2f} -> {row.metrics[metric]:.2f}"
-    if total == 1:
+    if len(moves) == 1:
         if len(had) == 1 and len(lost) == 1:
             return f"1 of 1 query lost its relevant document ({row.qid})"
         return f"1 of 1 query got worse: {row.qid} {what}"
-    return f"{plural(better, 'query', 'queries')} better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
+    return (f"{plural(better, 'query', 'queries')} better, {worse} worse, {len(moves) - better - worse} unchanged; "
+            f"worst: {row.qid} {what}")
 
 
 def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> GateResult:
