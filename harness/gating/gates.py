@@ -612,12 +612,11 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
     broken = [(q.qid, c) for q in result.queries if q.outcome not in EXPECTED_TO_FAIL
               for c in q.contracts if not c.passed]
     within_noise = _breaks_within(len(broken), base, calibration)
+    gate = partial(GateResult, result.name, "contract", metric="broken contracts", limit=0, unit=COUNT)
     if within_noise is not None and broken:
-        qids = sorted({qid for qid, _ in broken})
-        return GateResult(result.name, "contract", True,
-                          f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; {within_noise}",
-                          metric="broken contracts", baseline=broken_contracts(base), current=len(broken), limit=0,
-                          unit=COUNT)
+        return gate(True, f"{result.name}: {len(broken)} hard contract(s) broken in "
+                          f"{_listed(sorted({qid for qid, _ in broken}))}; {within_noise}",
+                    baseline=broken_contracts(base), current=len(broken))
     within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
@@ -625,8 +624,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
              f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
-    gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
-                   current=len(broken), limit=0, unit=COUNT)
+    gate = partial(gate, baseline=len(recorded), current=len(broken))
     if accept_known:
         broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
         if known and not broken:
