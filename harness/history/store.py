@@ -255,10 +255,7 @@ class HistoryStore:
         return store
 
     def _check_format(self) -> None:
-        try:
-            meta = dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        meta = dict(self._rows("SELECT key, value FROM meta"))
         if meta.get("format") != HISTORY_FORMAT:
             raise HistoryError(f"{self.path}: meta.format: not a retrieval-gate history store; it was left as it is")
         if meta.get("schema") != str(SCHEMA_VERSION):
@@ -270,12 +267,9 @@ class HistoryStore:
                             f"restore it from the last good copy (a CI artifact, git)")
 
     def _check_whole(self) -> None:
-        try:
-            row = self._connection.execute("PRAGMA quick_check").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
-        if row is None or row[0] != "ok":
-            raise self._damaged(RuntimeError(f"integrity check: {row[0] if row else 'no answer'}"))
+        rows = self._rows("PRAGMA quick_check")
+        if not rows or rows[0][0] != "ok":
+            raise self._damaged(RuntimeError(f"integrity check: {rows[0][0] if rows else 'no answer'}"))
 
     def close(self) -> None:
         self._connection.close()
@@ -354,9 +348,9 @@ class HistoryStore:
         return found
 
     def run_count(self) -> dict[str, int]:
-        return {kind: count for kind, count in self._rows("SELECT kind, count(*) FROM runs GROUP BY kind", ())}
+        return {kind: count for kind, count in self._rows("SELECT kind, count(*) FROM runs GROUP BY kind")}
 
-    def _rows(self, sql: str, parameters: Sequence[object]) -> list[tuple]:
+    def _rows(self, sql: str, parameters: Sequence[object] = ()) -> list[tuple]:
         try:
             return self._connection.execute(sql, tuple(parameters)).fetchall()
         except sqlite3.DatabaseError as exc:
