@@ -167,11 +167,10 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
                       for metric in metrics if all(s is not None and metric in s.means for s in scopes)}
         if per_metric:
             quality[scope_label(category)] = per_metric
-    varying = {}
-    for metric in sorted({metric for scope in quality.values() for metric in scope}):
-        moved = [qid for qid in runs[0].queries
-                 if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None for run in runs}) > 1]
-        varying[metric] = tuple(moved)
+    varying = {metric: tuple(qid for qid in runs[0].queries  # the queries whose value moved between runs
+                             if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None
+                                     for run in runs}) > 1)
+               for metric in sorted({metric for scope in quality.values() for metric in scope})}
     latency = _every_run({name: [getattr(run.latency, name) for run in runs] for name in LATENCY_FIGURES})
     resources = _every_run({name: [run.resources.figure(name) for run in runs] for name, _, _ in RESOURCE_FIGURES})
     contracts = {}
