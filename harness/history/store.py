@@ -332,8 +332,9 @@ class HistoryStore:
         for run, time, commit, identity, value, revision, corpus, k, numbers_hash in rows:
             if key.kind == BASELINE and points and points[-1].numbers_hash == numbers_hash:
                 continue
-            points.append(Point(run, time, commit, identity, value, _comparable(revision, corpus, k),
-                                numbers_hash))
+            # the same set version (a judgments edit bumps the revision: docs/sets.md, "set.json"): values compare
+            comparable = f"revision {revision}, corpus {(corpus or '?')[:12]}, k {k}"
+            points.append(Point(run, time, commit, identity, value, comparable, numbers_hash))
         return points
 
     def per_query(self, runs: Sequence[int], set_name: str, metric: str) -> dict[int, dict[str, float]]:
@@ -368,12 +369,6 @@ def _insert_set(connection: sqlite3.Connection, run: int, record: SetRecord) -> 
     connection.executemany("INSERT INTO query_values (run, set_name, metric, per_query) VALUES (?, ?, ?, ?)",
                            [(run, record.name, metric, json.dumps(values, sort_keys=True, separators=(",", ":")))
                             for metric, values in record.numbers.per_query.items()])
-
-
-def _comparable(revision: int | None, corpus_hash: str | None, k: int | None) -> str:
-    """Runs with the same key measured the same set version (a judgments edit bumps the revision:
-    docs/sets.md, "set.json"), so their values compare."""
-    return f"revision {revision}, corpus {(corpus_hash or '?')[:12]}, k {k}"
 
 
 def _create(path: Path) -> None:
