@@ -13,7 +13,7 @@ gate could never fail are refused, one line each.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import dataclasses
 from dataclasses import dataclass
 from functools import partial
@@ -129,7 +129,9 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     tie_aware = policy.optional("tie_aware", defaults.tie_aware).boolean()
     metrics = _metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric)
     fields: dict[str, Any] = {
-        "metrics": _tie_aware(metrics, policy.get("tie_aware"), canonical_metric) if tie_aware else metrics,
+        # each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused
+        "metrics": _keys(policy.get("tie_aware"), metrics, lambda name: canonical_metric(
+            tie_aware_measure(parse_metric(name)).name), "metrics: ") if tie_aware else metrics,
         "tie_aware": tie_aware,
         "drop_limit_points": _points(policy.optional("drop_limit_points", defaults.drop_limit_points))}
     for name, keys in SECTIONS.items():
@@ -180,29 +182,26 @@ _READERS: dict[str, Callable[[StrictReader], object]] = {
 _NULLABLE = {field.name for field in dataclasses.fields(GatePolicy) if "None" in str(field.type)}
 
 
-def _tie_aware(metrics: tuple[str, ...], reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
-    """Each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused."""
-    names = []
-    for name in metrics:
-        try:
-            names.append(canonical_metric(tie_aware_measure(parse_metric(name)).name))
-        except ValueError as exc:
-            raise reader.fail(f"metrics: {exc}") from None
-    return tuple(dict.fromkeys(names))
-
-
 def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
     if not isinstance(reader.value, list) or not reader.value or not all(isinstance(m, str) for m in reader.value):
         raise reader.fail("must be a non-empty list of metric names")
-    canonical = []
-    for name in reader.strings():
-        try:
-            key = canonical_metric(name)
-        except ValueError as exc:
-            raise reader.fail(str(exc)) from None
+
+    def quality(name: str) -> str:
+        key = canonical_metric(name)
         if key == "judged@10":
             # coverage, not quality: a fall means unjudged documents, which warns (judged.warn_drop_points)
             raise reader.fail("judged@10 is judged coverage, not a quality measure; its fall warns through "
                               "judged.warn_drop_points")
-        canonical.append(key)
-    return tuple(dict.fromkeys(canonical))
+        return key
+    return _keys(reader, reader.strings(), quality)
+
+
+def _keys(reader: StrictReader, names: Sequence[str], key: Callable[[str], str], field: str = "") -> tuple[str, ...]:
+    """Each name's key, each once in order; a name `key` refuses (ValueError) is refused at `reader`."""
+    keys = []
+    for name in names:
+        try:
+            keys.append(key(name))
+        except ValueError as exc:
+            raise reader.fail(f"{field}{exc}") from None
+    return tuple(dict.fromkeys(keys))
