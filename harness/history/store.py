@@ -208,7 +208,7 @@ class SeriesKey:
         return f"{self.backend}: {self.set_name}{scope} {self.metric}"
 
 
-class HistoryStore:
+class HistoryStore(contextlib.AbstractContextManager["HistoryStore"]):
     """An open history store. `append` adds an entry in one transaction; the readers return series."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
@@ -273,9 +273,6 @@ class HistoryStore:
 
     def close(self) -> None:
         self._connection.close()
-
-    def __enter__(self) -> HistoryStore:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
