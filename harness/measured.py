@@ -433,36 +433,30 @@ class SetNumbers:
 
 # -- reading them back ----------------------------------------------------------------------------------
 
-def read_scope(reader: StrictReader) -> ScopeNumbers:
-    """A scope as documents write it: `n`, finite means, an optional `unjudged@10` count."""
+def read_scope(reader: StrictReader, figures: StrictReader | None = None) -> ScopeNumbers:
+    """A scope as documents write it: `n`, finite means, an optional `unjudged@10` count; its evidence
+    figures from `figures`, its entry in the evidence block (None or null: none)."""
     values = reader.measures()
     n = reader.get("n").count()
     unjudged = reader.get(UNJUDGED_COUNT).count() if UNJUDGED_COUNT in values else None
-    means = {name: value for name, value in values.items() if name not in ("n", UNJUDGED_COUNT)}
-    return ScopeNumbers(n=n, means=means, unjudged=unjudged)
-
-
-def _read_figures(reader: StrictReader) -> dict[str, EvidenceFigure]:
-    return {name: EvidenceFigure(mean=row.get("mean").optional_number(), judged=row.get("judged").count(),
-                                 null=row.get("null").count(), total=row.get("sum").number())
-            for name, row in reader.items()}
+    means = {name: value for name, value in values.items() if name not in COUNTS}
+    evidence = {} if figures is None or figures.value is None else {
+        name: EvidenceFigure(mean=row.get("mean").optional_number(), judged=row.get("judged").count(),
+                             null=row.get("null").count(), total=row.get("sum").number())
+        for name, row in figures.items()}
+    return ScopeNumbers(n=n, means=means, unjudged=unjudged, evidence=evidence)
 
 
 def read_aggregates(reader: StrictReader) -> Aggregates:
     """`aggregates` of a report's set or a baseline's entry: overall, category, split, and the evidence block."""
     evidence = reader.get("evidence", required=False) if reader.has("evidence") else None
 
-    def scope(scope_reader: StrictReader, figures: StrictReader | None) -> ScopeNumbers:
-        numbers = read_scope(scope_reader)
-        if figures is None or figures.value is None:
-            return numbers
-        return ScopeNumbers(numbers.n, numbers.means, numbers.unjudged, _read_figures(figures))
-
     def group(name: str) -> dict[str, ScopeNumbers]:
         block = evidence.get(name, required=False) if evidence is not None else None
-        return {key: scope(row, block.get(key, required=False) if block is not None and block.has(key) else None)
+        return {key: read_scope(row, block.get(key, required=False) if block is not None and block.has(key) else None)
                 for key, row in reader.get(name).items()}
-    overall = scope(reader.get("overall"), evidence.get("overall", required=False) if evidence is not None else None)
+    overall = read_scope(reader.get("overall"),
+                         evidence.get("overall", required=False) if evidence is not None else None)
     return Aggregates(overall=overall, category=group("category"), split=group("split"))
 
 

@@ -260,25 +260,17 @@ def baseline_text(document: Mapping[str, object], label: str = "baseline") -> st
         strict_json_dumps(document, what=f"{label}: baseline")
     except ValueError as exc:
         raise BaselineError(str(exc)) from None
-    lines: list[str] = []
-    _lay_out(document, (), "", 0, lines, last=True)
-    return "\n".join(lines) + "\n"
+    return _lay_out(document, (), 0) + "\n"
 
 
-def _lay_out(value: object, path: tuple[str, ...], prefix: str, depth: int, lines: list[str], *, last: bool) -> None:
-    comma = "" if last else ","
+def _lay_out(value: object, path: tuple[str, ...], depth: int) -> str:
     indent = " " * depth
-    expanded = isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
-        len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)
-    if not (expanded and isinstance(value, Mapping)):
-        lines.append(f"{indent}{prefix}{json.dumps(value, ensure_ascii=False, sort_keys=True)}{comma}")
-        return
-    lines.append(f"{indent}{prefix}{{")
-    items = list(value.items())
-    for index, (key, item) in enumerate(items):
-        _lay_out(item, (*path, str(key)), json.dumps(str(key), ensure_ascii=False) + ": ", depth + 1, lines,
-                 last=index == len(items) - 1)
-    lines.append(f"{indent}}}{comma}")
+    if not (isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
+            len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    items = ",\n".join(f"{indent} {json.dumps(str(key), ensure_ascii=False)}: "
+                       f"{_lay_out(item, (*path, str(key)), depth + 1)}" for key, item in value.items())
+    return f"{{\n{items}\n{indent}}}"
 
 
 @contextlib.contextmanager

@@ -62,7 +62,7 @@ class Noise:
     def sd(self) -> float:
         """The larger of the values' sample standard deviation (n - 1) and `query_sd`; exactly 0.0 when every
         run gave the same value and no query moved."""
-        if len(self.values) < 2 or all(value == self.values[0] for value in self.values):
+        if len(set(self.values)) < 2:
             return self.query_sd
         return max(statistics.stdev(self.values), self.query_sd)
 
@@ -167,11 +167,10 @@ def calibrate_runs(runs: Sequence[SetNumbers], metrics: Sequence[str], *, alpha:
                       for metric in metrics if all(s is not None and metric in s.means for s in scopes)}
         if per_metric:
             quality[scope_label(category)] = per_metric
-    varying = {}
-    for metric in sorted({metric for scope in quality.values() for metric in scope}):
-        moved = [qid for qid in runs[0].queries
-                 if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None for run in runs}) > 1]
-        varying[metric] = tuple(moved)
+    varying = {metric: tuple(qid for qid in runs[0].queries  # the queries whose value moved between runs
+                             if len({run.queries[qid].metrics.get(metric) if qid in run.queries else None
+                                     for run in runs}) > 1)
+               for metric in sorted({metric for scope in quality.values() for metric in scope})}
     latency = _every_run({name: [getattr(run.latency, name) for run in runs] for name in LATENCY_FIGURES})
     resources = _every_run({name: [run.resources.figure(name) for run in runs] for name, _, _ in RESOURCE_FIGURES})
     contracts = {}
@@ -199,15 +198,11 @@ def broken_contracts(numbers: SetNumbers) -> int:
 def _query_sd(runs: Sequence[SetNumbers], metric: str, category: str | None) -> float:
     """sqrt(sum over the scope's scored queries of their run-to-run sample variance) / their count: the sd of the
     scope mean if the queries moved independently. 0.0 when no query moved."""
-    rows = [row for row in runs[0].rows(category) if row.scored]
+    rows = runs[0].rows(category)
     if not rows:
         return 0.0
-    total = 0.0
-    for row in rows:
-        values = [float(run.queries[row.qid].metrics.get(metric, 0.0)) if row.qid in run.queries else 0.0
-                  for run in runs]
-        if any(value != values[0] for value in values):
-            total += statistics.variance(values)
+    total = sum(statistics.variance([float(run.queries[row.qid].metrics.get(metric, 0.0)) if row.qid in run.queries
+                                     else 0.0 for run in runs]) for row in rows)  # an unmoved query adds exactly 0
     return math.sqrt(total) / len(rows)
 
 

@@ -31,8 +31,7 @@ from harness.scoring.detectability import Detectability, detectability, queries_
 from harness.scoring.evaluate import FLIP_DEPTH
 from harness.scoring.flips import Flip, find_flips
 from harness.scoring.metrics import Measure, parse_metric, percentile
-from harness.scoring.stats import (RESAMPLES, PairedTest, RatioInterval, holm, mcnemar_exact, paired_percentile_ratio,
-                                   paired_test)
+from harness.scoring.stats import RESAMPLES, PairedTest, holm, mcnemar_exact, paired_percentile_ratio, paired_test
 from harness.scoring.ties import score_runs
 from harness.text import plural, shortlist
 
@@ -224,9 +223,10 @@ def _quality_gate(now: SetNumbers, base: SetNumbers, measure: Measure, category:
     test = paired_test(base_values, now_values, units, resamples=RESAMPLES) if now_values else None
     listed = _listed(flips)
     direction = "rose" if measure.lower_is_better else "dropped"
+    interval = (f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
+                if test else "no per-query values in the baseline: re-baseline")
     message = (f"{label} {metric} {direction} {abs(current - before) * 100:.2f} points: baseline {before:.4f}, now "
-               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; "
-               f"{_interval(test) if test else 'no per-query values in the baseline: re-baseline'}{judged}); "
+               f"{current:.4f} (limit {policy.drop_limit_points:.1f}{calibrated}; {interval}{judged}); "
                f"{movement(rows, base, metric) if not judged else 'unjudgeable queries left out'}"
                + (f"; flipped: {listed or 'none'}" if not judged else "") + _tie_words(flips, in_ties, measure))
     why_warn = _why_only_warn(category, counts[1], loss, base_values, now_values, worse_is, test, policy)
@@ -379,46 +379,31 @@ def _paired_values(rows: Sequence[QueryNumbers], base: SetNumbers,
     return before_values, current_values
 
 
-def _interval(test: PairedTest) -> str:
-    return f"change 95% CI [{test.ci_low * 100:+.1f}, {test.ci_high * 100:+.1f}] points, p={test.p_value:.3f}"
-
-
 def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str:
     """In words: how many queries got better, worse or stayed, and the worst loss.
 
     "1 of 1 query lost its relevant document" when a single query moved it all; otherwise
     "7 queries better, 12 worse, 5 unchanged; worst: dedupe-012 lost 3 of 4 relevant documents".
     """
-    better = worse = same = 0
-    worst: tuple[float, QueryNumbers, QueryNumbers] | None = None
-    for row in rows:
-        before = base.queries.get(row.qid)
-        if before is None or metric not in before.metrics or metric not in row.metrics:
-            continue
-        change = row.metrics[metric] - before.metrics[metric]
-        if change > FLOAT_SLACK:
-            better += 1
-        elif change < -FLOAT_SLACK:
-            worse += 1
-            if worst is None or change < worst[0]:
-                worst = (change, row, before)
-        else:
-            same += 1
-    total = better + worse + same
-    if worst is None:
-        return f"{plural(total, 'query', 'queries')} compared, none worse"
-    _, row, before = worst
+    moves = [(row.metrics[metric] - before.metrics[metric], row, before) for row in rows
+             if (before := base.queries.get(row.qid)) is not None and metric in before.metrics and metric in row.metrics]
+    better = sum(1 for change, _, _ in moves if change > FLOAT_SLACK)
+    worse = sum(1 for change, _, _ in moves if change < -FLOAT_SLACK)
+    if not worse:
+        return f"{plural(len(moves), 'query', 'queries')} compared, none worse"
+    _, row, before = min(moves, key=lambda move: move[0])  # the first of the largest losses
     had = list(before.found)
     lost = [doc_id for doc_id in had if doc_id not in row.found]
     if had:
         what = f"lost {len(lost)} of {len(had)} relevant document{'s' if len(had) != 1 else ''} it found"
     else:
         what = f"{metric} {before.metrics[metric]:.2f} -> {row.metrics[metric]:.2f}"
-    if total == 1:
+    if len(moves) == 1:
         if len(had) == 1 and len(lost) == 1:
             return f"1 of 1 query lost its relevant document ({row.qid})"
         return f"1 of 1 query got worse: {row.qid} {what}"
-    return f"{plural(better, 'query', 'queries')} better, {worse} worse, {same} unchanged; worst: {row.qid} {what}"
+    return (f"{plural(better, 'query', 'queries')} better, {worse} worse, {len(moves) - better - worse} unchanged; "
+            f"worst: {row.qid} {what}")
 
 
 def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> GateResult:
@@ -431,12 +416,11 @@ def _latency_gate(result: SetResult, base: SetNumbers, budget_ms: float) -> Gate
         return gate(False, f"{result.name}: {plural(len(result.queries), 'query', 'queries')} but no p95 latency; the latency gate "
                            f"cannot pass")
     passed = p95 <= budget_ms
-    verdict = "within" if passed else "exceeds"
     if result.base_latency is not None:  # the baseline's backend timed beside it: its p95 is the one to show
         before = result.base_latency.p95
-        gate = partial(gate, baseline=before)
     was = f"; baseline {before:.1f} ms, {baseline_latency_measured(result)}" if before is not None else ""
-    return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {verdict} the budget of {budget_ms:.0f} ms{was}")
+    return gate(passed, f"{result.name} p95 latency {p95:.1f} ms {'within' if passed else 'exceeds'} the budget of "
+                        f"{budget_ms:.0f} ms{was}", baseline=before)
 
 
 def _relative_latency_gate(now: SetNumbers, base: SetNumbers, policy: GatePolicy,
@@ -573,7 +557,7 @@ def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | N
     failed = fails_at is not None and decisive.ci_low > fails_at + FLOAT_SLACK
     warned = not failed and decisive.ci_low > warns_at + FLOAT_SLACK
     before = percentile(base_ms, decisive.percentile)
-    figures = "; ".join(_ratio_text(r) for r in ratios)
+    figures = "; ".join(f"p{r.percentile:g} {r.ratio:.2f}x (95% CI {r.ci_low:.2f}-{r.ci_high:.2f})" for r in ratios)
     limits = f"warns above {warns_at:g}x" + (f", fails above {fails_at:g}x" if fails_at is not None else "")
     message = (f"{result.name} latency against the baseline's backend, {PAIRED} over {len(pairs)} queries: "
                f"{figures} ({limits}, when the whole 95% CI lies above)")
@@ -583,10 +567,6 @@ def paired_latency_gate(result: SetResult, policy: GatePolicy) -> GateResult | N
                       metric=f"p{decisive.percentile:g}", baseline=before,
                       current=percentile(run_ms, decisive.percentile), limit=before * warns_at,
                       unit=MILLISECONDS, ci=(before * decisive.ci_low, before * decisive.ci_high))
-
-
-def _ratio_text(ratio: RatioInterval) -> str:
-    return f"p{ratio.percentile:g} {ratio.ratio:.2f}x (95% CI {ratio.ci_low:.2f}-{ratio.ci_high:.2f})"
 
 
 def _judged_gate(result: SetResult, base: SetNumbers, policy: GatePolicy) -> GateResult | None:
@@ -632,12 +612,11 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
     broken = [(q.qid, c) for q in result.queries if q.outcome not in EXPECTED_TO_FAIL
               for c in q.contracts if not c.passed]
     within_noise = _breaks_within(len(broken), base, calibration)
+    gate = partial(GateResult, result.name, "contract", metric="broken contracts", limit=0, unit=COUNT)
     if within_noise is not None and broken:
-        qids = sorted({qid for qid, _ in broken})
-        return GateResult(result.name, "contract", True,
-                          f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; {within_noise}",
-                          metric="broken contracts", baseline=broken_contracts(base), current=len(broken), limit=0,
-                          unit=COUNT)
+        return gate(True, f"{result.name}: {len(broken)} hard contract(s) broken in "
+                          f"{_listed(sorted({qid for qid, _ in broken}))}; {within_noise}",
+                    baseline=broken_contracts(base), current=len(broken))
     within = [(qid, c) for qid, c in broken if (qid, c.key) in flaky]
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
@@ -645,8 +624,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
              f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
-    gate = partial(GateResult, result.name, "contract", metric="broken contracts", baseline=len(recorded),
-                   current=len(broken), limit=0, unit=COUNT)
+    gate = partial(gate, baseline=len(recorded), current=len(broken))
     if accept_known:
         broken = [(qid, c) for qid, c in broken if (qid, c.key) not in recorded]
         if known and not broken:

@@ -146,7 +146,7 @@ def check_backend(identities: Sequence[BackendIdentity], recorded: Mapping[str, 
     first = identities[0]
     if any(other != first for other in identities[1:]):
         raise BaselineError(f"the {len(identities)} {what} are different backends: "
-                            + "; ".join(i.describe() for i in dict.fromkeys(identities)))
+                            + "; ".join(dict.fromkeys(i.describe() for i in identities)))
     groups: list[tuple[BackendIdentity, list[str]]] = []  # identities hold a settings dict: compared, not hashed
     for name, identity in (recorded or {}).items():
         names = next((names for known, names in groups if known == identity), None)

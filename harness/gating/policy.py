@@ -13,8 +13,10 @@ gate could never fail are refused, one line each.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -122,54 +124,22 @@ def load_policy(path: Path | None, canonical_metric: Callable[[str], str]) -> Ga
     policy = StrictReader(document, where, UsageError)
     policy.optional("format", None).version(POLICY_FORMAT)
     policy.only(TOP_KEYS)
-    categories, significance, latency, judged, ratchet, drift, resources = (
-        policy.optional(name, {}).only(SECTIONS[name]) for name in SECTIONS)
+    sections = {name: policy.optional(name, {}).only(keys) for name, keys in SECTIONS.items()}
     defaults = GatePolicy()
-    relative = latency.optional("relative_p95_limit_percent", defaults.latency_relative_limit_percent)
-    improvement = ratchet.optional("improvement_points", defaults.ratchet_improvement_points)
-    drift_limit = drift.optional("limit_points", defaults.drift_limit_points)
-    drift_days = drift.optional("days", defaults.drift_days)
     tie_aware = policy.optional("tie_aware", defaults.tie_aware).boolean()
     metrics = _metrics(policy.optional("metrics", list(defaults.metrics)), canonical_metric)
-    paired_fails = latency.optional("paired_fails_ratio", defaults.latency_paired_fails_ratio)
-    return GatePolicy(
-        metrics=_tie_aware(metrics, policy.get("tie_aware"), canonical_metric) if tie_aware else metrics,
-        tie_aware=tie_aware,
-        drop_limit_points=_points(policy.optional("drop_limit_points", defaults.drop_limit_points)),
-        gate_categories=categories.optional("gate", defaults.gate_categories).boolean(),
-        min_category_queries=categories.optional("min_queries", defaults.min_category_queries).integer_in(1, MAX_COUNT),
-        category_rule=_choice(categories.optional("rule", defaults.category_rule), CATEGORY_RULES),
-        discount_queries=categories.optional("discount_queries", defaults.discount_queries).integer_in(0, MAX_COUNT),
-        require_ci_below_zero=significance.optional("require_ci_below_zero", defaults.require_ci_below_zero).boolean(),
-        latency_relative_limit_percent=None if relative.value is None else relative.number_in(0, MAX_PERCENT),
-        latency_min_increase_ms=latency.optional("min_increase_ms", defaults.latency_min_increase_ms).number_in(
-            0, MAX_INCREASE_MS),
-        latency_min_samples=latency.optional("min_samples", defaults.latency_min_samples).integer_in(1, MAX_COUNT),
-        latency_relative_fails=latency.optional("relative_fails", defaults.latency_relative_fails).boolean(),
-        latency_paired_warn_ratio=latency.optional("paired_warn_ratio", defaults.latency_paired_warn_ratio).number_in(
-            1, MAX_PERCENT),
-        latency_paired_fails_ratio=None if paired_fails.value is None else paired_fails.number_in(1, MAX_PERCENT),
-        judged_warn_drop_points=_points(judged.optional("warn_drop_points", defaults.judged_warn_drop_points)),
-        ratchet_improvement_points=None if improvement.value is None else _points(improvement),
-        drift_limit_points=None if drift_limit.value is None else _points(drift_limit),
-        drift_baselines=drift.optional("baselines", defaults.drift_baselines).integer_in(
-            2, MAX_COUNT, why="a window of one baseline has nothing to compare"),
-        drift_days=None if drift_days.value is None else drift_days.number_in(0, MAX_DAYS, above=True),
-        drift_fails=drift.optional("fails", defaults.drift_fails).boolean(),
-        **_resources(resources, defaults),
-        source=where)
-
-
-def _resources(section: StrictReader, defaults: GatePolicy) -> dict[str, Any]:
-    """The `resources` section's fields: the relative limit (null: off), each floor below the value it could
-    never cross, and whether a growth beyond both fails."""
-    relative = section.optional("relative_limit_percent", defaults.resources_relative_limit_percent)
-    floors = {key: section.optional(key, getattr(defaults, f"resources_{key}")).number_in(
-        0, bound, below=True, why=f"no run's figure grows by {bound:g} or more, so the comparison could never "
-                                  f"warn or fail") for key, bound in RESOURCE_FLOOR_BOUNDS.items()}
-    return {"resources_relative_limit_percent": None if relative.value is None else relative.number_in(0, MAX_PERCENT),
-            **{f"resources_{key}": value for key, value in floors.items()},
-            "resources_relative_fails": section.optional("relative_fails", defaults.resources_relative_fails).boolean()}
+    fields: dict[str, Any] = {
+        # each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused
+        "metrics": _keys(policy.get("tie_aware"), metrics, lambda name: canonical_metric(
+            tie_aware_measure(parse_metric(name)).name), "metrics: ") if tie_aware else metrics,
+        "tie_aware": tie_aware,
+        "drop_limit_points": _points(policy.optional("drop_limit_points", defaults.drop_limit_points))}
+    for name, keys in SECTIONS.items():
+        for key, field in keys.items():
+            reader = sections[name].optional(key, getattr(defaults, field))
+            fields[field] = None if reader.value is None and field in _NULLABLE else _READERS.get(
+                field, StrictReader.boolean)(reader)
+    return GatePolicy(**fields, source=where)
 
 
 def _points(reader: StrictReader) -> float:
@@ -186,29 +156,52 @@ def _choice(reader: StrictReader, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _tie_aware(metrics: tuple[str, ...], reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
-    """Each gated metric's tie-aware measure (`recall@10` -> `recall@10(ties)`); a family without one is refused."""
-    names = []
-    for name in metrics:
-        try:
-            names.append(canonical_metric(tie_aware_measure(parse_metric(name)).name))
-        except ValueError as exc:
-            raise reader.fail(f"metrics: {exc}") from None
-    return tuple(dict.fromkeys(names))
+def _floor(reader: StrictReader, bound: float) -> float:
+    """A resource floor below the value it could never cross."""
+    return reader.number_in(0, bound, below=True, why=f"no run's figure grows by {bound:g} or more, so the comparison "
+                                                      f"could never warn or fail")
+
+
+# How each section's field is read (a field not named here is true or false); a field whose type admits None
+# takes null for "off".
+_READERS: dict[str, Callable[[StrictReader], object]] = {
+    "min_category_queries": lambda reader: reader.integer_in(1, MAX_COUNT),
+    "category_rule": lambda reader: _choice(reader, CATEGORY_RULES),
+    "discount_queries": lambda reader: reader.integer_in(0, MAX_COUNT),
+    "latency_relative_limit_percent": lambda reader: reader.number_in(0, MAX_PERCENT),
+    "latency_min_increase_ms": lambda reader: reader.number_in(0, MAX_INCREASE_MS),
+    "latency_min_samples": lambda reader: reader.integer_in(1, MAX_COUNT),
+    "latency_paired_warn_ratio": lambda reader: reader.number_in(1, MAX_PERCENT),
+    "latency_paired_fails_ratio": lambda reader: reader.number_in(1, MAX_PERCENT),
+    "judged_warn_drop_points": _points, "ratchet_improvement_points": _points, "drift_limit_points": _points,
+    "drift_baselines": lambda reader: reader.integer_in(2, MAX_COUNT,
+                                                        why="a window of one baseline has nothing to compare"),
+    "drift_days": lambda reader: reader.number_in(0, MAX_DAYS, above=True),
+    "resources_relative_limit_percent": lambda reader: reader.number_in(0, MAX_PERCENT),
+    **{f"resources_{key}": partial(_floor, bound=bound) for key, bound in RESOURCE_FLOOR_BOUNDS.items()}}
+_NULLABLE = {field.name for field in dataclasses.fields(GatePolicy) if "None" in str(field.type)}
 
 
 def _metrics(reader: StrictReader, canonical_metric: Callable[[str], str]) -> tuple[str, ...]:
     if not isinstance(reader.value, list) or not reader.value or not all(isinstance(m, str) for m in reader.value):
         raise reader.fail("must be a non-empty list of metric names")
-    canonical = []
-    for name in reader.strings():
-        try:
-            key = canonical_metric(name)
-        except ValueError as exc:
-            raise reader.fail(str(exc)) from None
+
+    def quality(name: str) -> str:
+        key = canonical_metric(name)
         if key == "judged@10":
             # coverage, not quality: a fall means unjudged documents, which warns (judged.warn_drop_points)
             raise reader.fail("judged@10 is judged coverage, not a quality measure; its fall warns through "
                               "judged.warn_drop_points")
-        canonical.append(key)
-    return tuple(dict.fromkeys(canonical))
+        return key
+    return _keys(reader, reader.strings(), quality)
+
+
+def _keys(reader: StrictReader, names: Sequence[str], key: Callable[[str], str], field: str = "") -> tuple[str, ...]:
+    """Each name's key, each once in order; a name `key` refuses (ValueError) is refused at `reader`."""
+    keys = []
+    for name in names:
+        try:
+            keys.append(key(name))
+        except ValueError as exc:
+            raise reader.fail(f"{field}{exc}") from None
+    return tuple(dict.fromkeys(keys))

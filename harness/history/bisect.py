@@ -222,9 +222,7 @@ def _verdict(search: _Search, index: int, affected: Sequence[SetChange], seed: i
     affected set's queries."""
     last = len(search.commits) - 1
     verdicts = []
-    pooled_good: dict[str, float] = {}
-    pooled_now: dict[str, float] = {}
-    units: dict[str, str] = {}
+    moves: dict[str, list[tuple[float, int]]] = {}  # set -> its clusters' moves against GOOD
     for moved in affected:
         good, bad, now = search.mean(0, moved.name), search.mean(last, moved.name), search.mean(index, moved.name)
         halfway = {qid: (value + bad.values[qid]) / 2 for qid, value in good.values.items() if qid in bad.values}
@@ -232,10 +230,8 @@ def _verdict(search: _Search, index: int, affected: Sequence[SetChange], seed: i
         towards_bad = (high < 0) if moved.change < 0 else (low > 0)
         towards_good = (low > 0) if moved.change < 0 else (high < 0)
         verdicts.append(BAD if towards_bad else GOOD if towards_good else UNDECIDED)
-        pooled_good.update({f"{moved.name}\0{q}": v for q, v in good.values.items()})
-        pooled_now.update({f"{moved.name}\0{q}": v for q, v in now.values.items()})
-        units.update({f"{moved.name}\0{q}": f"{moved.name}\0{u}" for q, u in good.units.items()})
+        moves[moved.name] = group_differences(good.values, now.values, good.units)
     verdict = BAD if BAD in verdicts else GOOD if all(v == GOOD for v in verdicts) else UNDECIDED
-    clusters = group_differences(pooled_good, pooled_now, units)
+    clusters = [cluster for name in sorted(moves) for cluster in moves[name]]  # pooled, sets by name
     change = sum(total for total, _ in clusters) / max(1, sum(count for _, count in clusters))
     return verdict, change, bootstrap_ci(clusters, resamples=RESAMPLES, seed=seed)

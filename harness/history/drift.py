@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import groupby
 
 from harness.gating.gates import FLOAT_SLACK, FRACTION
 from harness.gating.policy import DEFAULT_DRIFT_BASELINES, GatePolicy
@@ -104,10 +105,7 @@ def window(accepted: Sequence[Point], policy: DriftPolicy) -> tuple[Point, ...]:
     if not accepted:
         return ()
     newest = accepted[-1]
-    start = len(accepted)
-    while start and accepted[start - 1].comparable == newest.comparable:
-        start -= 1
-    same = list(accepted[start:])
+    same = [list(points) for _, points in groupby(accepted, key=lambda point: point.comparable)][-1]  # its version
     if policy.days is None:
         return tuple(same[-(policy.baselines or 1):])
     if newest.time is None:

@@ -208,7 +208,7 @@ class SeriesKey:
         return f"{self.backend}: {self.set_name}{scope} {self.metric}"
 
 
-class HistoryStore:
+class HistoryStore(contextlib.AbstractContextManager["HistoryStore"]):
     """An open history store. `append` adds an entry in one transaction; the readers return series."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
@@ -255,10 +255,7 @@ class HistoryStore:
         return store
 
     def _check_format(self) -> None:
-        try:
-            meta = dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+        meta = dict(self._rows("SELECT key, value FROM meta"))
         if meta.get("format") != HISTORY_FORMAT:
             raise HistoryError(f"{self.path}: meta.format: not a retrieval-gate history store; it was left as it is")
         if meta.get("schema") != str(SCHEMA_VERSION):
@@ -270,18 +267,12 @@ class HistoryStore:
                             f"restore it from the last good copy (a CI artifact, git)")
 
     def _check_whole(self) -> None:
-        try:
-            row = self._connection.execute("PRAGMA quick_check").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
-        if row is None or row[0] != "ok":
-            raise self._damaged(RuntimeError(f"integrity check: {row[0] if row else 'no answer'}"))
+        rows = self._rows("PRAGMA quick_check")
+        if not rows or rows[0][0] != "ok":
+            raise self._damaged(RuntimeError(f"integrity check: {rows[0][0] if rows else 'no answer'}"))
 
     def close(self) -> None:
         self._connection.close()
-
-    def __enter__(self) -> HistoryStore:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
@@ -338,8 +329,9 @@ class HistoryStore:
         for run, time, commit, identity, value, revision, corpus, k, numbers_hash in rows:
             if key.kind == BASELINE and points and points[-1].numbers_hash == numbers_hash:
                 continue
-            points.append(Point(run, time, commit, identity, value, _comparable(revision, corpus, k),
-                                numbers_hash))
+            # the same set version (a judgments edit bumps the revision: docs/sets.md, "set.json"): values compare
+            comparable = f"revision {revision}, corpus {(corpus or '?')[:12]}, k {k}"
+            points.append(Point(run, time, commit, identity, value, comparable, numbers_hash))
         return points
 
     def per_query(self, runs: Sequence[int], set_name: str, metric: str) -> dict[int, dict[str, float]]:
@@ -354,9 +346,9 @@ class HistoryStore:
         return found
 
     def run_count(self) -> dict[str, int]:
-        return {kind: count for kind, count in self._rows("SELECT kind, count(*) FROM runs GROUP BY kind", ())}
+        return {kind: count for kind, count in self._rows("SELECT kind, count(*) FROM runs GROUP BY kind")}
 
-    def _rows(self, sql: str, parameters: Sequence[object]) -> list[tuple]:
+    def _rows(self, sql: str, parameters: Sequence[object] = ()) -> list[tuple]:
         try:
             return self._connection.execute(sql, tuple(parameters)).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -374,12 +366,6 @@ def _insert_set(connection: sqlite3.Connection, run: int, record: SetRecord) -> 
     connection.executemany("INSERT INTO query_values (run, set_name, metric, per_query) VALUES (?, ?, ?, ?)",
                            [(run, record.name, metric, json.dumps(values, sort_keys=True, separators=(",", ":")))
                             for metric, values in record.numbers.per_query.items()])
-
-
-def _comparable(revision: int | None, corpus_hash: str | None, k: int | None) -> str:
-    """Runs with the same key measured the same set version (a judgments edit bumps the revision:
-    docs/sets.md, "set.json"), so their values compare."""
-    return f"revision {revision}, corpus {(corpus_hash or '?')[:12]}, k {k}"
 
 
 def _create(path: Path) -> None:

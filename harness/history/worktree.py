@@ -24,7 +24,6 @@ from harness import api
 from harness.errors import Interrupted, UsageError
 from harness.gating.inputs import GateInputs
 from harness.history.bisect import SetMeasure, StepFailed
-from harness.history.store import stored_numbers
 from harness.records import SetResult
 from harness.watchdog import guard_folder, guarded_temp_folder, release_folder
 
@@ -77,7 +76,7 @@ class WorktreeMeasure:
 
 def _set_measure(result: SetResult, metric: str) -> SetMeasure:
     scored = [q for q in result.queries if q.scored]
-    return SetMeasure(values=dict(stored_numbers(result.numbers(), [metric]).per_query.get(metric, {})),
+    return SetMeasure(values={q.qid: q.metrics[metric] for q in scored if metric in q.metrics},
                       units={q.qid: q.resampling_unit for q in scored},
                       found={q.qid: tuple(q.found) for q in scored}, queries={q.qid: q.query for q in scored})
 
