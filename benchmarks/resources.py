@@ -27,13 +27,13 @@ from pathlib import Path
 import harness
 from benchmarks.arguments import at_least
 from harness.gating.baseline import build_baseline, write_baseline
+from harness.gating.gates import RESOURCE_GATES
 from harness.gating.policy import GatePolicy
 from harness.measured import RESOURCE_FIGURES, resource_text
 
 # Holds N MiB (every page written), then runs the adapter as its child with the same stdin and stdout.
 GROWN_WRAPPER = ("import subprocess, sys; held = b'x' * (int(sys.argv[1]) * 1024 * 1024); "
                  "sys.exit(subprocess.call(sys.argv[2:]))")
-RESOURCE_GATES = ("startup", "memory", "index-size")
 
 
 def run(sets: list[str], backend: object, baseline: Path | None, log: Path, **options: object):
@@ -43,7 +43,7 @@ def run(sets: list[str], backend: object, baseline: Path | None, log: Path, **op
 def resource_alarms(report) -> list[str]:
     """The resource gates that did not pass, as `gate status`."""
     return [f"{g.set_name} {g.gate} {g.status}" for g in report.gates
-            if g.gate.removesuffix("-relative") in RESOURCE_GATES and g.status != "pass"]
+            if g.gate.removesuffix("-relative") in RESOURCE_GATES.values() and g.status != "pass"]
 
 
 def main(argv: list[str] | None = None) -> int:
