@@ -355,11 +355,10 @@ def _warm_up(adapter: Worker, query_sets: Sequence[QuerySet], options: RunOption
     """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
     if options.warmup <= 0:
         return 0.0
-    pool = [(s, q) for s in query_sets for q in s.queries]
+    pool = _requests(query_sets, 0, 1, dataclasses.replace(options, repeats=1))
     start = time.perf_counter()
     for index in range(options.warmup):
-        query_set, query = pool[index % len(pool)]
-        adapter.ask(Request(query_set.kind, query.query, options.k or query_set.k, query.qid))
+        adapter.ask(pool[index % len(pool)])
     return round(time.perf_counter() - start, 6)
 
 
