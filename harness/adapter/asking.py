@@ -319,34 +319,30 @@ def _ask_set(adapters: Sequence[Worker], streams: list[Iterator[tuple[Response, 
     lock = threading.Lock()
     lengths = {doc.id: len(doc.text) for doc in query_set.documents}  # for the passages' bounds
 
+    errors: list[BaseException] = []
+
     def shard(worker: int) -> None:
         adapter, replies = adapters[worker], streams[worker]
-        mine = query_set.queries[worker::len(adapters)]
-        for query in mine:
-            answer, change = _checked_answer(adapter, [next(replies) for _ in range(options.repeats)], query.qid,
-                                             lengths, options)
-            with lock:
-                answers[query.qid] = answer
-                outcome.note_change(query_set.name, query.qid, change)
-                if progress:
-                    progress(query_set.name, len(answers), total)
+        try:
+            for query in query_set.queries[worker::len(adapters)]:
+                answer, change = _checked_answer(adapter, [next(replies) for _ in range(options.repeats)], query.qid,
+                                                 lengths, options)
+                with lock:
+                    answers[query.qid] = answer
+                    outcome.note_change(query_set.name, query.qid, change)
+                    if progress:
+                        progress(query_set.name, len(answers), total)
+        except BaseException as error:  # raised again below, by the calling thread
+            errors.append(error)
 
     if len(adapters) == 1:
         shard(0)
-        return
-    errors: list[BaseException] = []
-
-    def captured(worker: int) -> None:
-        try:
-            shard(worker)
-        except BaseException as error:  # re-raised in the main thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=captured, args=(worker,), daemon=True) for worker in range(len(adapters))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    else:
+        threads = [threading.Thread(target=shard, args=(worker,), daemon=True) for worker in range(len(adapters))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     if errors:
         raise errors[0]
 
