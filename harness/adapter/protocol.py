@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from harness.errors import ProtocolError
 from harness.strict_json import (MAX_INT_DIGITS, SURROGATE_ESCAPE_BYTES, SURROGATE_ESCAPE_TEXT, NotStrictJSON,
-                                 lone_surrogate_at, strict_decode)
+                                 lone_surrogate_at, refused_at, strict_decode)
 from harness.quoting import preview
 
 PROTOCOL_VERSION = 1
@@ -198,20 +198,8 @@ def _refused_field(text: bytes | str) -> str:
         obj = json.loads(text)
     except (ValueError, RecursionError):
         return ""
-
-    def walk(value: object, path: str) -> str | None:
-        if isinstance(value, float) and not math.isfinite(value):
-            return path
-        if type(value) is int and len(str(abs(value))) > MAX_INT_DIGITS:
-            return path
-        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-        for key, item in items:
-            found = walk(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else repr(key)))
-            if found:
-                return found
-        return None
-
-    found = walk(obj, "")
+    found = refused_at(obj, lambda value: (isinstance(value, float) and not math.isfinite(value))
+                       or (type(value) is int and len(str(abs(value))) > MAX_INT_DIGITS), root="")
     return f"{found}: " if found else ""
 
 
