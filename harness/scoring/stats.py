@@ -55,11 +55,9 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     """
     clusters = group_differences(base, candidate, groups)
     n_queries = sum(count for _, count in clusters)
-    if not clusters:
-        return PairedTest(0, 0, 0.0, 0.0, 0.0, 1.0)
-    observed = sum(total for total, _ in clusters) / n_queries
-    if all(total == 0 for total, _ in clusters):  # identical on every query: nothing to resample
+    if all(total == 0 for total, _ in clusters):  # no query, or identical on every one: nothing to resample
         return PairedTest(n_queries, len(clusters), 0.0, 0.0, 0.0, 1.0)
+    observed = sum(total for total, _ in clusters) / n_queries
     low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed, engine=engine)
     p_value = randomization_p_value(clusters, resamples=resamples, seed=seed, engine=engine)
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
