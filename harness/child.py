@@ -183,20 +183,26 @@ class ChildProcess:
 
     def write(self, data: bytes, deadline: float) -> None:
         """Write all of `data` to stdin by `deadline`; StreamFailure TIMEOUT (pipe full) or ENDED (broken)."""
-        view = memoryview(data)
-        while True:
-            try:
-                view = view[os.write(self._stdin_fd, view):]
-            except BlockingIOError:
-                pass
-            except (BrokenPipeError, ConnectionResetError):
-                raise StreamFailure(StreamFailure.ENDED) from None
-            if not view:
-                return
-            remaining = deadline - time.perf_counter()  # the pipe is full: wait for room until the deadline
+        try:
+            written = os.write(self._stdin_fd, data)
+        except BlockingIOError:
+            written = 0
+        except (BrokenPipeError, ConnectionResetError):
+            raise StreamFailure(StreamFailure.ENDED) from None
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        while view:  # slow path: the pipe is full; wait for room until the deadline
+            remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise StreamFailure(StreamFailure.TIMEOUT)
             self._write_poll.poll(math.ceil(remaining * 1000))
+            try:
+                view = view[os.write(self._stdin_fd, view):]
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise StreamFailure(StreamFailure.ENDED) from None
 
     def note(self, text: str) -> None:
         """Append one line of the harness's own (e.g. a progress line) to the log."""
