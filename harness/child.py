@@ -83,7 +83,7 @@ class ChildProcess:
         self._log = log
         self._buffer = bytearray()
         self._stop_lock = threading.Lock()
-        self._finished = False       # group killed, leader reaped, fds closed
+        self.stopped = False         # group killed, leader reaped, fds closed
         self._stderr_lock = threading.Lock()
         self._stderr_eof = True
         self._stderr_thread: threading.Thread | None = None
@@ -239,10 +239,6 @@ class ChildProcess:
         status = self.exit_status(timeout)
         return None if status is None else describe_exit(status)
 
-    @property
-    def stopped(self) -> bool:
-        return self._finished
-
     def stop(self, grace_seconds: float = STOP_GRACE_SECONDS, term_grace_seconds: float = TERM_GRACE_SECONDS) -> bytes:
         """Close stdin, let it exit within `grace_seconds`, then SIGTERM, then SIGKILL the group; reap it.
 
@@ -255,7 +251,7 @@ class ChildProcess:
             if self._process.stdin is not None:
                 with contextlib.suppress(OSError):
                     self._process.stdin.close()
-            if grace_seconds > 0 and not self._finished:
+            if grace_seconds > 0 and not self.stopped:
                 self.exit_status(grace_seconds)
         except BaseException as exc:  # a signal: no more grace, straight to the kill
             interrupt = exc
@@ -288,7 +284,7 @@ class ChildProcess:
             (lambda: unread.extend(self._unread_stdout()), False), (self._close, True)]
         with stop_signals_blocked():
             with self._stop_lock:
-                if self._finished:
+                if self.stopped:
                     return b"", None
                 for step, must_finish in steps:
                     for _ in range(STEP_ATTEMPTS if must_finish else 1):
@@ -297,7 +293,7 @@ class ChildProcess:
                             break
                         except BaseException as exc:  # noqa: BLE001 - re-raised by stop
                             interrupt = interrupt or exc
-                self._finished = True
+                self.stopped = True
         return bytes(unread), interrupt
 
     def _signal_group(self, signum: int) -> None:
@@ -401,7 +397,7 @@ class ChildProcess:
 
     def rss_kib(self) -> int | None:
         """Resident memory of the child's process group in KiB, None where not measurable."""
-        return None if self._finished else group_rss_kib(self.pid)
+        return None if self.stopped else group_rss_kib(self.pid)
 
 
 def log_tail(log_path: Path, log_start: int = 0, max_lines: int = TAIL_LINES) -> str:

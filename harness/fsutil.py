@@ -138,13 +138,18 @@ def _write_into(target: Path, data: bytes) -> None:
             if exc.errno == 6:  # ENXIO
                 raise UsageError(f"{target}: is a FIFO with no reader; start the reader first") from None
             raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+    _write_all(fd, data, f"{target}: cannot write")
+
+
+def _write_all(fd: int, data: bytes, failure: str) -> None:
+    """Write all of `data` to `fd` (made blocking), then close it; an OSError is UsageError `FAILURE: why`."""
     try:
         os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
     except OSError as exc:
-        raise UsageError(f"{target}: cannot write: {exc.strerror}") from None
+        raise UsageError(f"{failure}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 
@@ -212,15 +217,7 @@ def append_output(path: Path, text: str, label: str) -> None:
     problem = append_target_problem(path)
     if problem:
         raise UsageError(f"{label}: {path}: {problem}")
-    fd = _open_appending(path, label, fifo=True)
-    try:
-        view = memoryview(text.encode("utf-8"))
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError as exc:
-        raise UsageError(f"{label}: {path}: cannot append: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+    _write_all(_open_appending(path, label, fifo=True), text.encode("utf-8"), f"{label}: {path}: cannot append")
 
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeGuard
 
@@ -42,33 +43,31 @@ strict_decode = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_bou
 # cannot). Searched on the raw line first, so clean lines (nearly all) pay one regex scan, no walk.
 SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a str holding one (never a valid pair: json joins those) is no UTF-8
 
 
-def lone_surrogate_at(value: object, path: str = "") -> str | None:
+def lone_surrogate_at(value: object) -> str | None:
     """Where in a decoded JSON value a string (or key) holds a lone surrogate: `'ids'[2]`, or None.
 
     Such a string cannot be written as UTF-8 (reports, corpora, the wire): callers refuse it
     where it enters, naming this path.
     """
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "the value"
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = lone_surrogate_at(item, f"{path}[{index}]")
-            if found:
-                return found
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            label = f"{path}.{key}" if path else repr(key)
-            if lone_surrogate_at(key, "") is not None:
-                return f"a key of {path or 'the object'}"
-            found = lone_surrogate_at(item, label)
-            if found:
-                return found
+    return refused_at(value, lambda item: isinstance(item, str) and _SURROGATE.search(item) is not None)
+
+
+def refused_at(value: object, refused: Callable[[object], bool], path: str = "", root: str = "the value") -> str | None:
+    """Where in a decoded JSON value the first value or key `refused` holds is: `'ids'[2]`, `'a'.b`, `a key of
+    'a'`, `root` for the value itself; None when there is none."""
+    if refused(value):
+        return path or root
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and refused(key):
+            return f"a key of {path or 'the object'}"
+        found = refused_at(item, refused, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path
+                           else repr(key), root)
+        if found:
+            return found
     return None
 
 

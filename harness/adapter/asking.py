@@ -319,34 +319,30 @@ def _ask_set(adapters: Sequence[Worker], streams: list[Iterator[tuple[Response, 
     lock = threading.Lock()
     lengths = {doc.id: len(doc.text) for doc in query_set.documents}  # for the passages' bounds
 
+    errors: list[BaseException] = []
+
     def shard(worker: int) -> None:
         adapter, replies = adapters[worker], streams[worker]
-        mine = query_set.queries[worker::len(adapters)]
-        for query in mine:
-            answer, change = _checked_answer(adapter, [next(replies) for _ in range(options.repeats)], query.qid,
-                                             lengths, options)
-            with lock:
-                answers[query.qid] = answer
-                outcome.note_change(query_set.name, query.qid, change)
-                if progress:
-                    progress(query_set.name, len(answers), total)
+        try:
+            for query in query_set.queries[worker::len(adapters)]:
+                answer, change = _checked_answer(adapter, [next(replies) for _ in range(options.repeats)], query.qid,
+                                                 lengths, options)
+                with lock:
+                    answers[query.qid] = answer
+                    outcome.note_change(query_set.name, query.qid, change)
+                    if progress:
+                        progress(query_set.name, len(answers), total)
+        except BaseException as error:  # raised again below, by the calling thread
+            errors.append(error)
 
     if len(adapters) == 1:
         shard(0)
-        return
-    errors: list[BaseException] = []
-
-    def captured(worker: int) -> None:
-        try:
-            shard(worker)
-        except BaseException as error:  # re-raised in the main thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=captured, args=(worker,), daemon=True) for worker in range(len(adapters))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    else:
+        threads = [threading.Thread(target=shard, args=(worker,), daemon=True) for worker in range(len(adapters))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     if errors:
         raise errors[0]
 
@@ -355,11 +351,10 @@ def _warm_up(adapter: Worker, query_sets: Sequence[QuerySet], options: RunOption
     """Ask the first `warmup` queries (cycling through all sets) untimed; return seconds spent."""
     if options.warmup <= 0:
         return 0.0
-    pool = [(s, q) for s in query_sets for q in s.queries]
+    pool = _requests(query_sets, 0, 1, dataclasses.replace(options, repeats=1))
     start = time.perf_counter()
     for index in range(options.warmup):
-        query_set, query = pool[index % len(pool)]
-        adapter.ask(Request(query_set.kind, query.query, options.k or query_set.k, query.qid))
+        adapter.ask(pool[index % len(pool)])
     return round(time.perf_counter() - start, 6)
 
 

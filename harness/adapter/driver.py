@@ -227,11 +227,8 @@ class AdapterProcess:
 
     def _allowed(self, stage: str) -> float:
         """Seconds allowed for a stage; a first answer may also pay the adapter's start-up."""
-        if stage == _BANNER:
-            return self.startup_timeout
-        if stage == _FIRST_ANSWER:
-            return self.startup_timeout + self.query_timeout
-        return self.query_timeout
+        return {_BANNER: self.startup_timeout, _FIRST_ANSWER: self.startup_timeout + self.query_timeout}.get(
+            stage, self.query_timeout)
 
     def _no_answer(self, stage: str) -> str:
         allowed = f"{self._allowed(stage):g} s"

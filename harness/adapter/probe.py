@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
 from harness.adapter.startup import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
-from harness.adapter.protocol import Request, banner_problem, decode_banner, encode_request
+from harness.adapter.protocol import Request, banner_problem, decode_banner, encode_request, json_object
 from harness.quoting import preview
 from harness.watchdog import TERM_GRACE_SECONDS
 
@@ -199,7 +199,7 @@ class LiveAdapter:
         except ProtocolError as exc:  # garbage that passes JSON (a lone surrogate, NaN): a failed banner check
             outcome = BannerOutcome(str(exc), None, startup)
         else:
-            answer = _json_object(first) or {}
+            answer = json_object(first) or {}
             if banner is None and ("ids" in answer or "error" in answer):
                 self._note_banner(BannerOutcome(self._malformed_progress, None, startup))
                 return first, ready_at, False
@@ -239,7 +239,7 @@ class LiveAdapter:
             line = self._running.read_line(deadline)
         except StreamFailure as failure:
             raise self._lost(failure, f"no answer within {self.query_timeout:g} s") from None
-        if _json_object(line) is None:
+        if json_object(line) is None:
             raise _Lost("printed a non-protocol line on stdout (adapters must log to stderr): "
                         f"{preview(line, 120)}")
         return line
@@ -273,19 +273,10 @@ class LiveAdapter:
 
 def _not_a_banner(line: bytes) -> str:
     """Why a first line that is no answer is no banner either."""
-    obj = _json_object(line)
+    obj = json_object(line)
     if obj is not None and "ready" in obj:
         return f"banner 'ready' must be true, got {json.dumps(obj['ready'])}"
     return f"first line is neither a ready banner nor an answer: {preview(line, 120)}"
-
-
-def _json_object(line: bytes) -> dict | None:
-    """The line as a JSON object, None when it is not one (what a lenient reader of answers needs)."""
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def shorten(text: str, limit: int = 160) -> str:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from harness.errors import ProtocolError
 from harness.strict_json import (MAX_INT_DIGITS, SURROGATE_ESCAPE_BYTES, SURROGATE_ESCAPE_TEXT, NotStrictJSON,
-                                 lone_surrogate_at, strict_decode)
+                                 lone_surrogate_at, refused_at, strict_decode)
 from harness.quoting import preview
 
 PROTOCOL_VERSION = 1
@@ -138,9 +138,7 @@ def decode_response(line: bytes | str, *, qid: str, k: int) -> Response:
     if scores is not None:
         scores = _check_scores(scores, len(ids), qid)
     passages = obj.get("passages")
-    if passages is not None:
-        return Response(ids=tuple(ids), scores=scores, passages=_check_passages(passages, len(ids), qid))
-    return Response(ids=tuple(ids), scores=scores)
+    return Response(tuple(ids), scores, None, None if passages is None else _check_passages(passages, len(ids), qid))
 
 
 def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str, object] | None:
@@ -153,11 +151,8 @@ def decode_banner(line: bytes | str, *, check_fields: bool = False) -> dict[str,
     PROTOCOL_VERSION; without it (check-adapter, which reports those as a failed check) they
     are left to the caller.
     """
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not (isinstance(obj, dict) and obj.get("ready") is True):
+    obj = json_object(line)
+    if obj is None or obj.get("ready") is not True:
         return None
     try:
         strict_decode(line.decode("utf-8") if isinstance(line, bytes) else line)
@@ -203,20 +198,8 @@ def _refused_field(text: bytes | str) -> str:
         obj = json.loads(text)
     except (ValueError, RecursionError):
         return ""
-
-    def walk(value: object, path: str) -> str | None:
-        if isinstance(value, float) and not math.isfinite(value):
-            return path
-        if type(value) is int and len(str(abs(value))) > MAX_INT_DIGITS:
-            return path
-        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-        for key, item in items:
-            found = walk(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else repr(key)))
-            if found:
-                return found
-        return None
-
-    found = walk(obj, "")
+    found = refused_at(obj, lambda value: (isinstance(value, float) and not math.isfinite(value))
+                       or (type(value) is int and len(str(abs(value))) > MAX_INT_DIGITS), root="")
     return f"{found}: " if found else ""
 
 
@@ -250,11 +233,8 @@ def decode_progress(line: bytes | str) -> Progress | None:
     """
     if b'"progress"' not in (line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")):
         return None
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(obj, dict) or "progress" not in obj:
+    obj = json_object(line)
+    if obj is None or "progress" not in obj:
         return None
     body = obj["progress"]
     if not isinstance(body, dict):
@@ -273,6 +253,15 @@ def encode_banner(**fields: object) -> bytes:
     """Adapter side: the optional ready banner line."""
     payload = {"ready": True, "protocol": PROTOCOL_VERSION, **fields}
     return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def json_object(line: bytes | str) -> dict | None:
+    """The line as a JSON object, None when it is not one (what a lenient reader of lines needs)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _load_object(line: bytes | str, qid: str | None) -> dict[str, object]:

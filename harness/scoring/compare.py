@@ -288,10 +288,10 @@ def compare(base: RunView, candidate: RunView, *, seed: int = 0, resamples: int 
         common = [qid for qid in sorted(set(base_rows) & set(cand_rows))
                   if base_rows[qid].scored and cand_rows[qid].scored and base_rows[qid].metrics]
         groups = {qid: base_rows[qid].resampling_unit for qid in common}
-        for scope, members in _scopes(common, base_rows):
-            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, seed, resamples, tested,
-                                         engine, margin_points / 100))
         texts = {qid: cand_rows[qid].query or base_rows[qid].query for qid in cand_rows if qid in base_rows}
+        for scope, members in _scopes(common, base_rows):
+            scopes.append(_compare_scope(name, scope, members, base_rows, cand_rows, groups, texts, seed, resamples,
+                                         tested, engine, margin_points / 100))
         flips += find_flips(name, {qid: row.found for qid, row in base_rows.items()},
                             {qid: row.found for qid, row in cand_rows.items()}, texts)
     latency, note = compare_latency(base, candidate, shared, seed=seed, resamples=resamples, engine=engine)
@@ -333,8 +333,8 @@ def _scopes(qids: list[str], rows: Mapping[str, QueryNumbers]) -> list[tuple[str
 
 
 def _compare_scope(name: str, scope: str, members: list[str], base_rows: Mapping[str, QueryNumbers],
-                   cand_rows: Mapping[str, QueryNumbers], groups: Mapping[str, str], seed: int, resamples: int,
-                   tested: Sequence[str], engine: str, margin: float) -> ScopeComparison:
+                   cand_rows: Mapping[str, QueryNumbers], groups: Mapping[str, str], texts: Mapping[str, str],
+                   seed: int, resamples: int, tested: Sequence[str], engine: str, margin: float) -> ScopeComparison:
     def means(rows: Mapping[str, QueryNumbers]) -> dict[str, float]:
         return {m: sum(rows[q].metrics[m] for q in members) / len(members)
                 for m in REPORTED_METRICS if members and all(m in rows[q].metrics for q in members)}
@@ -358,7 +358,6 @@ def _compare_scope(name: str, scope: str, members: list[str], base_rows: Mapping
                                           confidence=EQUIVALENCE_CONFIDENCE, engine=engine)
                     result.resamples_used[metric] = NEAR_MARGIN_RESAMPLES
                 result.equivalence_ci[metric] = bounds
-                texts = {q: cand_rows[q].query or base_rows[q].query for q in members}
                 result.movement[metric] = movement(before, after, texts)
     return result
 

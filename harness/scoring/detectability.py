@@ -30,7 +30,7 @@ import functools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 ALPHA = 0.05
@@ -180,8 +180,7 @@ def detectability(current: Mapping[str, float], units: Mapping[str, str],
         if delta > 1:
             return Detectability(n, m, 1 / n, None, True, sigma_d, _beyond_range(delta))
         return Detectability(n, m, 1 / n, delta, True, sigma_d)
-    low = -1.0 if min(values) < 0 else 0.0  # a saturated scope (all 1.0) is sized by the other system's room
-    variance = _change_of_system_variance(spread, statistics.fmean(values), low, low + 1)
+    variance = _change_of_system_variance(values)
     factor = multiplier(units=m)
     bound = _smallest_delta(lambda d: factor * math.sqrt(variance(d) / m))
     if bound is None:
@@ -192,17 +191,16 @@ def detectability(current: Mapping[str, float], units: Mapping[str, str],
 def bound_sigma_d(current: Mapping[str, float], units: Mapping[str, str], change: float) -> float | None:
     """sigma_d of the bound for a change of system of size `change` (None: fewer than 2 units)."""
     values = list(_unit_means(current, units).values())
-    if len(values) < 2:
-        return None
-    low = -1.0 if min(values) < 0 else 0.0
-    return math.sqrt(_change_of_system_variance(statistics.variance(values), statistics.fmean(values),
-                                                low, low + 1)(change))
+    return math.sqrt(_change_of_system_variance(values)(change)) if len(values) >= 2 else None
 
 
-def _change_of_system_variance(spread: float, mean: float, low: float, high: float) -> Callable[[float], float]:
-    """delta -> sigma_d^2 of a change of system of size delta: this run's spread plus the largest variance a
-    value in [low, high] can have at a mean within delta of `mean` (the other run independent of this one)."""
-    middle = (low + high) / 2
+def _change_of_system_variance(values: Sequence[float]) -> Callable[[float], float]:
+    """delta -> sigma_d^2 of a change of system of size delta, from this run's per-unit values: their spread plus
+    the largest variance a value in [low, high] can have at a mean within delta of theirs (the other run
+    independent of this one); [-1, 0] for a negated rate, else [0, 1]."""
+    spread, mean = statistics.variance(values), statistics.fmean(values)
+    low = -1.0 if min(values) < 0 else 0.0  # a saturated scope (all 1.0) is sized by the other system's room
+    high, middle = low + 1, low + 0.5
 
     def variance(delta: float) -> float:
         nearest = min(max(middle, mean - delta), mean + delta)  # the other mean closest to the middle

@@ -39,8 +39,6 @@ SHOWN_CHARACTERS = 2000  # a whole document shown as the first hit is cut here i
 Window = tuple[str, float, float]  # (doc id, start, end); end may be math.inf (whole document)
 ANSWER_HIT_DEPTHS = (1, 5, 10)
 CANONICAL_DEPTH = 10
-_VISIBLE = tuple(f"answer_hit@{k}" for k in ANSWER_HIT_DEPTHS) + ("ku@1", "stale_before_current",
-                                                                     "mixed_before_current")
 
 
 def windows_of(ids: Sequence[str], passages: Sequence[tuple[int, int] | None] | None) -> list[Window]:
@@ -118,12 +116,10 @@ def query_evidence(ids: Sequence[str], passages: Sequence[tuple[int, int] | None
     `ids` are the top-k hits best first; `passages` parallel to them (or None: all shown whole).
     A query without spans gets None for the exposure figures.
     """
-    values: dict[str, float | None]
-    if spans:
-        values = {**exposure_figures(windows_of(ids, passages), spans),
-                  **exposure_figures(windows_of(ids, None), spans, "full_")}
-    else:
-        values = {name: None for name in _VISIBLE + tuple(f"full_{name}" for name in _VISIBLE)}
+    values = {**exposure_figures(windows_of(ids, passages), spans),
+              **exposure_figures(windows_of(ids, None), spans, "full_")}
+    if not spans:  # nothing to expose: every exposure figure unjudged
+        values = dict.fromkeys(values)
     values.update(canonical_figures(ids, canonical))
     return values
 

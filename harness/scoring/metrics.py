@@ -38,7 +38,7 @@ from struct import error as struct_error, pack, unpack
 from typing import Any
 
 from harness.scoring import ties
-from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family, FamilyFunction,
+from harness.scoring.measures import (FAMILIES, RANKING_FAMILIES, RELEVANCE_LEVEL, UNJUDGED, Family,
                                       condense, grades_of, rank)
 
 __all__ = ["DEFINITIONS_VERSION", "FAMILIES", "RANKING_FAMILIES", "RELEVANCE_LEVEL", "Measure", "compute_from_scores", "compute_many",

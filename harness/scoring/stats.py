@@ -55,11 +55,9 @@ def paired_test(base: Mapping[str, float], candidate: Mapping[str, float], group
     """
     clusters = group_differences(base, candidate, groups)
     n_queries = sum(count for _, count in clusters)
-    if not clusters:
-        return PairedTest(0, 0, 0.0, 0.0, 0.0, 1.0)
-    observed = sum(total for total, _ in clusters) / n_queries
-    if all(total == 0 for total, _ in clusters):  # identical on every query: nothing to resample
+    if all(total == 0 for total, _ in clusters):  # no query, or identical on every one: nothing to resample
         return PairedTest(n_queries, len(clusters), 0.0, 0.0, 0.0, 1.0)
+    observed = sum(total for total, _ in clusters) / n_queries
     low, high = bootstrap_ci(clusters, resamples=resamples, seed=seed, engine=engine)
     p_value = randomization_p_value(clusters, resamples=resamples, seed=seed, engine=engine)
     return PairedTest(n_queries, len(clusters), observed, low, high, p_value)
@@ -92,9 +90,8 @@ def bootstrap_ci(clusters: Sequence[tuple[float, int]], *, resamples: int = RESA
     Each draw picks len(clusters) groups (`random.Random(seed).choices`); its statistic is (sum of
     their differences) / (their query count). Percentiles are nearest-rank on the sorted statistics.
     """
-    statistics = bootstrap_statistics(tuple(map(tuple, clusters)), resamples, seed, check_engine(engine))
-    tail = (1 - confidence) / 2
-    return _nearest_rank(statistics, tail), _nearest_rank(statistics, 1 - tail)
+    return _interval(bootstrap_statistics(tuple(map(tuple, clusters)), resamples, seed, check_engine(engine)),
+                     confidence)
 
 
 @functools.lru_cache(maxsize=8)
@@ -186,8 +183,7 @@ def paired_percentile_ratio(base: Sequence[float], candidate: Sequence[float], p
     rng = random.Random(seed)
     everyone = range(n)
     draws = sorted(ratio(rng.choices(everyone, k=n)) for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    return RatioInterval(percentile, ratio(everyone), _nearest_rank(draws, tail), _nearest_rank(draws, 1 - tail))
+    return RatioInterval(percentile, ratio(everyone), *_interval(draws, confidence))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -202,9 +198,12 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
-    rank = max(1, math.ceil(fraction * len(sorted_values) - 1e-9))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
+def _interval(sorted_values: Sequence[float], confidence: float) -> tuple[float, float]:
+    """The central `confidence` interval of sorted draws, nearest rank with a 1e-9 slack (not metrics.nearest_rank:
+    its exact decimal reads the float tail (1 - 0.95) / 2 as above 2.5%, and takes the next rank)."""
+    tail, n = (1 - confidence) / 2, len(sorted_values)
+    low, high = (sorted_values[min(max(1, math.ceil(f * n - 1e-9)), n) - 1] for f in (tail, 1 - tail))
+    return low, high
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:

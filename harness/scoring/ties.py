@@ -26,8 +26,8 @@ m = the run's positions within the cutoff:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from itertools import groupby
+from collections.abc import Callable, Iterator, Sequence
+from itertools import groupby, takewhile
 from math import comb
 from typing import Any
 
@@ -68,10 +68,15 @@ def _within(first: int, last: int, cutoff: int | None) -> int:
     return last - first + 1 if cutoff is None else max(0, min(last, cutoff) - first + 1)
 
 
+def _reaching(runs: Runs, cutoff: int | None) -> Iterator[tuple[int, int]]:
+    """The runs that start within the cutoff (None: all)."""
+    return takewhile(lambda run: cutoff is None or run[0] <= cutoff, runs)
+
+
 def expected_found(ranking: Ranking, runs: Runs, cutoff: int | None) -> float:
     """Relevant documents expected in the top `cutoff`: sum over runs of r * m / n."""
     return sum(_relevant_in(ranking, first, last) * _within(first, last, cutoff) / (last - first + 1)
-               for first, last in runs if cutoff is None or first <= cutoff)
+               for first, last in _reaching(runs, cutoff))
 
 
 def precision(ranking: Ranking, runs: Runs, k: int) -> float:
@@ -95,9 +100,7 @@ def r_precision(ranking: Ranking, runs: Runs, k: int | None) -> float:
 
 def hit(ranking: Ranking, runs: Runs, k: int) -> float:
     """E[Success@k] = 1 - C(n - r, m) / C(n, m) for the first run holding a relevant document."""
-    for first, last in runs:
-        if first > k:
-            break
+    for first, last in _reaching(runs, k):
         relevant = _relevant_in(ranking, first, last)
         if relevant:
             n, m = last - first + 1, _within(first, last, k)
@@ -107,9 +110,7 @@ def hit(ranking: Ranking, runs: Runs, k: int) -> float:
 
 def reciprocal_rank(ranking: Ranking, runs: Runs, k: int | None) -> float:
     """E[RR@k] = sum over offsets j of C(n - j, r - 1) / C(n, r) / (a + j - 1), first relevant run [a, b]."""
-    for first, last in runs:
-        if k is not None and first > k:
-            break
+    for first, last in _reaching(runs, k):
         relevant = _relevant_in(ranking, first, last)
         if relevant:
             n = last - first + 1
@@ -127,9 +128,7 @@ def ndcg(ranking: Ranking, runs: Runs, k: int | None) -> float:
     discounts = discount_table(len(ranking.grades))
     level, grades = ranking.level, ranking.grades
     expected = 0.0
-    for first, last in runs:
-        if k is not None and first > k:
-            break
+    for first, last in _reaching(runs, k):
         gains = sum(grade for grade in grades[first - 1:last] if grade >= level)
         if gains:
             expected += gains * sum(discounts[first:min(last, k if k is not None else last) + 1]) / (last - first + 1)

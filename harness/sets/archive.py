@@ -16,6 +16,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO
 
 from harness.errors import SetError
@@ -250,7 +251,7 @@ def archive_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member
     with archive:
         try:
             for info in archive:
-                yield Member(info.name, _tar_kind(info), info.size, _tar_reader(archive, info, label, where))
+                yield Member(info.name, _tar_kind(info), info.size, partial(_tar_read, archive, info, label, where))
         except _TAR_ERRORS as exc:
             raise SetError(f"{where}: {label}: corrupt archive ({exc})") from None
 
@@ -261,18 +262,15 @@ def _tar_kind(info: tarfile.TarInfo) -> str:
     return next((kind for test, kind in tests if test()), OTHER)
 
 
-def _tar_reader(archive: tarfile.TarFile, info: tarfile.TarInfo, label: str,
-                where: str) -> Callable[[int], bytes]:
-    def read(limit: int) -> bytes:
-        try:
-            stream = archive.extractfile(info)
-            if stream is None:  # only for non-regular members, which are never read
-                return b""
-            with stream:
-                return stream.read(limit + 1)
-        except _TAR_ERRORS as exc:
-            raise SetError(f"{where}: {label}: member {info.name!r}: unreadable ({exc})") from None
-    return read
+def _tar_read(archive: tarfile.TarFile, info: tarfile.TarInfo, label: str, where: str, limit: int) -> bytes:
+    try:
+        stream = archive.extractfile(info)
+        if stream is None:  # only for non-regular members, which are never read
+            return b""
+        with stream:
+            return stream.read(limit + 1)
+    except _TAR_ERRORS as exc:
+        raise SetError(f"{where}: {label}: member {info.name!r}: unreadable ({exc})") from None
 
 
 def _zip_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member]:
@@ -282,21 +280,19 @@ def _zip_members(handle: BinaryIO, label: str, where: str) -> Iterator[Member]:
         raise SetError(f"{where}: {label}: corrupt zip archive ({exc})") from None
     with archive:
         for info in archive.infolist():
-            yield Member(info.filename, _zip_kind(info), info.file_size, _zip_reader(archive, info, label, where))
+            yield Member(info.filename, _zip_kind(info), info.file_size,
+                         partial(_zip_read, archive, info, label, where))
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
     return DIRECTORY if info.is_dir() else _ZIP_KINDS.get(stat.S_IFMT(info.external_attr >> 16), OTHER)
 
 
-def _zip_reader(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
-                where: str) -> Callable[[int], bytes]:
-    def read(limit: int) -> bytes:
-        if info.flag_bits & 0x1:
-            raise SetError(f"{where}: {label}: member {info.filename!r}: encrypted")
-        try:
-            with archive.open(info) as stream:
-                return stream.read(limit + 1)
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
-            raise SetError(f"{where}: {label}: member {info.filename!r}: unreadable ({exc})") from None
-    return read
+def _zip_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, where: str, limit: int) -> bytes:
+    if info.flag_bits & 0x1:
+        raise SetError(f"{where}: {label}: member {info.filename!r}: encrypted")
+    try:
+        with archive.open(info) as stream:
+            return stream.read(limit + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+        raise SetError(f"{where}: {label}: member {info.filename!r}: unreadable ({exc})") from None

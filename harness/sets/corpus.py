@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -142,11 +143,9 @@ def contained_path_problem(folder: Path, relative: str) -> str | None:
     return None
 
 
-def _imported(module_name: str) -> Loader:
+def _imported(module_name: str, spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
     """The `load_documents` of a source's own module, imported when a set first uses that source."""
-    def load(spec: dict, set_dir: Path, where: str, offline: bool) -> list[Document]:
-        return importlib.import_module(module_name).load_documents(spec, set_dir, where, offline=offline)
-    return load
+    return importlib.import_module(module_name).load_documents(spec, set_dir, where, offline=offline)
 
 
 def _label(path: Path) -> str:
@@ -161,6 +160,6 @@ def _label(path: Path) -> str:
 # forbids fetching; only pypi-sdist fetches (jsonl and git read files already on the machine).
 _LOADERS: dict[str, Loader] = {
     "jsonl": _load_jsonl,
-    "pypi-sdist": _imported("harness.sets.sdist_source"),
-    "git": _imported("harness.sets.git_source"),
+    "pypi-sdist": functools.partial(_imported, "harness.sets.sdist_source"),
+    "git": functools.partial(_imported, "harness.sets.git_source"),
 }

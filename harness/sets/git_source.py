@@ -7,11 +7,11 @@ selected blobs, so the working tree, the index and uncommitted changes never mat
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -41,7 +41,7 @@ def load_documents(spec: dict, set_dir: Path, where: str, *, offline: bool = Fal
     _check_commit(repo, commit, where)
     selector = Selector(selection, where)
     with contextlib.closing(_BlobReader(repo, where)) as blobs:
-        members = [Member(path, kind, size, blobs.reader(oid, path))
+        members = [Member(path, kind, size, functools.partial(blobs.read, oid, path))
                    for path, kind, size, oid in _list_tree(repo, commit, where)]
         selector.add(members, f"corpus: {repo} at {commit[:12]}")
         return selector.finish()
@@ -144,18 +144,14 @@ class _BlobReader:
         self._watchdog.start()
         return self._process
 
-    def reader(self, oid: str, path: str) -> Callable[[int], bytes]:
-        """A Member's lazy read of blob `oid`: its size came from `ls-tree -l`, so the limit was checked before."""
-        return lambda limit: self.read(oid, path)
-
-    def read(self, oid: str, path: str) -> bytes:
-        """The bytes of blob `oid` (the same blob under two paths is read once)."""
+    def read(self, oid: str, path: str, limit: int = 0) -> bytes:
+        """The bytes of blob `oid` (the same blob under two paths is read once); a Member's `read`, whose `limit`
+        it ignores: the blob's size came from `ls-tree -l`, so the limit was checked before."""
         if oid in self._cache:
             return self._cache[oid]
         process = self._process or self._start()
         stdin, stdout = process.stdin, process.stdout
-        if stdin is None or stdout is None:  # cannot happen: _start asks for both pipes
-            raise RuntimeError("git cat-file started without pipes")
+        assert stdin is not None and stdout is not None  # _start asks for both pipes
         try:
             stdin.write(oid.encode("ascii") + b"\n")
             stdin.flush()

@@ -216,10 +216,8 @@ def _run_pip(argv: list[str], label: str, where: str, field: str, pinned: str, l
         raise SetError(f"{where}: {field}: cannot run pip to fetch {label}: {exc}") from None
     try:
         status = process.exit_status(FETCH_TIMEOUT_SECONDS)
-    except BaseException:
-        process.stop(0.0, 0.0)  # a signal does not reach pip in its own session: stop it here
-        raise
-    process.stop(0.0, 0.0)  # pip has exited (or timed out): reap it, and kill what it left behind
+    finally:  # pip has exited, or timed out, or a signal came that does not reach pip in its own session:
+        process.stop(0.0, 0.0)  # reap it, and kill what it left behind
     stderr = log_path.read_bytes() if log_path.exists() else b""
     if status is None:
         raise SetError(f"{where}: {field}: pip download of {label} timed out after "
