@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.child import MAX_LINE_BYTES, STOP_GRACE_SECONDS, ChildProcess, StreamFailure
 from harness.errors import ProtocolError, UsageError
+from harness.fsutil import open_log
 from harness.adapter.startup import STARTUP_LIMIT_SECONDS, ProgressCallback, StartupTimeout, read_startup_line
 from harness.adapter.protocol import Request, banner_problem, decode_banner, encode_request, json_object
 from harness.quoting import preview
@@ -177,7 +178,7 @@ class LiveAdapter:
             raise _Lost(f"not asked: the adapter is not restarted any more: {self._given_up}")
         self.starts += 1
         if self.starts > 1:
-            with open(self.log_path, "ab") as log:
+            with open_log(self.log_path) as log:  # as the first start opened it: never through a symlink
                 log.write(f"--- check-adapter: start #{self.starts} ---\n".encode())
         self._spawned_at = time.perf_counter()
         try:

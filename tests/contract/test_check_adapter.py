@@ -367,3 +367,29 @@ def test_a_real_ranking_change_fails_beside_the_tied_ones(capsys, tmp_path):
     assert status == 1 and table["determinism"][0] == "FAIL", out
     assert re.search(r"^\d+ of 12 queries changed ranking when asked again: .*; \d+ came back with tied documents",
                      table["determinism"][1])
+
+
+def test_a_restart_never_writes_its_marker_through_a_symlinked_log(tmp_path):
+    # the first start opens the log without following links; a log swapped for a link before the restart must
+    # be refused as well, not written through (the victim file keeps its bytes)
+    from harness.adapter.probe import LiveAdapter
+    from harness.adapter.protocol import Request
+    from harness.errors import UsageError
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "check.jsonl").write_text('{"id": "d1", "text": "alpha"}\n')
+    log, victim = tmp_path / "adapter.log", tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    env = {**os.environ, "HARNESS_CORPUS_DIR": str(corpus)}
+    adapter = LiveAdapter(fixture("crash_on", "emoji"), env, log, startup_timeout=30, query_timeout=30)
+    try:
+        crashed = adapter.ask_one(Request("check", "alpha \U0001F600", 1))
+        assert crashed.failure and adapter.starts == 1  # it died on the emoji: the next ask starts it again
+        log.unlink()
+        log.symlink_to(victim)
+        with pytest.raises(UsageError, match=re.escape(str(log))):
+            adapter.ask_one(Request("check", "alpha", 1))
+    finally:
+        adapter.stop(0.0, 0.0)
+    assert victim.read_text() == "keep me\n"
