@@ -621,7 +621,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
     noise = sorted({qid for qid, _ in within})
     broken = [(qid, c) for qid, c in broken if (qid, c.key) not in flaky]
     noted = (f"; {plural(len(noise), 'query', 'queries')} broke a contract within calibrated noise "
-             f"({', '.join(noise[:MAX_FLIPS_LISTED])})") if noise else ""
+             f"({_listed(noise)})") if noise else ""
     recorded = {(qid, key) for qid, row in base.queries.items() for key in row.broken}
     known = [(qid, c) for qid, c in broken if (qid, c.key) in recorded]
     gate = partial(gate, baseline=len(recorded), current=len(broken))
@@ -630,7 +630,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
         if known and not broken:
             qids = sorted({qid for qid, _ in known})
             return gate(True, f"{result.name}: no new contract breaks; {len(known)} known from the baseline "
-                              f"({', '.join(qids[:MAX_FLIPS_LISTED])}){noted}")
+                              f"({_listed(qids)}){noted}")
     if not broken:
         checked = sum(len(q.contracts) for q in result.queries)
         held = f"{checked - len(within)} of {checked}" if within else f"{checked}"
@@ -642,7 +642,7 @@ def _contract_gate(result: SetResult, base: SetNumbers, accept_known: bool,
             if not accept_known and len(known) == len(broken) else "")
     first_qid, first = broken[0]
     qids = sorted({qid for qid, _ in broken})
-    return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {', '.join(qids[:MAX_FLIPS_LISTED])}; "
+    return gate(False, f"{result.name}: {len(broken)} hard contract(s) broken in {_listed(qids)}; "
                        f"first: {first_qid} {first.name}: {first.detail}{hint}{noted}", flipped=tuple(qids))
 
 

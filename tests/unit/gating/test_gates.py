@@ -264,3 +264,15 @@ def test_improved_needs_at_least_one_query_worth_of_gain():
     whole = [g for g in check([synthetic({"c": [0.5, 1.0] + [0.0] * 8})], {"s": entry_for(base)})
              if g.gate == "recall" and g.category is None]
     assert whole[0].change == pytest.approx(0.1) and whole[0].improved
+
+
+def test_a_contract_gate_says_how_many_queries_it_does_not_list(tmp_path):
+    from tests.builders import query, write_set
+
+    many = load_set(write_set(tmp_path / "many", [query(f"q{n:02d}", forbid=["other"]) for n in range(13)]))
+    clean = evaluate_set(many, {q.qid: Answer(("page",), None, 0.001) for q in many.queries}, k=10)
+    broken = evaluate_set(many, {q.qid: Answer(("page", "other"), None, 0.001) for q in many.queries}, k=10)
+    [bad] = failed(check([broken], {"ev": entry_for(clean)}))
+    # 13 queries broke their forbid: the first ten named in order, the other three counted
+    named = ", ".join(f"q{n:02d}" for n in range(10))
+    assert bad.gate == "contract" and f"13 hard contract(s) broken in {named} (+3 more); first: q00 forbid" in bad.message
