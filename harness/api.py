@@ -96,8 +96,8 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
         config file, else the working folder's sets/, baselines/current.json, budgets.json,
         gate-policy.json, else the shipped sets and baseline).
       backend: a built-in alias ("bm25", "onnx", "hybrid") or an adapter argv (a list: never run
-        through a shell). Exclusive with `run_file`. Default: the config's `adapter` (with its
-        `expect_banner`, unless given) or `backend`, else "bm25".
+        through a shell). Exclusive with `run_file`. Default: the config's `adapter` (started in the
+        config's folder, with its `expect_banner` unless given) or `backend`, else "bm25".
       run_file: evaluate a precomputed TREC run instead of asking an adapter (no latency gate).
       baseline: the baseline file to gate against; None measures without gating.
       budgets: the p95 budgets file; None: the layout's (300 ms per set without one).
@@ -145,10 +145,12 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
                           baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline), asking=asking)
     if backend is None and run_file is None:  # the config's adapter or built-in backend, as the command's
         backend = list(team.rerun.adapter) or team.rerun.backend
-        if team.rerun.adapter and "expect_banner" not in options:
-            settings = dataclasses.replace(settings, expect_banner=team.rerun.expect_banner)
+        if team.rerun.adapter:  # started in the config's folder
+            settings = dataclasses.replace(settings, adapter_folder=team.folder, expect_banner=(
+                settings.expect_banner if "expect_banner" in options else team.rerun.expect_banner))
     if "baseline_adapter" not in options and team.baseline_adapter:  # the config's: paired latency
-        settings = dataclasses.replace(settings, baseline_adapter=team.baseline_adapter)
+        settings = dataclasses.replace(settings, baseline_adapter=team.baseline_adapter,
+                                       baseline_adapter_folder=team.folder)
     inputs = load_inputs(sets, layout=team, offline=offline, k=settings.k, gated=team.baseline is not None)
     if "log_path" in options:
         return run_gate(inputs, backend=backend, run_file=run_file, options=settings, gating=gating,
@@ -282,11 +284,13 @@ def _rerun(provenance: Provenance, options: Sequence[str]) -> Rerun:
                  options=tuple(options))
 
 
-def check_executable(argv: Sequence[str]) -> None:
+def check_executable(argv: Sequence[str], folder: Path | None = None) -> None:
     """An adapter command that does not exist or cannot run is a configuration error (exit 2), found
-    before anything starts: the backend did not fail, it was never there."""
+    before anything starts: the backend did not fail, it was never there. A relative path is looked up in
+    `folder`, where it will start (None: the working folder)."""
     program = argv[0]
-    found = shutil.which(program) if os.sep not in program else (program if os.path.exists(program) else None)
+    path = os.path.join(folder or "", program)
+    found = shutil.which(program) if os.sep not in program else (path if os.path.exists(path) else None)
     if found is None:
         raise UsageError(f"adapter command {program!r} not found" + ("" if os.sep in program else " on PATH"))
     if os.path.isdir(found) or not os.access(found, os.X_OK):
@@ -313,7 +317,7 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
         if not argv:
             raise UsageError("backend: the adapter command is empty")
         label = " ".join(argv)
-        check_executable(argv)
+        check_executable(argv, options.adapter_folder)
     # The baseline names a backend from its banner: an adapter whose banner is not awaited answers one
     # untimed query first, so its banner (or its lack of one, exit 2 at once) is known before any other.
     recorded = inputs.identity_baseline
@@ -323,7 +327,7 @@ def _with_backend(options: RunOptions, backend: str | Sequence[str] | None, run_
     if isinstance(base, str):  # a built-in backend's name
         base = backend_argv(base)
     elif base:
-        check_executable(list(base))
+        check_executable(list(base), options.baseline_adapter_folder)
     return dataclasses.replace(options, argv=argv, expect_banner=expect, identify_first=named and not expect,
                                metrics=_computed_metrics(inputs), baseline_adapter=tuple(base)), label
 

@@ -110,8 +110,9 @@ class ChildProcess:
 
     @classmethod
     def spawn(cls, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
-              stderr: Literal["thread", "file"] = "thread", talk: bool = True) -> ChildProcess:
-        """Start `argv` (no shell) in a new session, `env` merged over os.environ; OSError if it cannot start.
+              stderr: Literal["thread", "file"] = "thread", talk: bool = True, cwd: Path | None = None) -> ChildProcess:
+        """Start `argv` (no shell) in a new session, in `cwd` (None: the working folder), `env` merged over
+        os.environ; OSError if it cannot start.
 
         `stderr` is "thread" (drained by a thread into `log_path`) or "file" (the log file is
         the child's stderr). The log is appended to; `log_start` marks where this child began.
@@ -124,7 +125,7 @@ class ChildProcess:
             process = subprocess.Popen(
                 [str(arg) for arg in argv], stdin=pipe, stdout=pipe,
                 stderr=subprocess.PIPE if stderr == "thread" else log,
-                env={**os.environ, **(env or {})}, start_new_session=True, bufsize=0)
+                env={**os.environ, **(env or {})}, start_new_session=True, bufsize=0, cwd=cwd)
         except BaseException:
             log.close()
             raise

@@ -41,7 +41,7 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "baseline": ("the baseline file gated against and written by --update-baseline", str(DEFAULT_BASELINE_PATH)),
     "budgets": ("the p95 latency and resource budgets file (300 ms per set when absent)", str(DEFAULT_BUDGETS_PATH)),
     "policy": ("the gate policy file (the defaults when absent)", str(DEFAULT_POLICY_FILE)),
-    "adapter": ("the team's adapter command (argv, never a shell; run in the working folder) a run, harness.gate "
+    "adapter": ("the team's adapter command (argv, never a shell; run in this file's folder) a run, harness.gate "
                 "and check-adapter use without --backend, --adapter or --run-file; no default: an example",
                 ["python", "search/adapter.py"]),
     "expect_banner": ("with adapter: fail unless it prints its ready banner first (--expect-banner)", False),
@@ -50,7 +50,7 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "workers": ("adapter processes per run without --workers", DEFAULT_WORKERS),
     "history": ("the history store each run and re-baseline is appended to without --history (docs/history.md); "
                 "none when unset, e.g.", ".retrieval-gate/history.sqlite"),
-    "baseline_adapter": ("the baseline's backend (argv), timed beside the run's query by query for a paired latency "
+    "baseline_adapter": ("the baseline's backend (argv; run in this file's folder), timed beside the run's query by query for a paired latency "
                          "verdict without --baseline-adapter (docs/gate.md, \"Paired latency\"); none when unset, e.g.",
                          ["python", "../base/search/adapter.py"]),
 }
@@ -103,6 +103,11 @@ class Layout:
     # What answers and what a printed command repeats: the source given, else the config's (`adapter` and its
     # `expect_banner`, or `backend`); and the file options named.
     rerun: Rerun = Rerun()
+
+    @property
+    def folder(self) -> Path | None:
+        """The config's folder, where the commands it names start (as its paths are read); None without one."""
+        return None if self.config is None else self.config.parent
 
     def check_sets_dir(self) -> None:
         """UsageError when the team's sets folder was named (option or config) but does not exist: without it every

@@ -101,7 +101,8 @@ class AskingRun:
             self.base = self.stack.enter_context(AdapterProcess(
                 list(options.baseline_adapter), log_path=options.baseline_log(),
                 env={CORPUS_DIR_ENV: str(self.corpus_dir)}, startup_timeout=options.startup_timeout,
-                query_timeout=options.query_timeout, startup_limit=options.startup_limit))
+                query_timeout=options.query_timeout, startup_limit=options.startup_limit,
+                cwd=options.baseline_adapter_folder))
         if options.identify_first and not options.expect_banner and any(s.queries for s in self.query_sets):
             for worker in self.workers:
                 _warm_up(worker, self.query_sets, dataclasses.replace(options, warmup=1))
@@ -254,7 +255,7 @@ def local_workers(options: RunOptions, corpus_dir: Path, stack: contextlib.ExitS
         list(options.argv), log_path=options.worker_log(index), env=env,
         expect_banner=options.expect_banner, startup_timeout=options.startup_timeout,
         query_timeout=options.query_timeout, startup_limit=options.startup_limit,
-        on_progress=options.on_startup_progress)) for index in range(options.workers)]
+        on_progress=options.on_startup_progress, cwd=options.adapter_folder)) for index in range(options.workers)]
 
 
 def run_from_file(query_sets: Sequence[QuerySet], options: RunOptions, run_path: Path) -> RunOutcome:

@@ -42,10 +42,11 @@ class AdapterProcess:
     def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
                  expect_banner: bool = False, startup_timeout: float = STARTUP_TIMEOUT_SECONDS,
                  query_timeout: float = QUERY_TIMEOUT_SECONDS, startup_limit: float = STARTUP_LIMIT_SECONDS,
-                 on_progress: ProgressCallback | None = None) -> None:
+                 on_progress: ProgressCallback | None = None, cwd: Path | None = None) -> None:
         if not argv:
             raise UsageError("adapter command is empty")
         self.argv = [str(arg) for arg in argv]
+        self.cwd = cwd  # where it starts: the config's folder for the config's adapter; None: the working folder
         self.log_path = Path(log_path)
         self.env = dict(env or {})
         self.expect_banner = expect_banner
@@ -100,7 +101,8 @@ class AdapterProcess:
     def _start(self) -> None:
         self._spawned_at = time.perf_counter()
         try:
-            self._child = ChildProcess.spawn(self.argv, log_path=self.log_path, env=self.env, stderr="thread")
+            self._child = ChildProcess.spawn(self.argv, log_path=self.log_path, env=self.env, stderr="thread",
+                                             cwd=self.cwd)
         except OSError as exc:
             raise AdapterError(f"cannot start the adapter: {exc.strerror or exc}"
                                f" [adapter: {shlex.join(self.argv)}]", argv=self.argv) from None

@@ -48,6 +48,10 @@ class RunOptions:
     # the backend in this run, query by query in ABBA order, both on one CPU; only its latency is kept. A str is a
     # built-in backend's name (harness.api resolves it to its argv).
     baseline_adapter: Sequence[str] | str = ()
+    # The folders the adapter and the baseline's start in: the config's folder for a command the config names (as
+    # every relative path in it), None (the working folder) for one given on the command line or to harness.gate.
+    adapter_folder: Path | None = None
+    baseline_adapter_folder: Path | None = None
     # Filled in by harness.api from the backend and the policy, once:
     argv: Sequence[str] = ()
     metrics: tuple[str, ...] = ()  # measures beyond the reported ones to compute (the gate policy's)
@@ -121,4 +125,5 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "startup_timeout": (int, float), "warmup": (int,), "repeats": (int,), "workers": (int,),
     "log_path": (str, os.PathLike), "startup_limit": (int, float), "executor": (str,),
     "ray_address": (str, type(None)), "worker_cpus": (int, float), "worker_gpus": (int, float),
-    "max_window": (int,), "baseline_adapter": (str, list, tuple)}
+    "max_window": (int,), "baseline_adapter": (str, list, tuple), "adapter_folder": (os.PathLike, type(None)),
+    "baseline_adapter_folder": (os.PathLike, type(None))}

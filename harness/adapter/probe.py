@@ -96,8 +96,9 @@ class LiveAdapter:
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path,
                  startup_timeout: float, query_timeout: float, startup_limit: float = STARTUP_LIMIT_SECONDS,
-                 on_progress: ProgressCallback | None = None) -> None:
+                 on_progress: ProgressCallback | None = None, cwd: Path | None = None) -> None:
         self.argv = argv
+        self.cwd = cwd
         self.env = env
         self.log_path = log_path
         self.startup_timeout = startup_timeout
@@ -182,7 +183,8 @@ class LiveAdapter:
                 log.write(f"--- check-adapter: start #{self.starts} ---\n".encode())
         self._spawned_at = time.perf_counter()
         try:
-            self._child = ChildProcess.spawn(self.argv, log_path=self.log_path, env=self.env, stderr="file")
+            self._child = ChildProcess.spawn(self.argv, log_path=self.log_path, env=self.env, stderr="file",
+                                             cwd=self.cwd)
         except OSError as exc:
             raise UsageError(f"check-adapter: cannot start the adapter {shlex.join(self.argv)}: "
                              f"{exc.strerror or exc}") from None

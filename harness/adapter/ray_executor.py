@@ -117,7 +117,8 @@ class RayWorkers:
             stack.enter_context(worker)  # from here on, a failure kills the actor (and its adapter)
             workers.append(worker)
         local = self.address is None
-        pending = [worker.start_remote(corpora, cwd=os.getcwd() if local else None) for worker in workers]
+        folder = str(options.adapter_folder or os.getcwd())
+        pending = [worker.start_remote(corpora, cwd=folder if local else None) for worker in workers]
         for worker, ref in zip(workers, pending):
             worker.finish_start(ref)
         self._record.update({

@@ -391,14 +391,15 @@ def add_source_options(group, *, run_file: bool = False) -> None:
 
 def configured_source(args: argparse.Namespace, team: Layout, adapter_argv: Sequence[str]) -> list[str]:
     """When the command named no source of rankings (no --backend, --adapter or --run-file): the config's
-    backend, or its adapter with its expect_banner, set on `args` as a gate run takes them. Returns the adapter
-    command to run."""
+    backend, or its adapter with its expect_banner, set on `args` as a gate run takes them (`adapter_folder`: the
+    config's folder, where its adapter starts; None: the working folder). Returns the adapter command to run."""
+    args.adapter_folder = None
     if args.backend is not None or args.adapter or getattr(args, "run_file", None) is not None:
         return list(adapter_argv)
     args.backend = team.rerun.backend
     if not team.rerun.adapter:
         return list(adapter_argv)
-    args.adapter = True
+    args.adapter, args.adapter_folder = True, team.folder
     args.expect_banner = args.expect_banner or team.rerun.expect_banner
     return list(team.rerun.adapter)
 

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     LOG_PATH.parent.mkdir(parents=True, exist_ok=True)
     options = api.RunOptions(k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout,
                              startup_timeout=args.startup_timeout, startup_limit=args.startup_limit,
-                             warmup=args.warmup, log_path=LOG_PATH)
+                             warmup=args.warmup, log_path=LOG_PATH, adapter_folder=args.adapter_folder)
     gating = api.GateOptions(allow_backend_change=args.allow_backend_change)
     numbers: dict[str, list[SetNumbers]] = {s.name: [] for s in inputs.query_sets}
     judgments = {s.name: s.judgments_hash for s in inputs.query_sets}

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness import api
@@ -24,7 +23,7 @@ from harness.commands.outputs import (add_output_options, check_gate_outputs, ch
 from harness.errors import EXIT_INTERNAL, HarnessError, UsageError
 from harness.fsutil import write_output
 from harness.gating.inputs import GateInputs
-from harness.layout import DEFAULT_WORKERS
+from harness.layout import DEFAULT_WORKERS, Layout
 from harness.report.console import render_text, render_what_if
 from harness.report.document import Backend, Provenance, Report, SetSource
 from harness.report.escape import terminal_block, terminal_line
@@ -108,11 +107,12 @@ def parse(args_list: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, adapter_argv
 
 
-def _baseline_adapter(args: argparse.Namespace, configured: Sequence[str]) -> tuple[str, ...]:
-    """The baseline's backend to time beside the run's: --baseline-backend's or --baseline-adapter's argv, else the
-    config's `baseline_adapter`; () for none (latency compared across runs)."""
+def _baseline_adapter(args: argparse.Namespace, team: Layout) -> tuple[tuple[str, ...], Path | None]:
+    """The baseline's backend to time beside the run's and the folder it starts in: --baseline-backend's or
+    --baseline-adapter's argv (the working folder), else the config's `baseline_adapter` (the config's folder);
+    () for none (latency compared across runs)."""
     if args.baseline_backend is not None:
-        return tuple(backend_argv(args.baseline_backend))
+        return tuple(backend_argv(args.baseline_backend)), None
     if args.baseline_adapter is not None:
         try:
             argv = shlex.split(args.baseline_adapter)
@@ -120,8 +120,8 @@ def _baseline_adapter(args: argparse.Namespace, configured: Sequence[str]) -> tu
             raise UsageError(f"--baseline-adapter: {exc}") from None
         if not argv:
             raise UsageError("--baseline-adapter: the command is empty")
-        return tuple(argv)
-    return tuple(configured)
+        return tuple(argv), None
+    return team.baseline_adapter, team.folder if team.baseline_adapter else None
 
 
 def main(args_list: list[str]) -> int:
@@ -132,14 +132,15 @@ def main(args_list: list[str]) -> int:
     adapter_argv = configured_source(args, team, adapter_argv)
     if args.workers is None:
         args.workers = team.workers or DEFAULT_WORKERS
+    baseline_adapter, baseline_folder = _baseline_adapter(args, team)
     options = api.RunOptions(
         k=args.k, expect_banner=args.expect_banner, query_timeout=args.timeout, startup_timeout=args.startup_timeout,
         warmup=args.warmup, repeats=args.repeats, workers=args.workers, log_path=log_path,
         startup_limit=args.startup_limit,
         on_startup_progress=None if args.quiet else StartupProgressPrinter(sys.stderr, "harness"),
         max_window=args.max_window, executor=args.executor, ray_address=args.ray_address,
-        worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus,
-        baseline_adapter=_baseline_adapter(args, team.baseline_adapter))
+        worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus, adapter_folder=args.adapter_folder,
+        baseline_adapter=baseline_adapter, baseline_adapter_folder=baseline_folder)
     gating = api.GateOptions(known_contract_failures=args.known_contract_failures,
                              allow_backend_change=args.allow_backend_change, condition=args.condition,
                              what_if_min_score=args.what_if_min_score, shard=args.shard)

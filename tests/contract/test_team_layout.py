@@ -254,3 +254,27 @@ def test_the_workflow_is_valid_under_githubs_published_schema(repo, capsys, inst
     broken = repo / "broken.yml"
     broken.write_text(workflow.read_text().replace("    runs-on: ubuntu-latest\n", "    runs_on: ubuntu-latest\n"))
     assert not valid(broken)[0]
+
+
+def test_the_configs_adapters_start_in_the_configs_folder_from_any_folder_below(repo, monkeypatch, capsys):
+    # the config's relative paths are the team folder's; its adapter commands too, so a run, check-adapter and
+    # harness.gate from a folder below (the config found walking up) start `search/adapter.py` where it is
+    adapter = [sys.executable, os.path.join("search", "adapter.py")]
+    assert main(["init", "--expect-banner", "--adapter", "--", *adapter]) == 0
+    (repo / "search").mkdir()
+    (repo / "search" / "adapter.py").write_text("import runpy\nrunpy.run_module('adapters.bm25', run_name='__main__')\n")
+    with (repo / "retrieval-gate.toml").open("a") as config:
+        config.write(f"baseline_adapter = {json.dumps(adapter)}\n")  # paired latency: the baseline's, the same one
+    below = repo / "src" / "deep"
+    below.mkdir(parents=True)
+    monkeypatch.chdir(below)
+    assert main(["--set", "all", "--update-baseline", "--yes", "--quiet", "--out", "r.json"]) == 0
+    assert (repo / "baselines" / "current.json").is_file() and (below / "r.json").is_file()
+    assert main(["--set", "all", "--quiet", "--out", "r.json"]) == 0
+    report = json.loads((below / "r.json").read_text())
+    assert report["provenance"]["backend"]["argv"] == adapter and report["provenance"]["paired_latency"]
+    capsys.readouterr()
+    assert main(["check-adapter", "--set", "example", "--queries", "20", "--log", "check.log"]) == 0
+    assert harness.gate(["all"]).complete
+    # a command given on the command line starts in the working folder, where this relative path names nothing
+    assert main(["--set", "all", "--quiet", "--out", "r.json", "--adapter", "--", *adapter]) == 3
