@@ -434,7 +434,7 @@ def latency_difference(set_name: str, base_ms: Sequence[float], candidate_ms: Se
         draws = {f"p{p}": column for p, column in zip(LATENCY_PERCENTILES, columns)}
     else:
         draws = _percentile_differences(base_ms, candidate_ms, resamples, seed + 2)
-    tail = (1 - CONFIDENCE) / 2 * 100
+    tail = round((1 - CONFIDENCE) / 2 * 100, 9)  # 2.5, as the paired statistics read it: not 2.5000000000000022
     intervals = {key: (percentile(values, tail), percentile(values, 100 - tail)) for key, values in draws.items()}
     return LatencyComparison(set_name, n, observed_base, observed_cand, intervals)
 

@@ -171,6 +171,27 @@ def test_latency_percentiles_and_a_paired_shift_by_hand():
     assert result.difference_ci == {"p50": (10.0, 10.0), "p95": (10.0, 10.0)}
 
 
+@pytest.mark.parametrize("engine", ["python", "numpy"])
+def test_the_latency_interval_takes_the_25th_and_975th_of_1000_draws(engine):
+    # the 95% interval's tails are the 2.5th and 97.5th percentiles of the draws: ranks 25 and 975 of 1,000, as
+    # the paired tests read them (the float (1 - 0.95) / 2 * 100 is 2.500000000000002, whose exact rank is 26)
+    if engine == "numpy":
+        pytest.importorskip("numpy")
+    import random
+
+    values = random.Random(89)  # latencies whose draws differ at ranks 25/26 and 975/976 (checked below)
+    base = [values.uniform(1, 20) for _ in range(40)]
+    candidate = [ms + values.uniform(0, 5) for ms in base]
+    result = latency_difference("s", base, candidate, resamples=1000, seed=0, engine=engine)
+    rng, differences = random.Random(0 + 2), []  # the documented draws, p50 by nearest rank (the 20th of 40)
+    for _ in range(1000):
+        drawn = rng.choices(range(40), k=40)
+        differences.append(sorted(candidate[i] for i in drawn)[19] - sorted(base[i] for i in drawn)[19])
+    differences.sort()
+    assert differences[24] != differences[25] and differences[974] != differences[975]  # so a rank off would show
+    assert result.difference_ci["p50"] == (differences[24], differences[974])
+
+
 def test_latency_is_refused_across_conditions_machines_and_baselines():
     values = {q: 1.0 for q in qids(5)}
     latency = {q: 5.0 for q in qids(5)}
