@@ -21,7 +21,7 @@ from typing import Protocol
 from harness.errors import AdapterError, HarnessError, Interrupted, ProtocolError, UsageError
 from harness.scoring.evaluate import Answer, evaluate_set, ranking_change, with_base_latency
 from harness.scoring.metrics import trec_eval_order
-from harness.text import shortlist
+from harness.text import plural, shortlist
 from harness.adapter.protocol import Request, Response, banner_index_bytes
 from harness.measured import Latency, Resources
 from harness.records import QuerySet, SetResult
@@ -140,6 +140,8 @@ class AskingRun:
                 if base is not None:
                     result = with_base_latency(result, {q.qid: statistics.median(base_seconds[q.qid])
                                                         for q in result.queries})
+                    # qids are unique within a set only; the stream has asked nothing of the next set yet
+                    base_seconds.clear()
                 outcome.results.append(result)
                 self.pending.pop(0)
         outcome.asking_seconds = round(time.monotonic() - asking_started, 6)
@@ -227,7 +229,7 @@ def tied_warning(tied: Sequence[str]) -> list[str]:
     """The warning for queries whose repeats reordered tied documents (empty when there are none)."""
     if not tied:
         return []
-    return [f"--repeats: {len(tied)} quer{'y' if len(tied) == 1 else 'ies'} came back with tied documents in "
+    return [f"--repeats: {plural(len(tied), 'query', 'queries')} came back with tied documents in "
             f"another order (their scores do not fix the order; metrics use the first answer): {shortlist(tied)}"]
 
 

@@ -91,3 +91,33 @@ def test_a_failed_start_is_the_outcome_not_an_exception_and_nothing_after_it_run
     # the set not reached is present, with no answer: 0 of its 7 queries
     assert [(r.name, len(r.queries), r.query_count) for r in run.outcome.results] == [("tiny", 0, 7)]
     assert not run.outcome.complete
+
+
+class _TimedWorker:
+    """Answers every request with its own qid, taking `seconds(request)` by its own clock."""
+
+    banner, startup_seconds = None, None
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def ask(self, request):
+        return Response((request.qid,)), self.seconds(request)
+
+
+def test_paired_latency_keeps_each_sets_own_baseline_latency_where_sets_share_qids(tmp_path):
+    # qids are unique within a set only: a second set asking the same qids must not pool the baseline's
+    # latencies of the first set's queries into its own medians
+    tiny = load_set(TINY_SET)
+    other = dataclasses.replace(tiny, name="tiny-again", kind="other-kind")
+    candidate = _TimedWorker(lambda request: 0.001)
+    base = _TimedWorker(lambda request: 0.010 if request.kind == tiny.kind else 0.030)
+    options = RunOptions(argv=["x"], log_path=Path(tmp_path / "log"), repeats=3)
+    with ask_sets([tiny, other], options, tmp_path, start_workers=lambda options, corpus, stack: [candidate]) as run:
+        run.start()
+        run.base = base  # the baseline's backend, timed beside the run's (started by start() when configured)
+        run.ask()
+    assert run.outcome.error is None
+    first, second = run.outcome.results
+    assert {row.base_latency_seconds for row in first.queries} == {0.010}
+    assert {row.base_latency_seconds for row in second.queries} == {0.030}
