@@ -145,9 +145,9 @@ def gate(sets: Sequence[str | Path] = ("all",), *, backend: str | Sequence[str] 
                           baseline=FROM_LAYOUT if baseline is FROM_LAYOUT else _path_or_none(baseline), asking=asking)
     if backend is None and run_file is None:  # the config's adapter or built-in backend, as the command's
         backend = list(team.rerun.adapter) or team.rerun.backend
-        if team.rerun.adapter:  # started in the config's folder
-            settings = dataclasses.replace(settings, adapter_folder=team.folder, expect_banner=(
-                settings.expect_banner if "expect_banner" in options else team.rerun.expect_banner))
+        if team.rerun.adapter:  # started in the config's folder, with its expect_banner unless one was given
+            expect = options.get("expect_banner", team.rerun.expect_banner)
+            settings = dataclasses.replace(settings, adapter_folder=team.folder, expect_banner=expect)
     if "baseline_adapter" not in options and team.baseline_adapter:  # the config's: paired latency
         settings = dataclasses.replace(settings, baseline_adapter=team.baseline_adapter,
                                        baseline_adapter_folder=team.folder)

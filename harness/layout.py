@@ -50,8 +50,8 @@ CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "workers": ("adapter processes per run without --workers", DEFAULT_WORKERS),
     "history": ("the history store each run and re-baseline is appended to without --history (docs/history.md); "
                 "none when unset, e.g.", ".retrieval-gate/history.sqlite"),
-    "baseline_adapter": ("the baseline's backend (argv; run in this file's folder), timed beside the run's query by query for a paired latency "
-                         "verdict without --baseline-adapter (docs/gate.md, \"Paired latency\"); none when unset, e.g.",
+    "baseline_adapter": ("the baseline's backend (argv; run in this file's folder), timed beside the run's query "
+                         "by query for a paired latency verdict without --baseline-adapter (docs/gate.md, \"Paired latency\"); none when unset, e.g.",
                          ["python", "../base/search/adapter.py"]),
 }
 PATH_KEYS = ("sets", "baseline", "budgets", "policy", "history")

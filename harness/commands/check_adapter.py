@@ -65,10 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args_list, command = split_adapter_command(list(argv))
     args = parse_arguments(build_parser(), args_list)
-    args.folder = None  # where the adapter starts: the working folder, or the config's for the config's adapter
+    args.adapter_folder = None  # where the adapter starts: the working folder, or the config's for the config's adapter
     if not command:
         team = resolve_layout(args)
-        command, args.folder = list(team.rerun.adapter), team.folder  # the config's adapter, as a run's
+        command, args.adapter_folder = list(team.rerun.adapter), team.folder  # the config's adapter, as a run's
     if not command:
         raise UsageError(f"check-adapter: give the adapter command after '--', e.g. {PROG} -- ./my-adapter "
                          f"(or name it in the config: adapter = [...])")
@@ -106,7 +106,7 @@ def _check(args: argparse.Namespace, command: list[str]) -> int:
             write_output(args.log, "", "--log")  # this run's log only
         printer = StartupProgressPrinter(sys.stderr)
         adapter = LiveAdapter(command, env, args.log, args.startup_timeout, args.timeout,
-                              startup_limit=args.startup_limit, on_progress=printer, cwd=args.folder)
+                              startup_limit=args.startup_limit, on_progress=printer, cwd=args.adapter_folder)
         print(f"adapter: {shlex.join(command)}")
         print(f"kind: {kind}; {CORPUS_DIR_ENV}={corpus.folder} ({corpus.note})", flush=True)
         suite = Suite(adapter, kind, corpus, args.queries, args.max_rss_growth)

@@ -90,8 +90,8 @@ def unscored_warning(report: Report) -> list[str]:
     if not unscored:
         return []
     return [f"export: {plural(len(unscored), 'query', 'queries')} written that the report's aggregates "
-            f"leave out (xfail, measure_only or negative probes: {shortlist(unscored)}); trec_eval averages judged ones "
-            f"in, so its means differ from the report's; give --scored-only to leave them out"]
+            f"leave out (xfail, measure_only or negative probes: {shortlist(unscored)}); trec_eval averages judged "
+            f"ones in, so its means differ from the report's; give --scored-only to leave them out"]
 
 
 def _prefix_note(report: Report) -> str:

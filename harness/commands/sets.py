@@ -181,8 +181,8 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
     small change like that one, sized from its moved units only when enough of them moved."""
     from harness.gating.baseline import Baseline
     from harness.gating.policy import FOUNDING_METRIC
-    from harness.scoring.detectability import (ALPHA, MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
-                                               small_change, smallest_sign_flip_p)
+    from harness.scoring.detectability import (MIN_MOVED_UNITS, bound_sigma_d, detectability, queries_needed,
+                                               small_change)
 
     if baseline is None or not baseline.exists():
         return [f"detectability: no baseline ({baseline}) to read per-query values from (--baseline FILE)"]
@@ -223,8 +223,8 @@ def detectability_lines(query_set, baseline: Path | None, paired: Path | None = 
         sigma = bound_sigma_d(values, units, 0.02)
         figure = f"{found.detectable * 100:.1f} pts" if found.detectable is not None else (
             "none" if found.unreachable else "-")
-        if found.unreachable:  # too few units for the sign-flip test to reach alpha, else beyond the range
-            notes["none: " + (TOO_FEW_UNITS if smallest_sign_flip_p(found.units) > ALPHA else BEYOND_RANGE)] = None
+        if found.unreachable:
+            notes["none: " + (TOO_FEW_UNITS if found.too_few_units else BEYOND_RANGE)] = None
         needed = f"{queries_needed(sigma, 0.02):,}" if sigma else "-"
         lines.append(f"{head}{figure:>13}{needed:>20}")
     lines.extend(f"  {note}" for note in notes)

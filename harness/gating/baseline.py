@@ -90,7 +90,8 @@ class Baseline:
     def gated_against(self, names: Sequence[str] = ()) -> dict[str, object]:
         """What a report says it was gated against: the file, whose backend (for the sets `names`),
         when, at which commit."""
-        backends = dict.fromkeys(self.identity_for(name).describe() for name in names) or {self.backend.identity.describe(): 1}
+        backends = (dict.fromkeys(self.identity_for(name).describe() for name in names)
+                    or {self.backend.identity.describe(): 1})
         record: dict[str, object] = {"path": str(self.path), "backend": "; ".join(backends), "created": self.created,
                                      "git_commit": self.commit}
         calibrated = [f"{name}: {self.calibration[name].summary()}" for name in names if name in self.calibration]
@@ -265,8 +266,9 @@ def baseline_text(document: Mapping[str, object], label: str = "baseline") -> st
 
 def _lay_out(value: object, path: tuple[str, ...], depth: int) -> str:
     indent = " " * depth
-    if not (isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
-            len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)):
+    expanded = isinstance(value, Mapping) and any(isinstance(item, Mapping) for item in value.values()) and any(
+        len(pattern) == len(path) and all(p in ("*", key) for p, key in zip(pattern, path)) for pattern in _EXPANDED)
+    if not (expanded and isinstance(value, Mapping)):  # (isinstance again: mypy narrows on it)
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     items = ",\n".join(f"{indent} {json.dumps(str(key), ensure_ascii=False)}: "
                        f"{_lay_out(item, (*path, str(key)), depth + 1)}" for key, item in value.items())
@@ -317,7 +319,9 @@ def _read_backend(reader: StrictReader) -> BackendRecord | None:
         return None
     if not isinstance(reader.value, dict):
         raise reader.fail(f"must be an object (label, name, version, command), got {preview(reader.value)}")
-    label, *_ = [reader.get(key, required=False).optional_text() for key in ("label", "name", "version", "model_digest")]
+    label = reader.get("label", required=False).optional_text()
+    for field in ("name", "version", "model_digest"):
+        reader.get(field, required=False).optional_text()
     for field in ("command", "argv"):
         if reader.has(field):
             reader.get(field).strings()

@@ -164,9 +164,9 @@ def _quality_gates(now: SetNumbers, base: SetNumbers, measure: Measure, policy: 
     gates = []
     for category in [None, *categories]:
         label = now.name + (f"/{category}" if category else " overall")
+        scopes = [numbers.aggregates.scope(category) for numbers in (base, now)]
         (before, n_before), (current, n_now) = (
-            (None, 0) if (scope := numbers.aggregates.scope(category)) is None
-            else scope.mean(metric, nullable=measure.nullable) for numbers in (base, now))
+            (None, 0) if scope is None else scope.mean(metric, nullable=measure.nullable) for scope in scopes)
         if before is None or current is None:
             empty = not n_before and not n_now  # nothing on either side passes; a side missing its value fails
             nothing = "no query judged on it" if measure.nullable else "no scored queries"
@@ -386,7 +386,8 @@ def movement(rows: Sequence[QueryNumbers], base: SetNumbers, metric: str) -> str
     "7 queries better, 12 worse, 5 unchanged; worst: dedupe-012 lost 3 of 4 relevant documents".
     """
     moves = [(row.metrics[metric] - before.metrics[metric], row, before) for row in rows
-             if (before := base.queries.get(row.qid)) is not None and metric in before.metrics and metric in row.metrics]
+             if (before := base.queries.get(row.qid)) is not None
+             and metric in before.metrics and metric in row.metrics]
     better = sum(1 for change, _, _ in moves if change > FLOAT_SLACK)
     worse = sum(1 for change, _, _ in moves if change < -FLOAT_SLACK)
     if not worse:

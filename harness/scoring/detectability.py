@@ -52,6 +52,12 @@ class Detectability:
     sigma_d: float | None = None  # the standard deviation of the per-unit differences it assumed at `detectable`
     unreachable: str = ""         # why no change is detectable ("" when one is, or nothing varies to size it by)
 
+    @property
+    def too_few_units(self) -> bool:
+        """Whether no change is detectable because the sign-flip test over its units can never reach ALPHA
+        (the other `unreachable` reason: the change it would need is beyond the metric's range)."""
+        return smallest_sign_flip_p(self.units) > ALPHA
+
     def covers(self, change: float) -> bool:
         """Whether a change this large (either sign) is one the scope can tell from noise."""
         return self.detectable is not None and abs(change) >= self.detectable

@@ -262,7 +262,8 @@ def test_the_configs_adapters_start_in_the_configs_folder_from_any_folder_below(
     adapter = [sys.executable, os.path.join("search", "adapter.py")]
     assert main(["init", "--expect-banner", "--adapter", "--", *adapter]) == 0
     (repo / "search").mkdir()
-    (repo / "search" / "adapter.py").write_text("import runpy\nrunpy.run_module('adapters.bm25', run_name='__main__')\n")
+    (repo / "search" / "adapter.py").write_text(
+        "import runpy\nrunpy.run_module('adapters.bm25', run_name='__main__')\n")
     with (repo / "retrieval-gate.toml").open("a") as config:
         config.write(f"baseline_adapter = {json.dumps(adapter)}\n")  # paired latency: the baseline's, the same one
     below = repo / "src" / "deep"

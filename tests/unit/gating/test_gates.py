@@ -236,7 +236,6 @@ def _evidence_result(name, answer_hit, stale, judged=10):
 
 
 def test_evidence_metrics_gate_in_their_own_direction():
-    from harness.gating.baseline import build_baseline
     from harness.gating.policy import GatePolicy
     base = _evidence_result("s", answer_hit=0.60, stale=0.20)
     entry = baseline_sets(base)
@@ -275,4 +274,5 @@ def test_a_contract_gate_says_how_many_queries_it_does_not_list(tmp_path):
     [bad] = failed(check([broken], {"ev": entry_for(clean)}))
     # 13 queries broke their forbid: the first ten named in order, the other three counted
     named = ", ".join(f"q{n:02d}" for n in range(10))
-    assert bad.gate == "contract" and f"13 hard contract(s) broken in {named} (+3 more); first: q00 forbid" in bad.message
+    assert bad.gate == "contract"
+    assert f"13 hard contract(s) broken in {named} (+3 more); first: q00 forbid" in bad.message

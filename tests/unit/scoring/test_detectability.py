@@ -58,6 +58,7 @@ def test_a_scope_whose_sign_flip_test_cannot_reach_alpha_detects_none(units, rea
     found = detectability(values, {}, {qid: 1.0 for qid in values})
     assert (found.detectable is not None) == reachable
     assert found.unreachable.startswith("none: ") != reachable
+    assert found.too_few_units != reachable  # the reason `sets show` prints under its table
 
 
 def test_a_figure_beyond_the_metric_range_is_none():
@@ -65,6 +66,7 @@ def test_a_figure_beyond_the_metric_range_is_none():
     current = {f"q{i}": float(i % 2) for i in range(6)}
     found = detectability(current, {}, {qid: 1.0 - value for qid, value in current.items()})
     assert found.detectable is None and "beyond the metric's range of 100 points" in found.unreachable
+    assert not found.too_few_units  # 6 units reach alpha: the other reason
 
 
 def test_the_bound_for_a_change_of_system_adds_the_widest_spread_of_the_other_system():
