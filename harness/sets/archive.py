@@ -20,6 +20,7 @@ from functools import partial
 from typing import BinaryIO
 
 from harness.errors import SetError
+from harness.text import shortlist
 from harness.records import Document
 
 DEFAULT_MAX_MEMBER_BYTES = 5 * 1024 * 1024
@@ -227,7 +228,7 @@ class Selector:
                 notes.append(f"{self._excluded[pattern]} match(es) removed by corpus.exclude")
             skipped = self._skipped.get(pattern, [])
             if skipped:
-                notes.append("skipped: " + ", ".join(skipped[:3]) + (" ..." if len(skipped) > 3 else ""))
+                notes.append(f"skipped: {shortlist(skipped, 3)}")
             detail = f" ({'; '.join(notes)})" if notes else ""
             raise SetError(f"{self.where}: corpus.include[{index}]: {pattern!r} selects no regular file{detail}")
         return [self.documents[doc_id] for doc_id in sorted(self.documents)]
