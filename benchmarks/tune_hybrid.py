@@ -276,8 +276,10 @@ def held_out_growth(run: SetRuns, settings, sizes: Sequence[int] = GROWTH_SIZES,
         no_worse = better_than = 0
         for _ in range(trials):
             sample: list[tuple[float, int]] = []
-            while sum(count for _, count in sample) < size:
+            queries = 0
+            while queries < size:
                 sample.append(draw.choice(clusters))
+                queries += sample[-1][1]
             if not any(total for total, _ in sample):
                 no_worse += 1  # every query ties: shown no worse, never better
                 continue
