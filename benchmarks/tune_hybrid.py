@@ -17,10 +17,11 @@ contract on a development query that both parts keep (the memory sets' negative 
 set's better part on the development split, summed over the corpus's sets: (gains - 2 x losses)
 / queries, each query's recall@10 against that part's (Wang et al. 2012, alpha 1, as `compare`
 reports it): a fusion that loses queries the better part finds pays twice; (3) then the highest
-mean development recall@10; (4) then the highest mean development nDCG@10: where recall@10 ties
-(both parts find the same answers in their top 10), where in the top 10 the answers stand is the
-development evidence left, as ranx's optimize_fusion optimises a chosen metric; (5) then the
-simplest (`simplicity`: nearest the better part alone, rrf, fewer candidates).
+mean development recall@10; (4) of those, the simplest (`simplicity`: nearest the better part
+alone, rrf, fewer candidates), unless the one with the highest development nDCG@10 ranks the
+answers higher by the paired test (`ranks_answers_higher`): where recall@10 ties, where in the top
+10 the answers stand is the development evidence left, as ranx's optimize_fusion optimises a
+chosen metric, but a higher mean the split cannot tell from noise does not move the choice.
 Held-out queries never reach `choose`. The held-out report pairs the chosen fusion with each part
 (harness.scoring.stats.paired_test, groups resampled together): "no worse" when the 90% CI's lower
 bound is above minus the gate's 2 points, as `compare` says it; beside it, held-out nDCG@10 of
@@ -208,7 +209,33 @@ def choose(runs: Sequence[SetRuns]):
         if allowed:
             ranks.append((-round(risk, 12), -round(recall, 12), -round(ndcg, 12), simplicity(settings, better),
                           settings))
-    return min(ranks, key=lambda rank: rank[:4])[4]
+    best = min(rank[:2] for rank in ranks)
+    tied = [rank for rank in ranks if rank[:2] == best]
+    simplest = min(tied, key=lambda rank: rank[3])[4]
+    sharpest = min(tied, key=lambda rank: rank[2:4])[4]
+    return sharpest if ranks_answers_higher(runs, sharpest, simplest) else simplest
+
+
+def ranks_answers_higher(runs: Sequence[SetRuns], candidate, base) -> bool:
+    """Whether `candidate`'s development nDCG@10 is above `base`'s by the paired test (p < 0.05, 95% CI above 0).
+
+    The nDCG tie-break of `choose` moves away from the simplest configuration only on this evidence: a higher
+    mean the development split cannot tell from noise is a coin flip, and the risk-averse choice keeps the
+    configuration nearest the better part alone.
+    """
+    from harness.scoring.stats import paired_test
+
+    if candidate == base:
+        return False
+    before, after, groups = {}, {}, {}
+    for run in runs:
+        for i, query in enumerate(run.queries):
+            if query.split == "development" and run.fused[base].ndcg[i] is not None:
+                key = f"{run.name}\0{query.qid}"
+                before[key], after[key] = run.fused[base].ndcg[i], run.fused[candidate].ndcg[i]
+                groups[key] = f"{run.name}\0{query.resampling_unit}"
+    test = paired_test(before, after, groups)
+    return test.p_value < 0.05 and test.ci_low > 0
 
 
 def held_out_rows(run: SetRuns) -> list[int]:
@@ -332,7 +359,8 @@ def print_report(runs: Sequence[SetRuns], chosen: dict[tuple[str, str], tuple[li
                  growth: bool = False) -> None:
     """The chosen settings per corpus, then each set's held-out split against both parts."""
     print(f"# fusion chosen per corpus on the development split ({len(list(configurations()))} configurations; "
-          f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K}, then nDCG@{K})")
+          f"URisk alpha {RISK_ALPHA:g} against the better part, then recall@{K}, then the simplest unless a higher "
+          f"nDCG@{K} passes the paired test)")
     for (kind, sha), (names, settings) in sorted(chosen.items()):
         print(f"{kind} ({', '.join(names)}; corpus {sha[:12]}): {settings.summary()}")
     print(f"# development split, recall@{K} / nDCG@{K}")

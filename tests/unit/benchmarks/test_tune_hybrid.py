@@ -86,7 +86,7 @@ def test_the_choice_reads_the_development_split_only():
     assert tune_hybrid.choose([_run(development + moved, lexical_strong)]) != chosen
 
 
-def test_where_recall_ties_the_higher_development_ndcg_decides():
+def test_where_recall_ties_a_higher_development_ndcg_shown_by_the_paired_test_decides():
     # every development answer is BM25's 3rd and the embedder's 1st: both parts, and every configuration, find it
     # in the top 10 (URisk 0, recall@10 1), so the rule before nDCG kept BM25 alone (weight 0: the better part on
     # the tie, and `simplicity` prefers it). nDCG@10 asks for the answer first. By hand, the fused score puts the
@@ -105,6 +105,22 @@ def test_where_recall_ties_the_higher_development_ndcg_decides():
     tied = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), development, semantic, semantic)
     tune_hybrid.score_grid(tied)
     assert tune_hybrid.choose([tied]).weight == 0.0
+
+
+def test_a_higher_development_ndcg_the_paired_test_cannot_tell_from_noise_keeps_the_better_part_alone():
+    # the lists of the test above on one development query of six; on the other five both parts rank the answer
+    # 1st. The fusions that put that one answer first have the highest mean nDCG@10 (+0.5 / 6), but one unit
+    # of six moved: its sign flipped is as likely (randomization p = 1) and a resample without it has a
+    # difference of 0 (probability (5/6)^6 = 0.33 > 0.025), so the choice stays BM25 alone, the simplest.
+    development = [_query(n, "development") for n in range(4, 10)]
+    semantic = [_ranking(q.qid.replace("q", "d"), 1) for q in development]
+    lexical = [_ranking(development[0].qid.replace("q", "d"), 3)] + semantic[1:]
+    run = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), development, lexical, semantic)
+    tune_hybrid.score_grid(run)
+    sharper = FusionSettings("rrf", 0.65, 10.0, 20)
+    assert sum(run.fused[sharper].ndcg) > sum(run.fused[FusionSettings("rrf", 0.0, 10.0, 20)].ndcg)
+    assert not tune_hybrid.ranks_answers_higher([run], sharper, FusionSettings("rrf", 0.0, 60.0, 20))
+    assert tune_hybrid.choose([run]).weight == 0.0
 
 
 def test_the_held_out_ceiling_is_reported_beside_a_choice_it_does_not_move():
