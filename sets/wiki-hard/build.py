@@ -75,6 +75,7 @@ class Setting:
     reworded: tuple[str, ...] = ()  # no content word of the page but "{s}"
     then: str = ""  # the value on a past date: "{s}", "{date}"
     then_it: str = ""
+    upgrades: bool = False  # values are in release order and a change only moves forward
 
 
 SETTINGS = (
@@ -166,7 +167,7 @@ SETTINGS = (
             "This page records the backup schedule of the stateful parts of {s}.",
             "Full backups of {s} run {value} and are copied to a second provider within the hour.",
             "Until {date} full backups of {s} ran {old}.",
-            "The backup schedule of {s} went from {old} to {value} after the last restore drill.",
+            "The backup schedule of {s} went from {old} to {value} after the yearly continuity review.",
             "Decision: full backups of {s} run {old}.",
             "Restores of {s} are drilled every quarter. The drill report lists the time to restore and any step "
             "that needed a human.",
@@ -199,7 +200,7 @@ SETTINGS = (
              "What language release is {s} written against these days?",
              "Which interpreter release do I need locally to hack on {s}?"),
             "Which Python version did {s} use on {date}?",
-            "Quale versione di Python usava {s} il {date}?"),
+            "Quale versione di Python usava {s} il {date}?", upgrades=True),
     Setting("queue-broker", "job queue broker",
             ("RabbitMQ", "NATS JetStream", "Apache Kafka", "Redis Streams", "Amazon SQS", "Apache Pulsar"),
             "This page records the broker behind the background job queue of {s}.",
@@ -224,7 +225,7 @@ SETTINGS = (
             "This page records how long idle sessions of {s} stay valid.",
             "Idle sessions of {s} expire after {value}; the absolute lifetime is 7 days.",
             "Until {date} the session TTL for idle sessions of {s} was {old}.",
-            "Idle expiry of {s} went from {old} to {value} after support tickets about surprise log-outs.",
+            "Idle expiry of {s} went from {old} to {value} after the session review with support and security.",
             "Decision: the session TTL for idle sessions of {s} is {old}.",
             "Sessions of {s} are stored in a Redis cluster with three shards. Memory alerts fire at 80 percent "
             "and the eviction policy is allkeys-lru.",
@@ -294,7 +295,7 @@ SIBLINGS = (
             "This page records the base image the containers of {s} are built on.",
             "Containers of {s} are built on {value}; the image is rebuilt every Monday.",
             "Until {date} the base image of {s} was {old}.",
-            "{s} went from {old} to {value} once the security scanner stopped supporting the old image.",
+            "{s} went from {old} to {value} after the yearly image review.",
             "Decision: the base image of {s} is {old}.",
             "Images of {s} are scanned before they reach the registry. A critical finding blocks the deploy until "
             "it is patched or waived.", "", ""),
@@ -366,8 +367,8 @@ def page_text(topic: Topic) -> str:
     """The page: title, intro, current section, operations (with the setting id), history, background."""
     setting = topic.setting
     parts = [
-        f"{title(topic)}\n\n{topic.service} is a {'component of ' + topic.parent + ', ' if topic.parent else ''}"
-        f"service of {COMPANY}; its overview page says what it does and who owns it. {fill(setting.intro, topic)}\n",
+        f"{title(topic)}\n\n{topic.service} is {f'a component of {topic.parent}, ' if topic.parent else ''}a service "
+        f"of {COMPANY}; its overview page says what it does and who owns it. {fill(setting.intro, topic)}\n",
         f"## Current setup\n\n{fill(setting.current, topic)}\n",
         f"## Operations\n\n{fill(setting.ops, topic)} {FILLER}\n",
         f"{RUNBOOKS}\n\nSetting ID: {topic.setting_id}\n",
@@ -416,6 +417,14 @@ def span(doc_id: str, text: str, snippet: str, label: str, supports: bool) -> di
             "supports_answer": supports}
 
 
+def values(rng: random.Random, setting: Setting) -> tuple[str, str]:
+    """The superseded and the current value: two of the pool, the older release first for an upgrade."""
+    old, value = rng.sample(setting.values, 2)
+    if setting.upgrades and setting.values.index(old) > setting.values.index(value):
+        return value, old
+    return old, value
+
+
 def topics(rng: random.Random) -> list[Topic]:
     """Every setting (asked or sibling) of every service, then the asked settings of its components: values,
     dates, id, whether asked on a past date."""
@@ -427,7 +436,7 @@ def topics(rng: random.Random) -> list[Topic]:
         asked = setting in SETTINGS
         then_services = set(rng.sample([service for service, _ in SERVICES], len(SERVICES) // 2))
         for service, _ in SERVICES:
-            old, value = rng.sample(setting.values, 2)
+            old, value = values(rng, setting)
             changed = FIRST_CHANGE + datetime.timedelta(days=rng.randrange(days))
             then = changed - datetime.timedelta(days=rng.randrange(20, 400))
             hedge = rng.choice(HEDGES) if asked and rng.randrange(8) == 0 else None
@@ -440,7 +449,7 @@ def topics(rng: random.Random) -> list[Topic]:
         for suffix in rng.sample(COMPONENTS, COMPONENTS_PER_SERVICE):
             name = f"{service} {suffix}"
             for setting in SETTINGS:
-                old, value = rng.sample(setting.values, 2)
+                old, value = values(rng, setting)
                 changed = FIRST_CHANGE + datetime.timedelta(days=rng.randrange(days))
                 made.append(Topic(name, setting, f"{name.lower().replace(' ', '-')}-{setting.key}",
                                   f"QL-{numbers[len(made)]}", old, value, changed.isoformat(), None, None, "", "",
