@@ -76,6 +76,7 @@ class Setting:
     then: str = ""  # the value on a past date: "{s}", "{date}"
     then_it: str = ""
     upgrades: bool = False  # values are in release order and a change only moves forward
+    apart_from: str = ""  # the key of a setting whose values (old and current) this one's never equal
 
 
 SETTINGS = (
@@ -264,7 +265,7 @@ SIBLINGS = (
             "{s} moved its disaster recovery copy from {old} to {value} to keep it away from the primary.",
             "Decision: the disaster recovery region of {s} is {old}.",
             "The recovery plan of {s} is reviewed every spring. Restoring into the recovery region takes about "
-            "four hours end to end.", "", ""),
+            "four hours end to end.", "", "", apart_from="primary-region"),
     Setting("audit-retention", "audit log retention", ("180", "365", "400", "730", "1,095", "2,555"),
             "This page records how long the audit logs of {s} are retained.",
             "Audit logs of {s} are kept for {value} days in cold storage, apart from application logs.",
@@ -437,6 +438,10 @@ def topics(rng: random.Random) -> list[Topic]:
         then_services = set(rng.sample([service for service, _ in SERVICES], len(SERVICES) // 2))
         for service, _ in SERVICES:
             old, value = values(rng, setting)
+            if setting.apart_from:  # the disaster recovery copy never sits in the primary's region, then or now
+                (other,) = [t for t in made if t.service == service and t.setting.key == setting.apart_from]
+                while {old, value} & {other.old, other.value}:
+                    old, value = values(rng, setting)
             changed = FIRST_CHANGE + datetime.timedelta(days=rng.randrange(days))
             then = changed - datetime.timedelta(days=rng.randrange(20, 400))
             hedge = rng.choice(HEDGES) if asked and rng.randrange(8) == 0 else None
