@@ -1,0 +1,165 @@
+"""The structural promises of the generated `wiki-hard` set, counted from the committed files themselves, and
+its generator reproducing them byte for byte."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+
+from harness.sets.loader import load_set
+from tests.conftest import REPO_ROOT
+
+SET = REPO_ROOT / "sets" / "wiki-hard"
+# The near-miss stop list of tests/unit/sets/test_hard_sets.py, plus the question and auxiliary words a question
+# needs whatever it asks ("how", "does", "which"): a reworded question may share none of the rest with its page.
+STOP = frozenset("a an the of to in on at by for with from as is are be my me it its if when once after over "
+                 "under into and or this that something every very lots "
+                 "what which who whom how does do did can could may might will would should i we you they them "
+                 "their our us there where why much many while been was were has have had until through".split())
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+SETTING_ID = re.compile(r"QL-\d+")
+
+
+def _rows(name):
+    return [json.loads(line) for line in (SET / name).read_text(encoding="utf-8").splitlines()]
+
+
+def _words(text):
+    return {word for word in re.findall(r"[a-z0-9]+", text.lower()) if word not in STOP}
+
+
+def _corpus():
+    return {row["id"]: row for row in _rows("corpus.jsonl")}
+
+
+def _page(query):
+    (page,) = [doc for doc in query["relevant"] if doc.startswith("page-")]
+    return page
+
+
+def test_the_generator_rebuilds_the_committed_files_byte_for_byte(tmp_path):
+    copy = tmp_path / "wiki-hard"
+    copy.mkdir()
+    shutil.copy(SET / "build.py", copy / "build.py")
+    subprocess.run([sys.executable, str(copy / "build.py")], check=True, capture_output=True, timeout=120)
+    for file_name in ("corpus.jsonl", "queries.jsonl"):
+        assert (copy / file_name).read_bytes() == (SET / file_name).read_bytes(), file_name
+
+
+def test_the_set_loads_with_its_pins():
+    loaded = load_set(SET)
+    assert loaded.name == "wiki-hard" and loaded.kind == "wiki-hard" and loaded.k == 10
+    assert len(loaded.queries) == len(_rows("queries.jsonl"))
+
+
+def test_counts_splits_and_groups():
+    queries = _rows("queries.jsonl")
+    assert 900 <= len(queries) <= 1100
+    assert len({q["qid"] for q in queries}) == len(queries)
+    by_category = defaultdict(list)
+    for query in queries:
+        by_category[query["category"]].append(query)
+    assert set(by_category) == {"current-fact", "reworded", "historical", "identifier"}
+    for category, members in by_category.items():
+        for split in ("development", "held-out"):
+            assert sum(1 for q in members if q["split"] == split) >= 20, (category, split)
+    assert 0.45 <= sum(1 for q in queries if q["split"] == "held-out") / len(queries) <= 0.55
+    groups = defaultdict(list)
+    for query in queries:
+        groups[query["group"]].append(query)
+    for members in groups.values():  # a group asks one thing: one split, one answer, one intent
+        assert len({q["split"] for q in members}) == 1
+        assert len({json.dumps(q["relevant"], sort_keys=True) for q in members}) == 1
+        assert len({q["intent"] for q in members}) == 1
+    for query in by_category["current-fact"]:  # an English question and its Italian twin, beside the reworded one
+        sources = sorted(q["source"] for q in groups[query["group"]])
+        assert sources == ["paraphrase", "synthetic", "translation"], query["qid"]
+
+
+def test_every_span_is_its_text_at_its_offsets():
+    corpus = _corpus()
+    for query in _rows("queries.jsonl"):
+        assert query["canonical"] == [_page(query)]
+        labels = set()
+        for span in query["evidence"]:
+            assert corpus[span["doc"]]["text"][span["start"]:span["end"]] == span["text"], query["qid"]
+            assert span["supports_answer"] == (span["label"] in {"current", "stale", "mixed"})
+            labels.add(span["label"])
+        expected = {"current", "stale", "mixed"} if query["intent"] == "current" else {"current", "mixed", "neither"}
+        assert expected <= labels <= expected | {"unjudgeable"}, query["qid"]
+
+
+def test_every_setting_id_is_in_exactly_one_page_and_asked_by_it():
+    corpus = _corpus()
+    seen = defaultdict(list)
+    for doc, row in corpus.items():
+        for setting_id in SETTING_ID.findall(row["text"]):
+            seen[setting_id].append(doc)
+    assert len(seen) >= 190 and all(len(docs) == 1 for docs in seen.values())
+    for query in _rows("queries.jsonl"):
+        if query["category"] == "identifier":
+            (setting_id,) = SETTING_ID.findall(query["query"])
+            assert seen[setting_id] == [_page(query)] and set(query["relevant"]) == {_page(query)}
+
+
+def test_a_reworded_question_shares_no_content_word_with_its_page_but_the_service_name():
+    corpus = _corpus()
+    reworded = [q for q in _rows("queries.jsonl") if q["category"] == "reworded"]
+    assert len(reworded) >= 40
+    for query in reworded:
+        page = corpus[_page(query)]
+        service = page["title"].split()[0]
+        assert service in query["query"], query["qid"]
+        assert _words(query["query"]) & _words(page["text"]) == {service.lower()}, query["qid"]
+
+
+def test_a_historical_question_asks_about_a_date_before_the_change():
+    corpus = _corpus()
+    historical = [q for q in _rows("queries.jsonl") if q["category"] == "historical"]
+    for query in historical:
+        page = _page(query)
+        assert set(query["relevant"]) == {page, page.replace("page-", "note-", 1)}
+        (asked,) = DATE.findall(query["query"])
+        changed = re.search(r"## History\n\nUntil (\d{4}-\d{2}-\d{2}) ", corpus[page]["text"]).group(1)
+        assert asked < changed, query["qid"]
+    # about half the topics are asked on a past date, each in English and Italian
+    topics = {_page(q) for q in _rows("queries.jsonl") if q["category"] == "identifier"}
+    assert 0.4 <= len({_page(q) for q in historical}) / len(topics) <= 0.6
+    assert len(historical) == 2 * len({_page(q) for q in historical})
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_wiki_hard", SET / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_pages_of_one_setting_differ_only_in_service_values_dates_and_id():
+    """Masking the service's name, the setting's values, the dates and the id leaves one text per setting (the
+    near misses of each other), apart from the hedged comment some pages carry."""
+    build = _builder()
+    corpus = _corpus()
+    services = [name for name, _ in build.SERVICES]
+    for setting in build.SETTINGS:
+        masked = set()
+        for service in services:
+            text = corpus[f"page-{service.lower()}-{setting.key}"]["text"]
+            text = re.sub(r"## Comments\n\n[^\n]*\n\n", "", text)
+            text = DATE.sub("<date>", SETTING_ID.sub("<id>", text)).replace(service, "<service>")
+            for value in sorted(setting.values, key=len, reverse=True):
+                text = text.replace(value, "<value>")
+            masked.add(text)
+        assert len(masked) == 1, setting.key
+    hedged = sum("## Comments" in corpus[f"page-{s.lower()}-{setting.key}"]["text"]
+                 for s in services for setting in build.SETTINGS)
+    assert 0.08 <= hedged / (len(services) * len(build.SETTINGS)) <= 0.2
