@@ -1,6 +1,6 @@
 """The `sets show --paired` figure checked by simulation: at the printed size, the paired test's power.
 
-    python -m benchmarks.detectability                      # the three companion sets
+    python -m benchmarks.detectability                      # the companion sets
     python -m benchmarks.detectability --set memory-hard --trials 400
     python -m benchmarks.detectability --quick              # 100 trials of 1,000 resamples
 

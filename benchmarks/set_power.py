@@ -1,6 +1,6 @@
 """What a set can detect: the smallest shift of recall@10 the harness's paired test finds with power 0.8, by simulation.
 
-    python -m benchmarks.set_power                          # the three companion sets
+    python -m benchmarks.set_power                          # the companion sets
     python -m benchmarks.set_power --set dedupe-hard --trials 400
 
 The noise is real: BM25 (default settings) and BM25 with one setting moved (k1, b, the
@@ -33,7 +33,7 @@ from pathlib import Path
 from benchmarks.arguments import at_least
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPANIONS = ("code-agent", "dedupe-hard", "memory-hard")
+COMPANIONS = ("code-agent", "dedupe-hard", "memory-hard", "wiki-hard")
 # One BM25 setting moved at a time, from the adapter's defaults (k1 0.9, b 0.4): `python -m adapters.bm25 --help`.
 SMALL_CHANGES = {"k1 0.6": {"k1": 0.6}, "k1 1.2": {"k1": 1.2}, "k1 1.5": {"k1": 1.5},
                  "b 0.3": {"b": 0.3}, "b 0.5": {"b": 0.5}, "b 0.75": {"b": 0.75},

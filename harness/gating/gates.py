@@ -44,7 +44,7 @@ _listed = partial(shortlist, shown=MAX_FLIPS_LISTED, counted=True)  # the first 
 # is the largest change allowed.
 FRACTION, MILLISECONDS, COUNT = "fraction", "ms", "count"
 # A shipped set and its larger companion, which can tell a drop of a few points from noise (docs/sets.md).
-COMPANION_SETS = {"code": "code-agent", "dedupe": "dedupe-hard", "memory": "memory-hard"}
+COMPANION_SETS = {"code": "code-agent", "dedupe": "dedupe-hard", "memory": "memory-hard", "wiki": "wiki-hard"}
 # How the baseline's latency was measured, as every output says it beside the two figures.
 PAIRED, ACROSS_RUNS = "paired in this run", "across runs and machines"
 PAIRED_PERCENTILES = (50, 95)

@@ -24,7 +24,7 @@ from harness.errors import SetError
 from harness.sets.loader import load_set
 from tests.conftest import REPO_ROOT, SCRIPTED_ADAPTER, TINY_SET
 
-SHIPPED = ("code", "code-agent", "memory", "dedupe", "wiki", "dedupe-hard", "memory-hard")
+SHIPPED = ("code", "code-agent", "memory", "dedupe", "wiki", "dedupe-hard", "memory-hard", "wiki-hard")
 SHARD_COUNTS = (2, 3, 7)
 RECORDED_METRICS = ["recall@10", "nDCG@20", "RR@10", "recall@5"]  # the baseline carries every policy's metrics
 POLICIES = {

@@ -255,7 +255,7 @@ def test_read_table_maps_kind_and_corpus_to_settings(tmp_path):
                                                   "fusion": {"method": "rrf", "weight": 0.3, "candidates": 5.0}}]))
 
 
-SHIPPED = ("code", "code-agent", "dedupe", "dedupe-hard", "memory", "memory-hard", "wiki")
+SHIPPED = ("code", "code-agent", "dedupe", "dedupe-hard", "memory", "memory-hard", "wiki", "wiki-hard")
 
 
 def test_the_shipped_table_holds_settings_for_every_shipped_set_as_its_corpus_is_now(tmp_path):

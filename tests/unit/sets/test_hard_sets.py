@@ -210,3 +210,16 @@ def test_memory_hard_keeps_its_promises():
         assert query["no_relevant"] and query["outcome"] == "xfail" and query["relevant"] == {}
         (project,) = re.findall(r"\b([A-Z][a-z]+) (?:production|staging)\b", query["query"])
         assert project not in " ".join(corpus.values()), query["qid"]
+
+
+def test_every_companion_the_gate_names_is_a_set_recorded_in_each_companion_baseline():
+    """A drop the founding set cannot tell is confirmed "on <companion>" (gates.COMPANION_SETS): that set must
+    exist, and `bash .ci/gate companions <backend>` must gate it for every reference backend."""
+    from harness.gating.gates import COMPANION_SETS
+
+    assert set(COMPANION_SETS) == {"code", "dedupe", "memory", "wiki"}  # every founding set has its companion
+    for founding, companion in COMPANION_SETS.items():
+        assert (SETS / founding / "set.json").is_file() and (SETS / companion / "set.json").is_file(), companion
+        for baseline in ("current.json", "onnx.json", "hybrid.json"):
+            recorded = json.loads((REPO_ROOT / "baselines" / "companions" / baseline).read_text(encoding="utf-8"))
+            assert companion in recorded["sets"], (baseline, companion)
