@@ -462,7 +462,6 @@ def topics(rng: random.Random) -> list[Topic]:
     return made
 
 
-
 def incidents(rng: random.Random, asked: list[Topic]) -> list[dict]:
     """Incident reviews: about half the asked topics had one, naming a second service; no value is stated."""
     services = [service for service, _ in SERVICES]
