@@ -14,10 +14,10 @@ the values, the dates and the id, so the other services' pages are near misses f
 each service also has an overview page naming every setting, and a catalogue page names all.
 About one topic in eight carries a hedged comment nobody can judge.
 
-Queries: the plain question worded like the page and its Italian translation (category
-`current-fact`), the same question in other words that share no content word with the page but
-the service's name (`reworded`, one group with its twins), the value on a past date for half the
-topics (`historical`, English and Italian, the page and the note relevant) and the current value
+Queries, every one in English and Italian as in the founding set: the plain question worded like
+the page (category `current-fact`), the same question in other words that share no content word
+with the page but the service's name (`reworded`; the four are one group), the value on a past
+date for half the topics (`historical`, the page and the note relevant) and the current value
 asked by the setting's id (`identifier`). Evidence spans and labels follow sets/wiki/build.py.
 Splits are drawn per group, seeded, half and half within each setting and category.
 """
@@ -325,8 +325,38 @@ HEDGES = (
     "A comment here says the {label} of {s} should match staging, without saying what staging uses.",
     "An old chat thread suggests {s} may already use a different {label}; it was never checked.",
 )
+# Every question is asked in English and Italian, as in the founding set: these are the Italian twins of each
+# asked setting's reworded questions (same order) and of the identifier questions.
+REWORDED_IT = {
+    "rate-limit": ("Quante chiamate può fare un singolo cliente a {s} prima di venire rallentato?",
+                   "Quanto può insistere un cliente su {s} prima che cominci a rifiutare le chiamate?",
+                   "Quanto traffico accetta {s} da un solo cliente prima di opporsi?"),
+    "primary-region": ("In quale paese si trovano le macchine principali di {s}?",
+                       "Dove gira soprattutto {s}, geograficamente?",
+                       "In quale città girano per lo più le macchine di {s}?"),
+    "log-retention": ("Fin dove possiamo ancora leggere quello che {s} stampava mentre girava?",
+                      "Per quante settimane posso consultare i vecchi messaggi diagnostici di {s}?",
+                      "Quando vengono buttati via i messaggi diagnostici di {s}?"),
+    "paging-tool": ("Quando {s} si guasta di notte, cosa tira giù qualcuno dal letto?",
+                    "Quale app fa vibrare il telefono di chi segue {s} durante un guasto?",
+                    "Attraverso quale prodotto le emergenze di {s} raggiungono una persona?"),
+    "backup-schedule": ("Con quale frequenza si fa una copia di sicurezza di {s}?",
+                        "Ogni quanto si fotografa lo stato di {s} per un ripristino dopo un disastro?",
+                        "Quanto è recente la copia più nuova di {s} su cui potremmo ripiegare?"),
+    "runtime-version": ("Quale versione dell'interprete esegue {s}?",
+                        "Per quale versione del linguaggio è scritto {s} oggi?",
+                        "Quale versione dell'interprete mi serve in locale per lavorare su {s}?"),
+    "queue-broker": ("Dove parcheggia {s} i compiti da svolgere più tardi?",
+                     "Cosa trattiene i compiti in sospeso di {s} finché qualcosa non li prende?",
+                     "Quale sistema di messaggistica trasporta i compiti differiti di {s}?"),
+    "session-ttl": ("Quanto tempo posso lasciare {s} inattivo prima che mi disconnetta?",
+                    "Se un utente smette di cliccare in {s}, dopo quanto viene disconnesso?",
+                    "Dopo quanta inattività {s} butta fuori un utente?"),
+}
 IDENTIFIER_ASKS = ("What is {id} set to now?", "What is the current value of {id}?",
                    "{id}: what does it say today?")
+IDENTIFIER_ASKS_IT = ("A cosa è impostato {id} adesso?", "Qual è il valore attuale di {id}?",
+                      "{id}: cosa dice oggi?")
 FILLER = (f"This page is kept by the platform group of {COMPANY}. Questions go to the platform channel; changes "
           "to this page are reviewed like code and announced in the Friday notes.")
 RUNBOOKS = ("Runbooks for this area are linked from the platform index. Alerts name the runbook they belong to, "
@@ -346,8 +376,8 @@ class Topic:
     changed: str  # ISO date of the change
     asked: str | None  # ISO date a historical question asks about, before `changed`
     hedge: str | None
-    reworded: str
-    identifier_ask: str
+    reworded: int  # which of the setting's reworded questions (and of their Italian twins) is asked
+    identifier_ask: int  # which of IDENTIFIER_ASKS (and IDENTIFIER_ASKS_IT)
     parent: str | None = None  # a component ("Basalt Worker") names the service it belongs to
 
 
@@ -448,8 +478,8 @@ def topics(rng: random.Random) -> list[Topic]:
             made.append(Topic(service, setting, f"{service.lower()}-{setting.key}",
                               f"QL-{numbers[len(made)]}", old, value, changed.isoformat(),
                               then.isoformat() if asked and service in then_services else None, hedge,
-                              rng.choice(setting.reworded) if asked else "",
-                              rng.choice(IDENTIFIER_ASKS) if asked else ""))
+                              rng.randrange(len(setting.reworded)) if asked else 0,
+                              rng.randrange(len(IDENTIFIER_ASKS)) if asked else 0))
     for service, _ in SERVICES:
         for suffix in rng.sample(COMPONENTS, COMPONENTS_PER_SERVICE):
             name = f"{service} {suffix}"
@@ -457,7 +487,7 @@ def topics(rng: random.Random) -> list[Topic]:
                 old, value = values(rng, setting)
                 changed = FIRST_CHANGE + datetime.timedelta(days=rng.randrange(days))
                 made.append(Topic(name, setting, f"{name.lower().replace(' ', '-')}-{setting.key}",
-                                  f"QL-{numbers[len(made)]}", old, value, changed.isoformat(), None, None, "", "",
+                                  f"QL-{numbers[len(made)]}", old, value, changed.isoformat(), None, None, 0, 0,
                                   parent=service))
     return made
 
@@ -528,7 +558,8 @@ def build() -> tuple[list[dict], list[dict]]:
         for suffix, text, category, source in (
                 ("en", fill(setting.ask, topic), "current-fact", "synthetic"),
                 ("it", fill(setting.ask_it, topic), "current-fact", "translation"),
-                ("reworded", fill(topic.reworded, topic), "reworded", "paraphrase")):
+                ("reworded", fill(setting.reworded[topic.reworded], topic), "reworded", "paraphrase"),
+                ("reworded-it", fill(REWORDED_IT[setting.key][topic.reworded], topic), "reworded", "translation")):
             emit(f"{topic.key}-{suffix}", text, {page_id: 1}, category, group, source, "current", page_id, current)
         if topic.asked:
             # Relative to the asked date the superseded value is the right one; the present one is neither.
@@ -541,8 +572,10 @@ def build() -> tuple[list[dict], list[dict]]:
                 emit(f"{topic.key}-then-{suffix}", template.format(s=topic.service, date=topic.asked),
                      {page_id: 1, note_id: 1}, "historical", f"{topic.key}-then", source, "historical", page_id,
                      then)
-        emit(f"{topic.key}-id", topic.identifier_ask.format(id=topic.setting_id), {page_id: 1}, "identifier",
-             f"{topic.key}-id", "synthetic", "current", page_id, current)
+        for suffix, asks, source in (("id", IDENTIFIER_ASKS, "synthetic"), ("id-it", IDENTIFIER_ASKS_IT,
+                                                                            "translation")):
+            emit(f"{topic.key}-{suffix}", asks[topic.identifier_ask].format(id=topic.setting_id), {page_id: 1},
+                 "identifier", f"{topic.key}-id", source, "current", page_id, current)
     for topic in every_topic:
         if topic.setting in SIBLINGS or topic.parent:
             corpus += [{"id": f"page-{topic.key}", "title": title(topic), "text": page_text(topic)},
