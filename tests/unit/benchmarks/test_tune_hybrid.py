@@ -118,7 +118,7 @@ def test_a_higher_development_ndcg_the_paired_test_cannot_tell_from_noise_keeps_
     run = tune_hybrid.SetRuns("synthetic", ("synthetic", "0" * 64), development, lexical, semantic)
     tune_hybrid.score_grid(run)
     sharper = FusionSettings("rrf", 0.65, 10.0, 20)
-    assert sum(run.fused[sharper].ndcg) > sum(run.fused[FusionSettings("rrf", 0.0, 10.0, 20)].ndcg)
+    assert sum(run.fused[sharper].ndcg) > sum(run.fused[FusionSettings("rrf", 0.0, 60.0, 20)].ndcg)
     assert not tune_hybrid.ranks_answers_higher([run], sharper, FusionSettings("rrf", 0.0, 60.0, 20))
     assert tune_hybrid.choose([run]).weight == 0.0
 
